@@ -1,0 +1,38 @@
+# rampart compile-time configuration.
+# Every option: its default, and a one-line reason. Override on the command line
+# (make CONFIG_ZERO_ON_FREE=0) or pick a preset with VARIANT=light.
+
+VARIANT ?= default
+
+# --- large allocations (> CONFIG_SMALL_MAX) ---------------------------------------
+# Guard regions on each side are 1 page + a random count up to size/CONFIG_GUARD_FRACTION.
+CONFIG_GUARD_FRACTION ?= 8
+# Upper bound, in pages, of the random part of a large allocation's guard region.
+CONFIG_GUARD_MAX_PAGES ?= 64
+# Region quarantine: freed large regions held closed before their address is reused.
+CONFIG_REGION_QUARANTINE ?= 1
+# Entries in the random-swap array and in the FIFO ring of the region quarantine.
+CONFIG_REGION_QUARANTINE_RANDOM ?= 32
+CONFIG_REGION_QUARANTINE_FIFO ?= 64
+# Bytes of address space the region quarantine may hold (closed regions cost no RAM).
+CONFIG_REGION_QUARANTINE_BYTES ?= 1073741824
+# Regions at least this big skip the quarantine and are unmapped at once.
+CONFIG_REGION_QUARANTINE_SKIP ?= 268435456
+
+# --- general --------------------------------------------------------------------
+# Largest request served by the slab allocator; bigger ones are large allocations.
+CONFIG_SMALL_MAX ?= 131072
+# Zero memory when it is freed (slab slots; large regions are dropped by the kernel).
+CONFIG_ZERO_ON_FREE ?= 1
+# Name rampart's mappings (PR_SET_VMA_ANON_NAME) so /proc/PID/maps tells them apart.
+CONFIG_LABEL_MEMORY ?= 1
+# Bytes of address space reserved for the isolated metadata region.
+CONFIG_META_RESERVE ?= 17179869184
+
+ifeq ($(VARIANT),light)
+CONFIG_REGION_QUARANTINE := 0
+CONFIG_GUARD_MAX_PAGES := 4
+endif
+
+CONFIG_VARS := $(filter CONFIG_%,$(.VARIABLES))
+CONFIG_CPPFLAGS := $(foreach v,$(sort $(CONFIG_VARS)),-D$(v)=$($(v)))

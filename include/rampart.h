@@ -1,0 +1,54 @@
+/*
+ * rampart.h — the parts of rampart's interface that the C library headers do not
+ * already declare. The standard functions (malloc, free, calloc, realloc,
+ * reallocarray, posix_memalign, aligned_alloc, memalign, valloc, pvalloc,
+ * malloc_usable_size, malloc_trim) keep their usual prototypes from <stdlib.h> and
+ * <malloc.h>.
+ */
+#ifndef RAMPART_H
+#define RAMPART_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C23: free with the size (and alignment) the block was requested with. A size or
+ * alignment that does not match the allocation is heap corruption: fatal. */
+void free_sized(void *ptr, size_t size);
+void free_aligned_sized(void *ptr, size_t alignment, size_t size);
+
+/* An upper bound of the bytes accessible from ptr (which may point inside an
+ * allocation) to the end of its allocation; 0 for freed or foreign pointers. */
+size_t malloc_object_size(const void *ptr);
+
+/* The guard backend in use: "madvise" or "mprotect". */
+const char *rampart_guard_backend(void);
+
+/* A snapshot of rampart's counters (relaxed reads; "_now" fields are gauges). */
+struct rampart_stats {
+	unsigned long guard_fallbacks;     /* guards that madvise refused and mprotect made */
+	unsigned long guard_latches;       /* times the madvise backend was switched off */
+	unsigned long unmaps_refused;      /* regions closed instead of unmapped (VMA limit) */
+	unsigned long spans_leaked;        /* spans neither unmapped nor closed */
+	unsigned long large_maps;          /* mmap calls for large allocations */
+	unsigned long large_live_now;      /* live large allocations */
+	unsigned long quarantine_now;      /* regions in the region quarantine */
+	unsigned long quarantine_bytes_now;
+	unsigned long cache_hits;          /* large requests served from the reuse cache */
+	unsigned long cache_misses;
+	unsigned long cache_waste_bytes;   /* bytes beyond the request in reused regions */
+	unsigned long cache_evictions;     /* cached regions unmapped (bounds or decay) */
+	unsigned long cache_now;
+	unsigned long cache_bytes_now;
+	unsigned long realloc_in_place;    /* large reallocs that did not move */
+	unsigned long realloc_moved;       /* large reallocs moved with mremap */
+};
+void rampart_get_stats(struct rampart_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

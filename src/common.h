@@ -1,0 +1,48 @@
+/*
+ * common.h — what every rampart module may assume.
+ *
+ * Invariants:
+ *  - 64-bit Linux only; pointers and size_t are 64 bits wide.
+ *  - os_page is the kernel page size, a power of two, fixed after os_init().
+ *  - Nothing in src/ calls the public allocation functions (malloc, free, ...):
+ *    rampart never allocates through itself, so no path can recurse.
+ *  - Every function that may fail returns a value the caller must check
+ *    (warn_unused_result); failure of an allocation path means ENOMEM.
+ */
+#ifndef RAMPART_COMMON_H
+#define RAMPART_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if UINTPTR_MAX != 0xffffffffffffffffu
+#error "rampart supports 64-bit targets only"
+#endif
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define must_check __attribute__((warn_unused_result))
+#define hidden __attribute__((visibility("hidden")))
+#define noinline __attribute__((noinline))
+#define cold __attribute__((cold))
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* The kernel page size (set once by os_init, read-only afterwards). */
+extern size_t os_page;
+
+static inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+static inline uintptr_t align_up(uintptr_t x, size_t a) { return (x + a - 1) & ~(uintptr_t)(a - 1); }
+static inline uintptr_t align_down(uintptr_t x, size_t a) { return x & ~(uintptr_t)(a - 1); }
+
+/* Round a byte count up to whole pages; false when that overflows. */
+static inline bool page_round(size_t n, size_t *out)
+{
+	if (n > SIZE_MAX - os_page) return false;
+	*out = align_up(n, os_page);
+	return true;
+}
+
+#endif

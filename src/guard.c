@@ -1,0 +1,272 @@
+/*
+ * guard.c — two ways to make memory unreachable, chosen per region and falling
+ * back per operation.
+ *
+ * madvise backend: a region is one read-write mapping; closed spans are guard
+ * markers in the page tables (MADV_GUARD_INSTALL, Linux 6.13+), so any number of
+ * closed spans costs no extra VMA and neighbouring regions merge into one VMA.
+ * mprotect backend: closed spans are PROT_NONE; every boundary is a VMA.
+ *
+ * Why the fallbacks look the way they do (kernel 6.18, measured, see DESIGN.md):
+ *  - MADV_GUARD_INSTALL fails with EINVAL on a VM_LOCKED mapping (any mapping after
+ *    mlockall(MCL_CURRENT), new ones after MCL_FUTURE). Such a span is closed with
+ *    mprotect instead and the madvise backend is latched off for new mappings.
+ *  - A locked mapping refuses MADV_DONTNEED, and a fresh MAP_FIXED mapping may hit
+ *    RLIMIT_MEMLOCK, so the last resort of a close is a plain mprotect(PROT_NONE),
+ *    which cannot fail for memory reasons unless it splits past the VMA limit.
+ */
+#define _GNU_SOURCE
+#include "guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "os.h"
+#include "stats.h"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
+
+#define RW (PROT_READ | PROT_WRITE)
+
+static _Atomic int backend = GUARD_MPROTECT;
+
+enum guard_backend guard_backend(void)
+{
+	return (enum guard_backend)atomic_load_explicit(&backend, memory_order_relaxed);
+}
+
+const char *guard_backend_name(void)
+{
+	return guard_backend() == GUARD_MADVISE ? "madvise" : "mprotect";
+}
+
+static void latch_off(void)
+{
+	if (atomic_exchange_explicit(&backend, GUARD_MPROTECT, memory_order_relaxed) == GUARD_MADVISE)
+		stat_inc(STAT_GUARD_LATCH);
+}
+
+/* Does the kernel really refuse access to p? A system call that reads user memory
+ * answers EFAULT without the process taking a signal; an emulator that accepted the
+ * advice and ignored it hands the kernel a readable page (an empty path: ENOENT). */
+static bool really_blocks(const void *p)
+{
+	int saved = errno;
+	bool blocked = access((const char *)p, F_OK) != 0 && errno == EFAULT;
+	errno = saved;
+	return blocked;
+}
+
+static bool probe_markers(void)
+{
+	void *p = NULL;
+	if (os_map(&p, os_page, RW, false)) return false;
+	bool ok = false;
+	if (os_advise(p, os_page, MADV_GUARD_INSTALL) == 0) {
+		ok = really_blocks(p);
+		if (os_advise(p, os_page, MADV_GUARD_REMOVE) != 0) ok = false;
+	}
+	if (os_unmap(p, os_page)) ok = false;
+	return ok;
+}
+
+void guard_init(enum guard_backend want)
+{
+	int chosen = GUARD_MPROTECT;
+	/* Strict overcommit charges every read-write byte, guards included: a madvise-backed
+	 * region would be charged for its guard pages, so keep guards PROT_NONE there. */
+	bool strict = os_read_long("/proc/sys/vm/overcommit_memory") == 2;
+	if (want != GUARD_MPROTECT && !strict && probe_markers()) chosen = GUARD_MADVISE;
+	else if (want == GUARD_MADVISE) os_warn("guard=madvise is not usable here", ", using mprotect");
+	atomic_store_explicit(&backend, chosen, memory_order_relaxed);
+}
+
+static bool markers_on(const struct guard_region *r)
+{
+	return (r->flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+}
+
+static void label(struct guard_region *r, const char *name)
+{
+#if CONFIG_LABEL_MEMORY
+	if (name) os_label((void *)r->base, r->size, name);
+#else
+	(void)r, (void)name;
+#endif
+}
+
+/* Close [p, p+len) without guard markers. */
+static bool close_protected(struct guard_region *r, void *p, size_t len)
+{
+	void *fixed = p;
+	/* One call that both blocks access and drops the pages. */
+	if (os_map(&fixed, len, PROT_NONE, true) == 0) {
+		r->flags |= REGION_PROTECTED;
+		return true;
+	}
+	int err = os_protect(p, len, PROT_NONE);
+	if (err) {
+		if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+		return false;
+	}
+	r->flags |= REGION_PROTECTED;
+	if (os_advise(p, len, MADV_DONTNEED)) r->flags |= REGION_RESIDUE; /* locked: pages stay */
+	return true;
+}
+
+bool guard_close(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	if (!len) return true;
+	if (markers_on(r)) {
+		int err = os_advise(p, len, MADV_GUARD_INSTALL);
+		if (!err) {
+			r->flags |= REGION_MARKED;
+			return true;
+		}
+		if (err == EINVAL) latch_off();
+		else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+		r->flags &= ~REGION_MARKERS;
+		stat_inc(STAT_GUARD_FALLBACK);
+	}
+	return close_protected(r, p, len);
+}
+
+bool guard_open(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	if (!len) return true;
+	if (r->flags & REGION_MARKED) {
+		int err = os_advise(p, len, MADV_GUARD_REMOVE);
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+			return false;
+		}
+	}
+	if (r->flags & REGION_PROTECTED) {
+		int err = os_protect(p, len, RW);
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+			/* Leave it unreachable again: markers were removed above. */
+			if (!guard_close(r, off, len)) fatal("cannot re-close span", p);
+			return false;
+		}
+	}
+	if (r->flags & REGION_RESIDUE) memset(p, 0, len);
+	return true;
+}
+
+bool guard_extend(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	int err = os_protect(p, len, RW);
+	if (err && !os_is_oom(err)) os_unexpected("mprotect", err, p);
+	return err == 0;
+}
+
+bool guard_reserve(struct guard_region *r, size_t size, const char *name)
+{
+	void *p = NULL;
+	if (os_map(&p, size, PROT_NONE, false)) return false;
+	r->base = (uintptr_t)p;
+	r->size = size;
+	r->flags = guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED;
+	label(r, name);
+	return true;
+}
+
+/* Unmap the parts of [base, base+total) outside [keep, keep+keep_len); where the
+ * kernel refuses, the part stays and joins the guard. Returns the kept start. */
+static uintptr_t trim(uintptr_t base, size_t total, uintptr_t *keep, size_t *keep_len)
+{
+	uintptr_t end = base + total, kend = *keep + *keep_len;
+	if (*keep > base && os_unmap((void *)base, *keep - base)) {
+		*keep_len += *keep - base;
+		*keep = base;
+	}
+	if (end > kend && os_unmap((void *)kend, end - kend)) *keep_len += end - kend;
+	return *keep;
+}
+
+bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+	       const char *name)
+{
+	size_t slack = align > os_page ? align - os_page : 0;
+	size_t total = *lead + len + *trail;
+	if (total < len || total + slack < total) return false;
+
+	bool markers = guard_backend() == GUARD_MADVISE;
+	void *p = NULL;
+	if (os_map(&p, total + slack, markers ? RW : PROT_NONE, false)) return false;
+
+	uintptr_t base = (uintptr_t)p;
+	if (slack) {
+		/* Place the open span on the alignment; lead absorbs what is below it. */
+		uintptr_t data = align_up(base + *lead, align);
+		uintptr_t keep = data - *lead;
+		size_t keep_len = total;
+		base = trim(base, total + slack, &keep, &keep_len);
+		*lead = data - base;
+		*trail = keep_len - *lead - len;
+		total = keep_len;
+	}
+	r->base = base;
+	r->size = total;
+	r->flags = markers ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED;
+
+	if (markers) {
+		int err = os_advise((void *)base, *lead, MADV_GUARD_INSTALL);
+		if (!err) err = os_advise((void *)(base + *lead + len), *trail, MADV_GUARD_INSTALL);
+		if (err) {
+			/* A fresh mapping: simplest to start over under the mprotect scheme. */
+			if (err == EINVAL) latch_off();
+			else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+			stat_inc(STAT_GUARD_FALLBACK);
+			if (os_unmap((void *)base, total)) os_unexpected("munmap", EINVAL, p);
+			r->flags = 0;
+			if (os_map(&p, total, PROT_NONE, false)) return false;
+			base = r->base = (uintptr_t)p;
+			r->flags = REGION_PROTECTED;
+			markers = false;
+		}
+	}
+	if (!markers && len) {
+		int err = os_protect((void *)(base + *lead), len, RW);
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+			if (os_unmap((void *)base, total)) os_unexpected("munmap", EINVAL, p);
+			return false;
+		}
+	}
+	label(r, name);
+	return true;
+}
+
+bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct guard_region *to,
+		size_t to_off)
+{
+	void *src = (void *)(from->base + from_off), *dst = (void *)(to->base + to_off);
+	int err = os_move(src, len, dst);
+	if (err && !os_is_oom(err)) os_unexpected("mremap", err, src);
+	return err == 0;
+}
+
+bool guard_unmap(struct guard_region *r)
+{
+	int err = os_unmap((void *)r->base, r->size);
+	if (!err) return true;
+	if (!os_is_oom(err)) os_unexpected("munmap", err, (void *)r->base);
+	/* Splitting a merged VMA would pass the limit: drop the memory, keep the range. */
+	stat_inc(STAT_UNMAP_REFUSED);
+	if (!guard_close(r, 0, r->size)) stat_inc(STAT_LEAKED);
+	return false;
+}

@@ -1,0 +1,66 @@
+/*
+ * guard.h — the guard-region layer: every span rampart makes unreachable goes
+ * through here. Nothing above this layer calls mmap, mprotect or madvise.
+ *
+ * Invariants:
+ *  - A region is one kernel mapping rampart created; it is split only into spans
+ *    that are open (read-write) or closed (any access faults, no resident pages
+ *    unless REGION_RESIDUE says the kernel refused to drop them).
+ *  - A span reopened with guard_open() or first opened with guard_extend() reads
+ *    as zero.
+ *  - The backend is chosen once (guard_init) and only ever moves from madvise to
+ *    mprotect (the EINVAL latch), never back.
+ *  - No function here changes errno. Failures that mean "no memory" return false;
+ *    any other kernel error is fatal (os_unexpected).
+ *  - Callers serialise operations on one region; distinct regions are independent.
+ */
+#ifndef RAMPART_GUARD_H
+#define RAMPART_GUARD_H
+
+#include "common.h"
+
+enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
+
+/* Region flags: how spans are closed and what reopening them takes. */
+enum {
+	REGION_MARKERS = 1u,   /* closes install guard markers (made under the madvise backend) */
+	REGION_MARKED = 2u,    /* markers may exist: reopening removes them */
+	REGION_PROTECTED = 4u, /* PROT_NONE spans may exist: reopening mprotects */
+	REGION_RESIDUE = 8u,   /* a close left pages behind (locked memory): reopening zeroes */
+};
+
+struct guard_region {
+	uintptr_t base;
+	size_t size;
+	uint32_t flags;
+};
+
+/* Choose the backend: want is the user's request (GUARD_AUTO to probe). */
+void guard_init(enum guard_backend want);
+enum guard_backend guard_backend(void);
+const char *guard_backend_name(void);
+
+/* A new mapping laid out as [lead guard | len open bytes | trail guard]; the open
+ * span starts at base + lead and is aligned to align (0 or a power of two). With
+ * align above a page the slack is trimmed or folded into the guards, so lead and
+ * trail may come back larger than asked. lead and trail are at least one page. */
+must_check bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+			  size_t align, const char *label);
+/* A PROT_NONE reservation of size bytes; spans are opened with guard_extend(). */
+must_check bool guard_reserve(struct guard_region *r, size_t size, const char *label);
+/* Open a span of a reservation that was never opened before. */
+must_check bool guard_extend(struct guard_region *r, size_t off, size_t len);
+/* Reopen a span closed by guard_close(). */
+must_check bool guard_open(struct guard_region *r, size_t off, size_t len);
+/* Close a span: any access faults, its pages go back to the kernel. False only when
+ * the kernel could not make it unreachable (VMA limit); the span is then unchanged. */
+must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
+/* Move the pages of an open span into another region's span (no copying). */
+must_check bool guard_move(struct guard_region *from, size_t from_off, size_t len,
+			   struct guard_region *to, size_t to_off);
+/* Give the whole region back. Where the kernel cannot (the split would exceed the
+ * VMA limit) the region is closed instead and false is returned: its address space
+ * stays reserved but holds no memory. */
+bool guard_unmap(struct guard_region *r);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * init.h — start-up and the read-only roots.
+ *
+ * Invariants:
+ *  - Every pointer into the metadata region that is held in a global lives in `ro`,
+ *    and `ro` is made read-only once initialisation finishes (where the page size
+ *    lets it sit alone on a page): an attacker who can write a global cannot
+ *    redirect rampart's tables.
+ *  - rampart_ready() is one acquire load; initialisation runs once, on first use,
+ *    without calling malloc or dlsym.
+ */
+#ifndef RAMPART_INIT_H
+#define RAMPART_INIT_H
+
+#include <stdatomic.h>
+
+#include "common.h"
+#include "options.h"
+
+struct meta_header;
+struct large_state;
+
+struct rampart_roots {
+	struct meta_header *meta;
+	struct large_state *large;
+	struct options opt;
+};
+
+#define RO_ALIGN 4096
+union ro_page {
+	struct rampart_roots roots;
+	char pad[RO_ALIGN];
+};
+extern union ro_page ro_page;
+#define ro (ro_page.roots)
+
+extern _Atomic int rampart_state;
+enum { STATE_NEW, STATE_READY };
+
+must_check bool rampart_init_slow(void);
+static inline must_check bool rampart_ready(void)
+{
+	if (likely(atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_READY)) return true;
+	return rampart_init_slow();
+}
+
+#endif

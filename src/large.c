@@ -1,0 +1,320 @@
+/*
+ * large.c — allocations served by their own mapping.
+ *
+ * Layout of a region:  [ lead guard | usable (open) | trail guard ]
+ * The guards are at least one page and grow randomly with the size, so the distance
+ * from one allocation to the next is not predictable. realloc shrinks by closing the
+ * cut tail (it joins the trail guard), grows in place by opening part of the trail
+ * guard while at least a page of it stays, and otherwise moves the pages with mremap
+ * into a new region: growth never copies.
+ */
+#define _GNU_SOURCE
+#include "large.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "guard.h"
+#include "init.h"
+#include "meta.h"
+#include "os.h"
+#include "quarantine.h"
+#include "random.h"
+#include "stats.h"
+
+enum { ENTRY_LIVE = 1, ENTRY_QUARANTINED = 2 };
+
+struct large_entry {
+	uintptr_t data; /* key: the pointer handed out; 0 = empty slot */
+	size_t usable;
+	size_t requested;
+	uint32_t state;
+	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
+	struct guard_region region;
+};
+
+struct large_state {
+	pthread_mutex_t lock;
+	struct random_state rnd;
+	uint64_t hash_mul;
+	struct large_entry *table;
+	size_t cap, used; /* power of two; used includes quarantined entries */
+	struct quarantine quarantine;
+	struct quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
+	struct quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
+};
+
+/* The biggest request served: anything above cannot be mapped with guards anyway,
+ * and keeping sizes below 2^62 makes every sum below overflow-free. */
+#define LARGE_MAX ((size_t)1 << 62)
+
+/* --- hash table: open addressing, linear probing, backward-shift deletion --- */
+
+static size_t slot_of(const struct large_state *s, uintptr_t key)
+{
+	return (size_t)(((key >> 12) * s->hash_mul) >> 32) & (s->cap - 1);
+}
+
+static struct large_entry *lookup(struct large_state *s, uintptr_t key)
+{
+	for (size_t i = slot_of(s, key);; i = (i + 1) & (s->cap - 1)) {
+		struct large_entry *e = &s->table[i];
+		if (e->data == key) return e;
+		if (!e->data) return NULL;
+	}
+}
+
+static void place(struct large_state *s, const struct large_entry *e)
+{
+	size_t i = slot_of(s, e->data);
+	while (s->table[i].data) i = (i + 1) & (s->cap - 1);
+	s->table[i] = *e;
+}
+
+static void remove_entry(struct large_state *s, struct large_entry *e)
+{
+	size_t i = (size_t)(e - s->table), mask = s->cap - 1;
+	for (size_t j = (i + 1) & mask; s->table[j].data; j = (j + 1) & mask) {
+		size_t home = slot_of(s, s->table[j].data);
+		/* Move j back into the hole at i unless its home lies cyclically in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			s->table[i] = s->table[j];
+			i = j;
+		}
+	}
+	s->table[i].data = 0;
+	s->used--;
+}
+
+/* Keep the load at most one half, so probes stay short and lookup always ends. */
+static bool reserve_slot(struct large_state *s)
+{
+	if ((s->used + 1) * 2 <= s->cap) return true;
+	size_t ncap = s->cap * 2;
+	struct large_entry *nt = meta_alloc(ncap * sizeof *nt);
+	if (!nt) return false;
+	struct large_entry *old = s->table;
+	size_t ocap = s->cap;
+	s->table = nt;
+	s->cap = ncap;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].data) place(s, &old[i]);
+	meta_free(old, ocap * sizeof *old);
+	return true;
+}
+
+/* --- guards --- */
+
+static size_t random_guard(struct large_state *s, size_t len)
+{
+	size_t extra = MIN(len / os_page / CONFIG_GUARD_FRACTION, (size_t)CONFIG_GUARD_MAX_PAGES);
+	return (1 + (size_t)random_below(&s->rnd, extra + 1)) * os_page;
+}
+
+static size_t lead_of(const struct large_entry *e) { return e->data - e->region.base; }
+
+/* A region that has left the table for good. */
+static void release_region(struct guard_region *r)
+{
+	(void)guard_unmap(r);
+}
+
+bool large_init(void)
+{
+	struct large_state *s = meta_alloc(sizeof *s);
+	if (!s) return false;
+	s->cap = 64;
+	s->table = meta_alloc(s->cap * sizeof *s->table);
+	if (!s->table) {
+		meta_free(s, sizeof *s);
+		return false;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	random_reseed(&s->rnd);
+	s->hash_mul = random_u64(&s->rnd) | 1;
+	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
+			CONFIG_REGION_QUARANTINE_FIFO, CONFIG_REGION_QUARANTINE_BYTES);
+	ro.large = s;
+	return true;
+}
+
+void *large_alloc(size_t size, size_t align)
+{
+	struct large_state *s = ro.large;
+	size_t len;
+	if (size > LARGE_MAX || !page_round(size, &len) || align > LARGE_MAX) return NULL;
+	void *result = NULL;
+	pthread_mutex_lock(&s->lock);
+	if (reserve_slot(s)) {
+		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
+					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
+		size_t lead = random_guard(s, len), trail = random_guard(s, len);
+		if (guard_map(&e.region, &lead, len, &trail, align, "rampart:large")) {
+			e.data = e.region.base + lead;
+			place(s, &e);
+			s->used++;
+			stat_inc(STAT_LARGE_MAPS);
+			stat_inc(STAT_LARGE_LIVE_NOW);
+			result = (void *)e.data;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return result;
+}
+
+/* The entry of a live allocation, or a fatal report naming what p is. */
+static struct large_entry *live_entry(struct large_state *s, const void *p, const char *op)
+{
+	struct large_entry *e = lookup(s, (uintptr_t)p);
+	if (likely(e && e->state == ENTRY_LIVE)) return e;
+	pthread_mutex_unlock(&s->lock);
+	if (e) fatal(op[0] == 'f' ? "double free" : "use after free", p);
+	fatal(op, p);
+}
+
+static void quarantine_region(struct large_state *s, struct large_entry *e)
+{
+#if CONFIG_REGION_QUARANTINE
+	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {
+		e->state = ENTRY_QUARANTINED;
+		quarantine_push(&s->quarantine, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
+		stat_inc(STAT_QUARANTINE_NOW);
+		stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
+		struct quarantine_item out;
+		while (quarantine_evict(&s->quarantine, &out, &s->rnd)) {
+			struct large_entry *old = lookup(s, out.key);
+			if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
+			struct guard_region r = old->region;
+			stat_dec(STAT_QUARANTINE_NOW);
+			stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
+			remove_entry(s, old);
+			release_region(&r);
+		}
+		return;
+	}
+#endif
+	struct guard_region r = e->region;
+	remove_entry(s, e);
+	release_region(&r);
+}
+
+void large_free(void *p, bool sized, size_t size, size_t align)
+{
+	struct large_state *s = ro.large;
+	pthread_mutex_lock(&s->lock);
+	struct large_entry *e = live_entry(s, p, "free of a pointer that is not a live allocation");
+	if (sized) {
+		size_t claimed;
+		bool align_ok = !align || (is_pow2(align) && (uint32_t)__builtin_ctzl(align) == e->align_log2);
+		if (!page_round(size, &claimed) || claimed != align_up(e->requested, os_page) || !align_ok) {
+			pthread_mutex_unlock(&s->lock);
+			fatal("sized free with a wrong size or alignment", p);
+		}
+	}
+	stat_dec(STAT_LARGE_LIVE_NOW);
+	/* Close at once: the pages go back and any later access faults. Where even that is
+	 * refused (VMA limit), give the whole region back instead. */
+	if (!guard_close(&e->region, lead_of(e), e->usable)) {
+		struct guard_region r = e->region;
+		remove_entry(s, e);
+		release_region(&r);
+	} else {
+		quarantine_region(s, e);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+size_t large_usable_size(const void *p)
+{
+	struct large_state *s = ro.large;
+	pthread_mutex_lock(&s->lock);
+	size_t n = live_entry(s, p, "malloc_usable_size of a pointer that is not a live allocation")->usable;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+/* Move the allocation's pages into a fresh region of len open bytes; the new start
+ * or 0 when there is no memory for it. */
+static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_t len)
+{
+	uintptr_t key = e->data;
+	if (!reserve_slot(s)) return 0;
+	e = lookup(s, key); /* the table may have moved */
+	struct large_entry n = *e;
+	size_t lead = random_guard(s, len), trail = random_guard(s, len);
+	size_t align = e->align_log2 ? (size_t)1 << e->align_log2 : 0;
+	if (!guard_map(&n.region, &lead, len, &trail, align, "rampart:large")) return 0;
+	if (!guard_move(&e->region, lead_of(e), e->usable, &n.region, lead)) {
+		(void)guard_unmap(&n.region);
+		return 0;
+	}
+	n.data = n.region.base + lead;
+	n.usable = len;
+	struct guard_region old = e->region;
+	remove_entry(s, e);
+	place(s, &n);
+	s->used++;
+	/* The old region is now guards around a hole; nothing in it is reachable. */
+	release_region(&old);
+	stat_inc(STAT_REALLOC_MOVED);
+	return n.data;
+}
+
+void *large_realloc(void *p, size_t size)
+{
+	struct large_state *s = ro.large;
+	size_t len;
+	if (size > LARGE_MAX || !page_round(size, &len)) return NULL;
+	pthread_mutex_lock(&s->lock);
+	struct large_entry *e = live_entry(s, p, "realloc of a pointer that is not a live allocation");
+	size_t lead = lead_of(e), end = lead + e->usable;
+	size_t trail = e->region.size - end;
+	uintptr_t result = e->data;
+	if (len <= e->usable) {
+		/* Shrink: the cut tail joins the trail guard. If the kernel refuses, the block
+		 * simply keeps its larger usable size. */
+		if (len < e->usable && guard_close(&e->region, lead + len, e->usable - len)) e->usable = len;
+		stat_inc(STAT_REALLOC_IN_PLACE);
+	} else if (len - e->usable + os_page <= trail && guard_open(&e->region, end, len - e->usable)) {
+		e->usable = len;
+		stat_inc(STAT_REALLOC_IN_PLACE);
+	} else {
+		result = move_region(s, e, len);
+	}
+	if (result) lookup(s, result)->requested = size;
+	pthread_mutex_unlock(&s->lock);
+	return (void *)result;
+}
+
+size_t large_object_size(const void *p)
+{
+	struct large_state *s = ro.large;
+	uintptr_t a = (uintptr_t)p;
+	size_t n = 0;
+	pthread_mutex_lock(&s->lock);
+	struct large_entry *e = lookup(s, a);
+	if (e) {
+		n = e->state == ENTRY_LIVE ? e->usable : 0;
+	} else {
+		/* Interior pointer: rare enough that a scan of the table is acceptable. */
+		for (size_t i = 0; i < s->cap; i++) {
+			e = &s->table[i];
+			if (e->data && e->state == ENTRY_LIVE && a - e->data < e->usable) {
+				n = e->data + e->usable - a;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+bool large_trim(void) { return false; }
+
+void large_fork_prepare(void) { pthread_mutex_lock(&ro.large->lock); }
+void large_fork_parent(void) { pthread_mutex_unlock(&ro.large->lock); }
+void large_fork_child(void)
+{
+	pthread_mutex_init(&ro.large->lock, NULL);
+	random_reseed(&ro.large->rnd);
+}

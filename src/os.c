@@ -1,0 +1,186 @@
+/*
+ * os.c — thin syscall layer. The error policy of the whole allocator lives here:
+ * wrappers return the kernel's error code with errno untouched; os_unexpected()
+ * and fatal() are the only ways rampart ends the process.
+ */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+size_t os_page = 4096;
+
+void os_init(void)
+{
+	unsigned long p = getauxval(AT_PAGESZ);
+	if (p && is_pow2(p)) os_page = p;
+}
+
+/* Run a libc call that reports through errno; return its error, restore errno. */
+#define OS_CALL(expr_failed)                       \
+	do {                                       \
+		int saved_ = errno, err_ = 0;      \
+		if (expr_failed) err_ = errno;     \
+		errno = saved_;                    \
+		return err_;                       \
+	} while (0)
+
+int os_map(void **addr, size_t len, int prot, bool fixed)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	if (prot == PROT_NONE) flags |= MAP_NORESERVE;
+	if (fixed) flags |= MAP_FIXED;
+	int saved = errno, err = 0;
+	void *p = mmap(fixed ? *addr : NULL, len, prot, flags, -1, 0);
+	if (p == MAP_FAILED) err = errno;
+	else *addr = p;
+	errno = saved;
+	return err;
+}
+
+int os_unmap(void *addr, size_t len) { OS_CALL(munmap(addr, len) != 0); }
+int os_protect(void *addr, size_t len, int prot) { OS_CALL(mprotect(addr, len, prot) != 0); }
+int os_advise(void *addr, size_t len, int advice) { OS_CALL(madvise(addr, len, advice) != 0); }
+
+int os_move(void *old, size_t len, void *dst)
+{
+	OS_CALL(mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
+}
+
+void os_label(void *addr, size_t len, const char *name)
+{
+	int saved = errno;
+	(void)prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)addr, len, (unsigned long)name);
+	errno = saved;
+}
+
+void os_random(void *buf, size_t len)
+{
+	int saved = errno;
+	unsigned char *p = buf;
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR) continue;
+			os_unexpected("getrandom", errno, buf);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	errno = saved;
+}
+
+long os_read_long(const char *path)
+{
+	int saved = errno;
+	long v = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[32];
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		if (n > 0 && buf[0] >= '0' && buf[0] <= '9') {
+			v = 0;
+			for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) v = v * 10 + (buf[i] - '0');
+		}
+		close(fd);
+	}
+	errno = saved;
+	return v;
+}
+
+/* --- reporting: fixed buffers only, nothing here may allocate --- */
+
+static size_t put_str(char *dst, size_t at, size_t cap, const char *s)
+{
+	while (*s && at < cap) dst[at++] = *s++;
+	return at;
+}
+
+static size_t put_hex(char *dst, size_t at, size_t cap, uintptr_t v)
+{
+	char tmp[18];
+	int n = 0;
+	do tmp[n++] = "0123456789abcdef"[v & 15]; while (v >>= 4);
+	at = put_str(dst, at, cap, "0x");
+	while (n && at < cap) dst[at++] = tmp[--n];
+	return at;
+}
+
+static size_t put_dec(char *dst, size_t at, size_t cap, unsigned v)
+{
+	char tmp[12];
+	int n = 0;
+	do tmp[n++] = (char)('0' + v % 10); while (v /= 10);
+	while (n && at < cap) dst[at++] = tmp[--n];
+	return at;
+}
+
+static void write_all(const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(STDERR_FILENO, buf, len);
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+void os_warn(const char *msg, const char *detail)
+{
+	char line[256];
+	size_t n = put_str(line, 0, sizeof line - 1, "rampart: warning: ");
+	n = put_str(line, n, sizeof line - 1, msg);
+	if (detail) n = put_str(line, n, sizeof line - 1, detail);
+	line[n++] = '\n';
+	write_all(line, n);
+}
+
+static __attribute__((noreturn)) void die(const char *line, size_t n)
+{
+	write_all(line, n);
+	/* The heap is not trustworthy any more: no user SIGABRT handler may run on it. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(SIGABRT, &dfl, NULL);
+	abort();
+}
+
+void fatal(const char *what, const void *addr)
+{
+	char line[256];
+	size_t n = put_str(line, 0, sizeof line - 1, "rampart: fatal: ");
+	n = put_str(line, n, sizeof line - 1, what);
+	n = put_str(line, n, sizeof line - 1, " at ");
+	n = put_hex(line, n, sizeof line - 1, (uintptr_t)addr);
+	line[n++] = '\n';
+	die(line, n);
+}
+
+void os_unexpected(const char *call, int err, const void *addr)
+{
+	char line[256];
+	size_t n = put_str(line, 0, sizeof line - 1, "rampart: fatal: unexpected error ");
+	n = put_dec(line, n, sizeof line - 1, (unsigned)err);
+	n = put_str(line, n, sizeof line - 1, " from ");
+	n = put_str(line, n, sizeof line - 1, call);
+	n = put_str(line, n, sizeof line - 1, " at ");
+	n = put_hex(line, n, sizeof line - 1, (uintptr_t)addr);
+	line[n++] = '\n';
+	die(line, n);
+}

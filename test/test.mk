@@ -1,0 +1,40 @@
+# Tests: `make test` builds the library and every test, then test/run.sh runs them all
+# under both guard backends and prints one summary line.
+#
+#   test/unit/*.c     Check programs, white-box (may include src/*.h), linked with the library's objects
+#   test/fault/*.c    cmocka programs; test/fault/fake_kernel.c wraps the kernel calls (-Wl,--wrap=)
+#   test/death/*.c    one death-test harness: each case commits a bug, the test passes on the right signal
+#   test/system/*.c   whole-program checks (stress, fork, mlockall, VMA counts) linked like a user program
+TEST_OUT := $(OUT)/test
+TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Wall -Wextra -Werror -Wno-unused-parameter \
+	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
+	$(CONFIG_CPPFLAGS) -Iinclude -Isrc
+FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap
+
+UNIT_BINS := $(patsubst test/unit/%.c,$(TEST_OUT)/unit/%,$(wildcard test/unit/*.c))
+FAULT_BINS := $(patsubst test/fault/%.c,$(TEST_OUT)/fault/%,$(filter-out test/fault/fake_kernel.c,$(wildcard test/fault/*.c)))
+DEATH_BINS := $(patsubst test/death/%.c,$(TEST_OUT)/death/%,$(wildcard test/death/*.c))
+SYSTEM_BINS := $(patsubst test/system/%.c,$(TEST_OUT)/system/%,$(wildcard test/system/*.c))
+TEST_BINS := $(UNIT_BINS) $(FAULT_BINS) $(DEATH_BINS) $(SYSTEM_BINS)
+
+$(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a $$(pkg-config --cflags --libs check)
+
+$(TEST_OUT)/fault/%: test/fault/%.c test/fault/fake_kernel.c $(OBJS) $(wildcard test/*.h test/fault/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< test/fault/fake_kernel.c $(OBJS) $(FAULT_WRAPS) $$(pkg-config --cflags --libs cmocka)
+
+$(TEST_OUT)/death/%: test/death/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+
+$(TEST_OUT)/system/%: test/system/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+
+.PHONY: test test-build
+test-build: lib $(TEST_BINS) $(OUT)/demo
+
+test: test-build
+	OUT=$(OUT) sh test/run.sh
