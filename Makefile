@@ -35,6 +35,8 @@ $(OUT)/obj/%.o: src/%.c $(wildcard src/*.h) include/rampart.h $(OUT)/config.stam
 	@mkdir -p $(@D)
 	@echo 'CC $<'
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+# The C++ operators let std::bad_alloc (and new-handler exceptions) unwind through them.
+$(OUT)/obj/cxx.o: ALL_CFLAGS += -fexceptions
 
 $(OUT)/librampart.so: $(OBJS)
 	$(CC) $(LDFLAGS_SO) -o $@ $(OBJS)

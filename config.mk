@@ -19,6 +19,15 @@ CONFIG_REGION_QUARANTINE_BYTES ?= 1073741824
 # Regions at least this big skip the quarantine and are unmapped at once.
 CONFIG_REGION_QUARANTINE_SKIP ?= 268435456
 
+# Reuse cache: closed large regions kept for reuse instead of being unmapped.
+CONFIG_CACHE_ENTRIES ?= 64
+# Bytes of address space the cache may hold (closed regions hold no RAM).
+CONFIG_CACHE_BYTES ?= 536870912
+# A cached region is reused only if it wastes at most this percentage of the request.
+CONFIG_CACHE_MAX_WASTE_PERCENT ?= 10
+# Cached regions idle for longer than this (milliseconds) are unmapped.
+CONFIG_CACHE_DECAY_MS ?= 10000
+
 # --- general --------------------------------------------------------------------
 # Largest request served by the slab allocator; bigger ones are large allocations.
 CONFIG_SMALL_MAX ?= 131072

@@ -32,7 +32,7 @@ struct rampart_stats {
 	unsigned long guard_latches;       /* times the madvise backend was switched off */
 	unsigned long unmaps_refused;      /* regions closed instead of unmapped (VMA limit) */
 	unsigned long spans_leaked;        /* spans neither unmapped nor closed */
-	unsigned long large_maps;          /* mmap calls for large allocations */
+	unsigned long guarded_maps;        /* new mappings made with guards (large allocations) */
 	unsigned long large_live_now;      /* live large allocations */
 	unsigned long quarantine_now;      /* regions in the region quarantine */
 	unsigned long quarantine_bytes_now;

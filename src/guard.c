@@ -95,10 +95,16 @@ static bool markers_on(const struct guard_region *r)
 	return (r->flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
 }
 
+/* Whole regions only, never a sub-span, so a label never splits a VMA. The first
+ * refusal switches labelling off: it would cost a failing system call per mapping. */
+static _Atomic bool labels_work = true;
+
 static void label(struct guard_region *r, const char *name)
 {
 #if CONFIG_LABEL_MEMORY
-	if (name) os_label((void *)r->base, r->size, name);
+	if (name && atomic_load_explicit(&labels_work, memory_order_relaxed) &&
+	    !os_label((void *)r->base, r->size, name))
+		atomic_store_explicit(&labels_work, false, memory_order_relaxed);
 #else
 	(void)r, (void)name;
 #endif
@@ -248,6 +254,7 @@ bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, 
 		}
 	}
 	label(r, name);
+	stat_inc(STAT_MAPS);
 	return true;
 }
 

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cache.h"
 #include "guard.h"
 #include "init.h"
 #include "meta.h"
@@ -42,6 +43,8 @@ struct large_state {
 	struct quarantine quarantine;
 	struct quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
 	struct quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
+	struct region_cache cache;
+	struct cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,
@@ -105,18 +108,25 @@ static bool reserve_slot(struct large_state *s)
 
 /* --- guards --- */
 
+/* Guards are one page plus a random part that grows with the size, up to a bound. */
+static size_t max_guard(size_t len)
+{
+	return (1 + MIN(len / os_page / CONFIG_GUARD_FRACTION, (size_t)CONFIG_GUARD_MAX_PAGES)) * os_page;
+}
+
 static size_t random_guard(struct large_state *s, size_t len)
 {
-	size_t extra = MIN(len / os_page / CONFIG_GUARD_FRACTION, (size_t)CONFIG_GUARD_MAX_PAGES);
-	return (1 + (size_t)random_below(&s->rnd, extra + 1)) * os_page;
+	return os_page + (size_t)random_below(&s->rnd, max_guard(len) / os_page) * os_page;
 }
 
 static size_t lead_of(const struct large_entry *e) { return e->data - e->region.base; }
 
-/* A region that has left the table for good. */
-static void release_region(struct guard_region *r)
+/* A closed region that has left the table for good: kept for reuse when it is whole
+ * and its pages are really gone, otherwise unmapped. */
+static void retire_region(struct large_state *s, struct guard_region *r)
 {
-	(void)guard_unmap(r);
+	if (r->flags & REGION_RESIDUE) (void)guard_unmap(r);
+	else cache_put(&s->cache, r, cache_now_ms());
 }
 
 bool large_init(void)
@@ -134,8 +144,30 @@ bool large_init(void)
 	s->hash_mul = random_u64(&s->rnd) | 1;
 	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
 			CONFIG_REGION_QUARANTINE_FIFO, CONFIG_REGION_QUARANTINE_BYTES);
+	cache_init(&s->cache, s->cache_slots, CONFIG_CACHE_ENTRIES, CONFIG_CACHE_BYTES, CONFIG_CACHE_DECAY_MS);
 	ro.large = s;
 	return true;
+}
+
+/* Reuse a cached region for [lead | len | trail]. The trail guard takes what the region
+ * has beyond lead + len: anything from one page up to the largest random trail a fresh
+ * mapping could get counts as guard; beyond that it is waste, at most
+ * CONFIG_CACHE_MAX_WASTE_PERCENT of the request. One madvise or mprotect, never an mmap.
+ * Aligned requests are not served here. */
+static bool take_cached(struct large_state *s, struct guard_region *r, size_t lead, size_t len, size_t align)
+{
+	cache_decay(&s->cache, cache_now_ms());
+	if (align > os_page) return false;
+	size_t trail_max = max_guard(len);
+	size_t waste_max = len / 100 * CONFIG_CACHE_MAX_WASTE_PERCENT;
+	size_t trail = random_guard(s, len);
+	if (!cache_take(&s->cache, lead + len + os_page, trail_max - os_page + waste_max, lead + len + trail, r))
+		return false;
+	size_t waste = r->size - MIN(r->size, lead + len + trail_max);
+	stat_add(STAT_CACHE_WASTE_BYTES, (long)waste);
+	if (guard_open(r, lead, len)) return true;
+	(void)guard_unmap(r);
+	return false;
 }
 
 void *large_alloc(size_t size, size_t align)
@@ -149,11 +181,11 @@ void *large_alloc(size_t size, size_t align)
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
 					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
 		size_t lead = random_guard(s, len), trail = random_guard(s, len);
-		if (guard_map(&e.region, &lead, len, &trail, align, "rampart:large")) {
+		if (take_cached(s, &e.region, lead, len, align) ||
+		    guard_map(&e.region, &lead, len, &trail, align, "rampart:large")) {
 			e.data = e.region.base + lead;
 			place(s, &e);
 			s->used++;
-			stat_inc(STAT_LARGE_MAPS);
 			stat_inc(STAT_LARGE_LIVE_NOW);
 			result = (void *)e.data;
 		}
@@ -188,14 +220,14 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 			stat_dec(STAT_QUARANTINE_NOW);
 			stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
 			remove_entry(s, old);
-			release_region(&r);
+			retire_region(s, &r);
 		}
 		return;
 	}
 #endif
 	struct guard_region r = e->region;
 	remove_entry(s, e);
-	release_region(&r);
+	retire_region(s, &r);
 }
 
 void large_free(void *p, bool sized, size_t size, size_t align)
@@ -217,7 +249,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	if (!guard_close(&e->region, lead_of(e), e->usable)) {
 		struct guard_region r = e->region;
 		remove_entry(s, e);
-		release_region(&r);
+		(void)guard_unmap(&r);
 	} else {
 		quarantine_region(s, e);
 	}
@@ -254,8 +286,8 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	remove_entry(s, e);
 	place(s, &n);
 	s->used++;
-	/* The old region is now guards around a hole; nothing in it is reachable. */
-	release_region(&old);
+	/* The old region is now guards around a hole: not reusable, unmap it. */
+	(void)guard_unmap(&old);
 	stat_inc(STAT_REALLOC_MOVED);
 	return n.data;
 }
@@ -309,7 +341,14 @@ size_t large_object_size(const void *p)
 	return n;
 }
 
-bool large_trim(void) { return false; }
+bool large_trim(void)
+{
+	struct large_state *s = ro.large;
+	pthread_mutex_lock(&s->lock);
+	bool any = cache_flush(&s->cache) > 0;
+	pthread_mutex_unlock(&s->lock);
+	return any;
+}
 
 void large_fork_prepare(void) { pthread_mutex_lock(&ro.large->lock); }
 void large_fork_parent(void) { pthread_mutex_unlock(&ro.large->lock); }

@@ -61,11 +61,12 @@ int os_move(void *old, size_t len, void *dst)
 	OS_CALL(mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
 }
 
-void os_label(void *addr, size_t len, const char *name)
+bool os_label(void *addr, size_t len, const char *name)
 {
 	int saved = errno;
-	(void)prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)addr, len, (unsigned long)name);
+	bool ok = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)addr, len, (unsigned long)name) == 0;
 	errno = saved;
+	return ok;
 }
 
 void os_random(void *buf, size_t len)

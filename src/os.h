@@ -24,8 +24,9 @@ must_check int os_protect(void *addr, size_t len, int prot);
 must_check int os_advise(void *addr, size_t len, int advice);
 /* Move the pages of [old, old+len) to exactly dst (MREMAP_FIXED|MREMAP_MAYMOVE). */
 must_check int os_move(void *old, size_t len, void *dst);
-/* Name an anonymous mapping in /proc/PID/maps; silently does nothing where unsupported. */
-void os_label(void *addr, size_t len, const char *name);
+/* Name an anonymous mapping in /proc/PID/maps; false where the kernel cannot
+ * (built without CONFIG_ANON_VMA_NAME, or older than 5.17). */
+bool os_label(void *addr, size_t len, const char *name);
 /* Fill buf with random bytes from the kernel; fatal if the kernel refuses. */
 void os_random(void *buf, size_t len);
 /* Read a small decimal number from a /proc file; -1 when unreadable. */

@@ -16,7 +16,7 @@ enum stat_id {
 	STAT_GUARD_LATCH,      /* the madvise backend was latched off (EINVAL) */
 	STAT_UNMAP_REFUSED,    /* munmap refused (VMA limit); region closed instead */
 	STAT_LEAKED,           /* a span could be neither unmapped nor closed */
-	STAT_LARGE_MAPS,       /* new mappings for large allocations */
+	STAT_MAPS,             /* new mappings with guards (guard_map) */
 	STAT_LARGE_LIVE_NOW,   /* live large allocations */
 	STAT_QUARANTINE_NOW,   /* regions in the region quarantine */
 	STAT_QUARANTINE_BYTES_NOW,
