@@ -1,0 +1,65 @@
+/* cache_death.c — a region waiting in the reuse cache is unreachable, and a region
+ * taken from it again holds none of its old contents. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rampart.h"
+#include "../harness.h"
+
+#define SIZE (1 << 20)
+#define OTHERS 200
+
+/* Free `victim`, then enough other blocks that it leaves the quarantine for the cache. */
+static char *freed_into_cache(void)
+{
+	static char *others[OTHERS];
+	for (int i = 0; i < OTHERS; i++) others[i] = malloc(SIZE);
+	char *victim = malloc(SIZE);
+	memset(victim, 0xa5, SIZE);
+	char *volatile stale = victim;
+	free(victim);
+	for (int i = 0; i < OTHERS; i++) free(others[i]);
+	struct rampart_stats st;
+	rampart_get_stats(&st);
+	if (!st.cache_now || st.cache_evictions) {
+		fprintf(stderr, "setup: expected the regions in the cache (now %lu, evicted %lu)\n", st.cache_now,
+			st.cache_evictions);
+		exit(3);
+	}
+	return stale;
+}
+
+static void read_cached(void) { (void)*(volatile char *)(freed_into_cache() + 4096); }
+static void write_cached(void) { *(volatile char *)(freed_into_cache() + SIZE - 1) = 1; }
+
+static void reuse_reads_zero(void)
+{
+	(void)freed_into_cache();
+	struct rampart_stats before, after;
+	rampart_get_stats(&before);
+	for (int i = 0; i < OTHERS; i++) {
+		unsigned char *p = malloc(SIZE);
+		for (size_t off = 0; off < SIZE; off++)
+			if (p[off]) {
+				fprintf(stderr, "old contents at %p+%zu\n", (void *)p, off);
+				exit(1);
+			}
+	}
+	rampart_get_stats(&after);
+	if (after.cache_hits == before.cache_hits) {
+		fprintf(stderr, "no cache hit happened\n");
+		exit(1);
+	}
+}
+
+int main(void)
+{
+	static const struct death_case cases[] = {
+		{"read of a region in the reuse cache", read_cached, DIE_FAULT},
+		{"write to a region in the reuse cache", write_cached, DIE_FAULT},
+		{"regions reused from the cache read as zero", reuse_reads_zero, DIE_NOT},
+	};
+	return death_run_all(cases, sizeof cases / sizeof cases[0]);
+}
