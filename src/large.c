@@ -181,8 +181,11 @@ void *large_alloc(size_t size, size_t align)
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
 					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
 		size_t lead = random_guard(s, len), trail = random_guard(s, len);
+		/* Out of address space or memory: what the cache holds is the first thing to
+		 * give back before failing. */
 		if (take_cached(s, &e.region, lead, len, align) ||
-		    guard_map(&e.region, &lead, len, &trail, align, "rampart:large")) {
+		    guard_map(&e.region, &lead, len, &trail, align, "rampart:large") ||
+		    (cache_flush(&s->cache) && guard_map(&e.region, &lead, len, &trail, align, "rampart:large"))) {
 			e.data = e.region.base + lead;
 			place(s, &e);
 			s->used++;
@@ -237,7 +240,10 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	struct large_entry *e = live_entry(s, p, "free of a pointer that is not a live allocation");
 	if (sized) {
 		size_t claimed;
-		bool align_ok = !align || (is_pow2(align) && (uint32_t)__builtin_ctzl(align) == e->align_log2);
+		/* Alignments up to a page need no special placement and are not recorded:
+		 * any of them matches an allocation made without one. */
+		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
+									   : align <= os_page));
 		if (!page_round(size, &claimed) || claimed != align_up(e->requested, os_page) || !align_ok) {
 			pthread_mutex_unlock(&s->lock);
 			fatal("sized free with a wrong size or alignment", p);

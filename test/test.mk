@@ -38,3 +38,29 @@ test-build: lib $(TEST_BINS) $(OUT)/demo
 
 test: test-build
 	OUT=$(OUT) sh test/run.sh
+
+# C++ operators (src/cxx.c), from C++ programs: test/cxx/*. cxx_test runs linked with
+# librampart.a and with librampart.so; cxx_dlopen is a C program that dlopens a C++
+# plugin (libstdc++ arrives late). The binaries land where run.sh picks them up.
+CXX_TEST_FLAGS := -std=gnu++17 -O1 -g -pthread -Wall -Wextra -Werror -Iinclude
+CXX_TEST_BINS := $(TEST_OUT)/system/cxx_test $(TEST_OUT)/system/cxx_test_so $(TEST_OUT)/death/cxx_death \
+	$(TEST_OUT)/system/cxx_dlopen
+RPATH_OUT := -Wl,-rpath,$(abspath $(OUT))
+
+$(TEST_OUT)/system/cxx_test: test/cxx/cxx_test.cpp $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
+$(TEST_OUT)/system/cxx_test_so: test/cxx/cxx_test.cpp $(OUT)/librampart.so
+	@mkdir -p $(@D)
+	$(CXX) $(CXX_TEST_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
+$(TEST_OUT)/death/cxx_death: test/cxx/cxx_death.cpp $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
+$(TEST_OUT)/cxx/libcxx_plugin.so: test/cxx/cxx_plugin.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(CXX_TEST_FLAGS) -shared -fPIC -o $@ $<
+$(TEST_OUT)/system/cxx_dlopen: test/cxx/cxx_dlopen.c $(TEST_OUT)/cxx/libcxx_plugin.so $(OUT)/librampart.so
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -Wl,--no-as-needed -L$(OUT) -lrampart $(RPATH_OUT) -ldl
+
+test-build: $(CXX_TEST_BINS)
