@@ -1,0 +1,221 @@
+/*
+ * harness.h — helpers shared by rampart's test programs (unit, fault, death, system).
+ *
+ *  - probe_read / probe_write: does an access to p fault? Answered by the kernel
+ *    (process_vm_readv/writev on ourselves gives EFAULT) without taking a signal.
+ *  - child_access: the same question answered the hard way, by a forked child that
+ *    touches p; true when the child died by SIGSEGV or SIGBUS.
+ *  - death_case / death_run: a death-test harness. Each case runs in a forked child
+ *    with stderr captured through a pipe; it passes only if the child dies by the
+ *    expected signal (and, for SIGABRT, printed a "rampart: fatal:" line).
+ *  - count_vmas: lines of /proc/self/maps, read without allocating.
+ *
+ * Nothing here allocates through malloc, so it is safe around rampart's own state.
+ */
+#ifndef RAMPART_TEST_HARNESS_H
+#define RAMPART_TEST_HARNESS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TH_UNUSED __attribute__((unused))
+
+/* 0 when the byte at p is readable, otherwise the errno (EFAULT: it faults). */
+static TH_UNUSED int probe_read(const void *p)
+{
+	char c;
+	struct iovec local = {&c, 1}, remote = {(void *)p, 1};
+	int saved = errno, err = 0;
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1) err = errno ? errno : EIO;
+	errno = saved;
+	return err;
+}
+
+/* 0 when the byte at p is writable (it is rewritten with its own value). */
+static TH_UNUSED int probe_write(void *p)
+{
+	char c = 0;
+	struct iovec local = {&c, 1}, remote = {p, 1};
+	int saved = errno, err = 0;
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1) err = errno ? errno : EIO;
+	else if (process_vm_writev(getpid(), &local, 1, &remote, 1, 0) != 1) err = errno ? errno : EIO;
+	errno = saved;
+	return err;
+}
+
+/* Every access to the byte at p faults (read and write both refused). */
+static TH_UNUSED bool inaccessible(const void *p)
+{
+	return probe_read(p) == EFAULT && probe_write((void *)p) == EFAULT;
+}
+
+/* Reads and writes of the byte at p both work. */
+static TH_UNUSED bool accessible(void *p)
+{
+	return probe_read(p) == 0 && probe_write(p) == 0;
+}
+
+static TH_UNUSED void quiet_child(void)
+{
+	struct rlimit no_core = {0, 0};
+	setrlimit(RLIMIT_CORE, &no_core);
+}
+
+/* Touch p in a forked child; returns the signal that killed it, 0 if it survived. */
+static TH_UNUSED int child_access(void *p, bool write)
+{
+	pid_t pid = fork();
+	if (pid < 0) return -1;
+	if (pid == 0) {
+		quiet_child();
+		alarm(20);
+		if (write) *(volatile char *)p = 1;
+		else (void)*(volatile char *)p;
+		_exit(0);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+static TH_UNUSED bool child_faults(void *p, bool write)
+{
+	int sig = child_access(p, write);
+	return sig == SIGSEGV || sig == SIGBUS;
+}
+
+/* Lines of /proc/self/maps: one per VMA. -1 on error. */
+static TH_UNUSED long count_vmas(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	static char buf[1 << 16];
+	long lines = 0;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n; i++) lines += buf[i] == '\n';
+	close(fd);
+	return lines;
+}
+
+/* Total virtual size of the process in pages (first field of /proc/self/statm). */
+static TH_UNUSED long vm_size_pages(void)
+{
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	char buf[128];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0) return -1;
+	buf[n] = 0;
+	return strtol(buf, NULL, 10);
+}
+
+/* --- death tests --- */
+
+enum death_expect {
+	DIE_FAULT, /* SIGSEGV or SIGBUS */
+	DIE_FATAL, /* SIGABRT after a "rampart: fatal:" line on stderr */
+	DIE_NOT,   /* exits 0: the control case */
+};
+
+struct death_case {
+	const char *name;
+	void (*fn)(void);
+	enum death_expect expect;
+};
+
+/* Run one case in a child; prints one line; true when it behaved as expected. */
+static TH_UNUSED bool death_run(const struct death_case *c)
+{
+	int pfd[2];
+	if (pipe(pfd)) {
+		printf("FAIL  %s: pipe: %s\n", c->name, strerror(errno));
+		return false;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		printf("FAIL  %s: fork: %s\n", c->name, strerror(errno));
+		return false;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		dup2(pfd[1], STDERR_FILENO);
+		close(pfd[1]);
+		quiet_child();
+		alarm(30); /* a hang ends as SIGALRM, which never counts as the expected death */
+		c->fn();
+		_exit(0);
+	}
+	close(pfd[1]);
+	static char out[8192];
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(pfd[0], out + len, sizeof out - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR) continue;
+			break;
+		}
+		len += (size_t)n;
+		if (len == sizeof out - 1) { /* keep draining so the child never blocks */
+			char sink[512];
+			while ((n = read(pfd[0], sink, sizeof sink)) > 0 || (n < 0 && errno == EINTR)) {}
+			break;
+		}
+	}
+	out[len] = 0;
+	close(pfd[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+
+	int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	bool ok;
+	const char *want;
+	switch (c->expect) {
+	case DIE_FAULT:
+		want = "SIGSEGV/SIGBUS";
+		ok = sig == SIGSEGV || sig == SIGBUS;
+		break;
+	case DIE_FATAL:
+		want = "SIGABRT with 'rampart: fatal:'";
+		ok = sig == SIGABRT && strstr(out, "rampart: fatal:") != NULL;
+		break;
+	default:
+		want = "exit 0";
+		ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		break;
+	}
+	char got[64];
+	if (sig) snprintf(got, sizeof got, "signal %d (%s)", sig, strsignal(sig));
+	else snprintf(got, sizeof got, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	printf("%s  %s: expected %s, got %s\n", ok ? "ok  " : "FAIL", c->name, want, got);
+	if (len) printf("      child stderr: %s%s", out, out[len - 1] == '\n' ? "" : "\n");
+	fflush(stdout);
+	return ok;
+}
+
+/* Run all cases; the exit status for main: 0 only if every case behaved. */
+static TH_UNUSED int death_run_all(const struct death_case *cases, size_t n)
+{
+	size_t failed = 0;
+	for (size_t i = 0; i < n; i++) failed += !death_run(&cases[i]);
+	printf("%zu cases, %zu failed\n", n, failed);
+	return failed ? 1 : 0;
+}
+
+#endif
