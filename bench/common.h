@@ -56,7 +56,7 @@ static inline size_t rng_size(uint64_t *s, size_t lo, size_t hi)
     return v < lo ? lo : v;
 }
 
-static inline void die_corrupt(const char *what, uint64_t a, uint64_t b)
+__attribute__((noreturn)) static inline void die_corrupt(const char *what, uint64_t a, uint64_t b)
 {
     fprintf(stderr, "corrupt: %s (0x%" PRIx64 " vs 0x%" PRIx64 ")\n", what, a, b);
     fflush(stderr);

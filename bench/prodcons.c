@@ -11,26 +11,64 @@
  */
 #include "common.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 
 struct msg {
     uint64_t tag;
     size_t n; /* total size of the block, header included */
 };
 
-static long nmsgs;
-static size_t depth; /* power of two */
+/* The ring's counters are 32-bit so that a thread can sleep on them with
+ * futex(2): a side that finds the ring full (or empty) spins briefly, then
+ * sleeps until the other side has made room for (or published) a quarter of
+ * the ring.  Sleeping instead of yielding keeps the time stable when the two
+ * threads share one CPU. */
+static uint32_t nmsgs;
+static uint32_t depth; /* power of two */
 static struct msg **ring;
-static _Atomic size_t head; /* next slot the producer writes */
-static _Atomic size_t tail; /* next slot the consumer reads */
+static _Atomic uint32_t head; /* messages published by the producer */
+static _Atomic uint32_t tail; /* messages taken by the consumer */
+static _Atomic uint32_t prod_waiting, prod_target;
+static _Atomic uint32_t cons_waiting, cons_target;
 
-static void backoff(unsigned *spins)
+static void futex_wait(_Atomic uint32_t *addr, uint32_t seen)
 {
-    if (++*spins > 64) {
-        sched_yield();
-        *spins = 0;
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *addr)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Wait until *counter has reached target (counters compare modulo 2^32). */
+static void wait_for(_Atomic uint32_t *counter, uint32_t target, _Atomic uint32_t *waiting,
+                     _Atomic uint32_t *want)
+{
+    for (unsigned spins = 0; (int32_t)(atomic_load(counter) - target) < 0; spins++) {
+        if (spins < 256)
+            continue;
+        atomic_store(want, target);
+        atomic_store(waiting, 1);
+        uint32_t seen = atomic_load(counter);
+        if ((int32_t)(seen - target) < 0)
+            futex_wait(counter, seen);
+        atomic_store(waiting, 0);
+    }
+}
+
+/* After advancing *counter to now: wake the other side if it sleeps for it. */
+static void publish(_Atomic uint32_t *counter, uint32_t now, _Atomic uint32_t *waiting,
+                    _Atomic uint32_t *want)
+{
+    atomic_store(counter, now);
+    if (atomic_load(waiting) && (int32_t)(now - atomic_load(want)) >= 0) {
+        atomic_store(waiting, 0);
+        futex_wake(counter);
     }
 }
 
@@ -38,8 +76,7 @@ static void *producer(void *arg)
 {
     (void)arg;
     uint64_t rng = 0x70726f64u;
-    size_t h = 0;
-    for (long i = 0; i < nmsgs; i++) {
+    for (uint32_t i = 0; i < nmsgs; i++) {
         size_t n = rng_size(&rng, 32, 2048);
         uint64_t tag = mix64((uint64_t)i ^ 0xabcdef);
         struct msg *m = xmalloc(n);
@@ -47,11 +84,10 @@ static void *producer(void *arg)
         m->tag = tag;
         m->n = n;
         ((unsigned char *)m)[n - 1] = (unsigned char)(tag >> 8);
-        unsigned spins = 0;
-        while (h - atomic_load_explicit(&tail, memory_order_acquire) >= depth)
-            backoff(&spins);
-        ring[h & (depth - 1)] = m;
-        atomic_store_explicit(&head, ++h, memory_order_release);
+        if (i - atomic_load(&tail) >= depth) /* full: wait for a quarter to drain */
+            wait_for(&tail, i - depth + depth / 4, &prod_waiting, &prod_target);
+        ring[i & (depth - 1)] = m;
+        publish(&head, i + 1, &cons_waiting, &cons_target);
     }
     return NULL;
 }
@@ -63,14 +99,14 @@ static void *consumer(void *arg)
     (void)arg;
     uint64_t rng = 0x636f6e73u;
     uint64_t sum = 0;
-    size_t t = 0;
     void *window[8] = { 0 };
-    for (long i = 0; i < nmsgs; i++) {
-        unsigned spins = 0;
-        while (atomic_load_explicit(&head, memory_order_acquire) == t)
-            backoff(&spins);
-        struct msg *m = ring[t & (depth - 1)];
-        atomic_store_explicit(&tail, ++t, memory_order_release);
+    for (uint32_t i = 0; i < nmsgs; i++) {
+        if (atomic_load(&head) == i) { /* empty: wait for a quarter ring */
+            uint32_t want = nmsgs - i < depth / 4 ? nmsgs - i : depth / 4;
+            wait_for(&head, i + want, &cons_waiting, &cons_target);
+        }
+        struct msg *m = ring[i & (depth - 1)];
+        publish(&tail, i + 1, &prod_waiting, &prod_target);
 
         uint64_t tag = mix64((uint64_t)i ^ 0xabcdef);
         unsigned char *p = (unsigned char *)m;
@@ -100,10 +136,15 @@ static void *consumer(void *arg)
 
 int main(int argc, char **argv)
 {
-    nmsgs = arg_long(argc, argv, 1, 1000000);
+    long n = arg_long(argc, argv, 1, 1000000);
     long d = arg_long(argc, argv, 2, 1024);
-    depth = 1;
-    while (depth < (size_t)d)
+    if (n > (1L << 30) || d > (1L << 20) || d < 4) {
+        fprintf(stderr, "usage: prodcons MESSAGES<=2^30 [QUEUE_DEPTH in 4..2^20]\n");
+        return 2;
+    }
+    nmsgs = (uint32_t)n;
+    depth = 4;
+    while (depth < (uint32_t)d)
         depth <<= 1;
     ring = xcalloc(depth, sizeof *ring);
 

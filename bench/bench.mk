@@ -1,0 +1,71 @@
+# bench/bench.mk: the benchmark suite (see bench/README.md).
+#
+# Included by the top-level Makefile (`include bench/bench.mk`); also works on
+# its own from the repository root: `make -f bench/bench.mk bench QUICK=1`,
+# which uses whichever rampart libraries already exist and builds none.
+#
+#   make bench              full run -> bench/results/latest.md and latest.svg
+#   make bench QUICK=1      every workload once, small parameters -> out/bench/quick.md
+#   make bench-deps         install the compared allocators and the tools (apt-get)
+#
+# Optional knobs: BENCH_ROUNDS=n, BENCH_WORKLOADS=small,tree,...,
+# BENCH_ALLOCATORS=glibc,rampart,..., BENCH_TIMEOUT=seconds per run.
+
+BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
+BENCH_STANDALONE := $(if $(filter bench/bench.mk ./bench/bench.mk,$(firstword $(MAKEFILE_LIST))),1,)
+
+LIB_SO ?= out/librampart.so
+LIB_SO_LIGHT ?= out/light/librampart.so
+BENCH_OUT := out/bench
+BENCH_CFLAGS ?= -O2 -Wall -Wextra
+BENCH_PYTHON ?= python3
+BENCH_PROGS := $(addprefix $(BENCH_OUT)/,launch churn prodcons tree realloc)
+
+BENCH_ARGS = --bindir $(BENCH_OUT) --rampart $(LIB_SO) --rampart-light $(LIB_SO_LIGHT) \
+	$(if $(filter-out 0,$(QUICK)),--quick) \
+	$(if $(BENCH_ROUNDS),--rounds $(BENCH_ROUNDS)) \
+	$(if $(BENCH_WORKLOADS),--workloads $(BENCH_WORKLOADS)) \
+	$(if $(BENCH_ALLOCATORS),--allocators $(BENCH_ALLOCATORS)) \
+	$(if $(BENCH_TIMEOUT),--timeout $(BENCH_TIMEOUT))
+
+# Included: the library is a real prerequisite (the top-level Makefile knows
+# how to build it) and the light variant is built when missing or older than
+# the default one.  Standalone: use what exists.
+ifeq ($(BENCH_STANDALONE),1)
+BENCH_LIB_DEPS :=
+else
+BENCH_LIB_DEPS := $(LIB_SO) bench-light
+endif
+
+.PHONY: bench bench-build bench-light bench-deps bench-clean
+
+bench: $(BENCH_LIB_DEPS) bench-build
+	$(BENCH_PYTHON) bench/run.py $(BENCH_ARGS)
+
+bench-build: $(BENCH_PROGS)
+
+$(BENCH_PROGS): $(BENCH_OUT)/%: bench/%.c bench/common.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -pthread -o $@ $<
+
+bench-light: $(if $(BENCH_STANDALONE),,$(LIB_SO))
+	@if [ ! -f $(LIB_SO_LIGHT) ] || [ $(LIB_SO) -nt $(LIB_SO_LIGHT) ]; then \
+		echo "bench: building the light variant ($(LIB_SO_LIGHT))"; \
+		$(MAKE) VARIANT=light lib; \
+	fi
+
+BENCH_SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+bench-deps:
+	$(BENCH_SUDO) apt-get update -qq
+	$(BENCH_SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libclang-rt-14-dev \
+		sqlite3 gnuplot-nox python3 gcc
+
+bench-clean:
+	rm -rf $(BENCH_OUT)
+
+# An included file must not steal the top-level Makefile's default goal.
+ifneq ($(BENCH_STANDALONE),1)
+.DEFAULT_GOAL := $(BENCH_SAVED_GOAL)
+endif
