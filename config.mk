@@ -28,6 +28,35 @@ CONFIG_CACHE_MAX_WASTE_PERCENT ?= 10
 # Cached regions idle for longer than this (milliseconds) are unmapped.
 CONFIG_CACHE_DECAY_MS ?= 10000
 
+# --- small allocations (slab, <= CONFIG_SMALL_MAX) ---------------------------------
+# Independent arenas; threads are assigned round-robin, each (arena, class) has a lock.
+CONFIG_SLAB_ARENAS ?= 4
+# log2 of the address space reserved per (arena, size class) region (halved at start-up
+# until the whole reservation fits the address space).
+CONFIG_SLAB_REGION_SHIFT ?= 36
+# 8-byte canary (zero leading byte, random per slab) at the end of every slot, checked on free.
+CONFIG_SLOT_CANARY ?= 1
+# Pick a random free slot of the slab instead of the first free one.
+CONFIG_SLOT_RANDOM ?= 1
+# Verify on allocation that a slot still holds the zeros written on free (needs zero-on-free).
+CONFIG_WRITE_AFTER_FREE_CHECK ?= 1
+# Freed slots wait in a per-class random array + FIFO before they can be handed out again.
+CONFIG_SLOT_QUARANTINE ?= 1
+# Bytes of slots each (arena, class) quarantine holds: small classes hold more slots.
+CONFIG_SLOT_QUARANTINE_BYTES ?= 16384
+# Madvise backend: a guard slab after every N slabs (guard markers cost no VMA).
+CONFIG_GUARD_SLAB_INTERVAL ?= 1
+# Mprotect backend: a guard slab after every N slabs (each costs up to 2 VMAs).
+CONFIG_GUARD_SLAB_INTERVAL_MPROTECT ?= 8
+# Empty slabs kept open per (arena, class) for quick reuse; more are closed.
+CONFIG_SLAB_EMPTY_CACHE ?= 1
+# Closed empty slabs wait in a FIFO of this many per (arena, class) before reuse (0 = off).
+CONFIG_SLAB_QUARANTINE ?= 16
+
+# A block that realloc moves gets up to half its size (at most this many bytes) of
+# trail guard to grow into in place later.
+CONFIG_REALLOC_HEADROOM_MAX ?= 67108864
+
 # --- general --------------------------------------------------------------------
 # Largest request served by the slab allocator; bigger ones are large allocations.
 CONFIG_SMALL_MAX ?= 131072
@@ -39,6 +68,12 @@ CONFIG_LABEL_MEMORY ?= 1
 CONFIG_META_RESERVE ?= 17179869184
 
 ifeq ($(VARIANT),light)
+CONFIG_SLOT_RANDOM := 0
+CONFIG_WRITE_AFTER_FREE_CHECK := 0
+CONFIG_SLOT_QUARANTINE := 0
+CONFIG_SLAB_QUARANTINE := 0
+CONFIG_GUARD_SLAB_INTERVAL := 8
+CONFIG_GUARD_SLAB_INTERVAL_MPROTECT := 32
 CONFIG_REGION_QUARANTINE := 0
 CONFIG_GUARD_MAX_PAGES := 4
 endif

@@ -259,12 +259,20 @@ bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, 
 }
 
 bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct guard_region *to,
-		size_t to_off)
+		size_t to_off, bool *source_kept)
 {
 	void *src = (void *)(from->base + from_off), *dst = (void *)(to->base + to_off);
 	int err = os_move(src, len, dst);
-	if (err && !os_is_oom(err)) os_unexpected("mremap", err, src);
-	return err == 0;
+	if (err) {
+		if (!os_is_oom(err)) os_unexpected("mremap", err, src);
+		return false;
+	}
+	/* Refill the hole like the rest of the region: a fresh mapping has no anon_vma yet,
+	 * so it merges with its neighbours again. */
+	void *fixed = src;
+	if (markers_on(from)) *source_kept = !os_map(&fixed, len, RW, true) && guard_close(from, from_off, len);
+	else if ((*source_kept = !os_map(&fixed, len, PROT_NONE, true))) from->flags |= REGION_PROTECTED;
+	return true;
 }
 
 bool guard_unmap(struct guard_region *r)

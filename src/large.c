@@ -271,30 +271,39 @@ size_t large_usable_size(const void *p)
 	return n;
 }
 
-/* Move the allocation's pages into a fresh region of len open bytes; the new start
- * or 0 when there is no memory for it. */
+/* Move the allocation's pages into a new region of len open bytes; the new start, or 0
+ * when there is no memory. The new trail guard gets room for the block to grow by half
+ * again in place (address space only: a guard costs no memory), so a growing block moves
+ * once per few reallocs, not at each. The old region stays whole and closed, and goes
+ * through the quarantine like a freed one: a stale pointer faults, a free of it is a
+ * double free, and its address space is reused instead of leaving a hole. */
 static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_t len)
 {
 	uintptr_t key = e->data;
 	if (!reserve_slot(s)) return 0;
 	e = lookup(s, key); /* the table may have moved */
 	struct large_entry n = *e;
-	size_t lead = random_guard(s, len), trail = random_guard(s, len);
+	size_t lead = random_guard(s, len);
+	size_t trail = random_guard(s, len) + MIN(align_up(len / 2, os_page), (size_t)CONFIG_REALLOC_HEADROOM_MAX);
 	size_t align = e->align_log2 ? (size_t)1 << e->align_log2 : 0;
 	if (!guard_map(&n.region, &lead, len, &trail, align, "rampart:large")) return 0;
-	if (!guard_move(&e->region, lead_of(e), e->usable, &n.region, lead)) {
+	bool kept;
+	if (!guard_move(&e->region, lead_of(e), e->usable, &n.region, lead, &kept)) {
 		(void)guard_unmap(&n.region);
 		return 0;
 	}
 	n.data = n.region.base + lead;
 	n.usable = len;
-	struct guard_region old = e->region;
-	remove_entry(s, e);
-	place(s, &n);
+	place(s, &n); /* fills an empty slot: e stays where it is */
 	s->used++;
-	/* The old region is now guards around a hole: not reusable, unmap it. */
-	(void)guard_unmap(&old);
 	stat_inc(STAT_REALLOC_MOVED);
+	if (kept) {
+		quarantine_region(s, e);
+	} else {
+		struct guard_region old = e->region;
+		remove_entry(s, e);
+		(void)guard_unmap(&old);
+	}
 	return n.data;
 }
 
