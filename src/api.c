@@ -16,15 +16,32 @@
 #include "init.h"
 #include "large.h"
 #include "os.h"
+#include "slab.h"
 
 #define API __attribute__((visibility("default")))
 
 /* Largest alignment honoured; beyond it the guards would dominate the mapping. */
 #define MAX_ALIGN ((size_t)1 << 30)
 
+/* The largest request the slab allocator serves (CONFIG_SMALL_MAX may lower it). */
+#define SMALL_MAX MIN((size_t)CONFIG_SMALL_MAX, SC_MAX_REQUEST)
+
+/* The size class of a request, or SC_COUNT when it is a large allocation. Alignments up
+ * to 16 hold for every slot; up to a page, a class whose stride is a multiple of the
+ * alignment serves it (slabs start on pages). The sized frees use the same mapping. */
+static inline unsigned class_for(size_t size, size_t align)
+{
+	if (likely(align <= 16)) return size <= SMALL_MAX ? sc_of(size) : SC_COUNT;
+	if (align > os_page || size > SMALL_MAX) return SC_COUNT;
+	unsigned c = sc_of_aligned(size, align);
+	return c < SC_COUNT && sc_usable(c) <= SMALL_MAX + SC_CANARY ? c : SC_COUNT;
+}
+
 static void *alloc(size_t size, size_t align)
 {
 	if (unlikely(!rampart_ready())) return NULL;
+	unsigned c = class_for(size, align);
+	if (likely(c < SC_COUNT)) return slab_alloc(c);
 	return large_alloc(size, align > os_page ? align : 0);
 }
 
@@ -39,7 +56,8 @@ static void release(void *p, bool sized, size_t size, size_t align)
 {
 	if (!p) return;
 	if (unlikely(!rampart_ready())) fatal("free of a pointer rampart never handed out", p);
-	large_free(p, sized, size, align);
+	if (likely(slab_contains(p))) slab_free(p, sized, sized ? class_for(size, align) : 0);
+	else large_free(p, sized, size, align);
 }
 
 API void *malloc(size_t size) { return alloc_or_enomem(size, 0); }
@@ -57,8 +75,27 @@ API void *calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* Large blocks come from fresh or reopened pages, which the kernel zeroed. */
-	return alloc_or_enomem(total, 0);
+	void *p = alloc_or_enomem(total, 0);
+	/* Large blocks come from fresh or reopened pages, which the kernel zeroed; slots
+	 * are zero when zero-on-free is on (fresh pages, or wiped when freed and checked
+	 * when handed out again). */
+#if !CONFIG_ZERO_ON_FREE
+	if (p && slab_contains(p)) memset(p, 0, total);
+#endif
+	return p;
+}
+
+/* Move a block into a new allocation of size bytes, copying what both can hold. */
+static void *realloc_move(void *p, size_t old_usable, size_t size)
+{
+	void *q = alloc(size, 0);
+	if (unlikely(!q)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(q, p, MIN(old_usable, size));
+	release(p, false, 0, 0);
+	return q;
 }
 
 API void *realloc(void *p, size_t size)
@@ -69,6 +106,13 @@ API void *realloc(void *p, size_t size)
 		return NULL;
 	}
 	if (unlikely(!rampart_ready())) fatal("realloc of a pointer rampart never handed out", p);
+	if (slab_contains(p)) {
+		/* Checks that p is live and its canary intact before anything else. */
+		unsigned c = slab_class_of_live(p);
+		if (size <= SMALL_MAX && sc_of(size) == c) return p;
+		return realloc_move(p, sc_usable(c), size);
+	}
+	if (size <= SMALL_MAX) return realloc_move(p, large_usable_size(p), size);
 	void *q = large_realloc(p, size);
 	if (unlikely(!q)) errno = ENOMEM;
 	return q;
@@ -138,12 +182,14 @@ API size_t malloc_usable_size(void *p)
 {
 	if (!p) return 0;
 	if (unlikely(!rampart_ready())) fatal("malloc_usable_size of a pointer rampart never handed out", p);
+	if (slab_contains(p)) return slab_usable_size(p);
 	return large_usable_size(p);
 }
 
 API size_t malloc_object_size(const void *p)
 {
 	if (!p || !rampart_ready()) return 0;
+	if (slab_contains(p)) return slab_object_size(p);
 	return large_object_size(p);
 }
 

@@ -11,6 +11,7 @@
 #include "large.h"
 #include "meta.h"
 #include "os.h"
+#include "slab.h"
 
 /* The roots sit alone on their page so that page can be made read-only. */
 _Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
@@ -23,6 +24,7 @@ static _Atomic bool fork_handlers_registered;
 /* Locks in the order they are always taken: meta innermost. */
 static void fork_prepare(void)
 {
+	slab_fork_prepare();
 	large_fork_prepare();
 	meta_lock();
 }
@@ -31,12 +33,14 @@ static void fork_parent(void)
 {
 	meta_unlock();
 	large_fork_parent();
+	slab_fork_parent();
 }
 
 static void fork_child(void)
 {
 	meta_reset_lock();
 	large_fork_child();
+	slab_fork_child();
 }
 
 static void protect_roots(void)
@@ -53,7 +57,7 @@ bool rampart_init_slow(void)
 		os_init();
 		options_read(&ro.opt);
 		guard_init(ro.opt.guard);
-		ok = (ro.meta || meta_init()) && (ro.large || large_init());
+		ok = (ro.meta || meta_init()) && (ro.slab.classes || slab_init()) && (ro.large || large_init());
 		if (ok) {
 			protect_roots();
 			atomic_store_explicit(&rampart_state, STATE_READY, memory_order_release);

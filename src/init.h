@@ -19,10 +19,21 @@
 
 struct meta_header;
 struct large_state;
+struct slab_class;
+
+/* What the slab fast paths need (see slab.h). */
+struct slab_roots {
+	uintptr_t base;             /* the slab reservation */
+	size_t size;
+	unsigned region_shift;      /* log2 of one (arena, class) region */
+	unsigned arenas;
+	struct slab_class *classes; /* arenas * SC_COUNT, in region order */
+};
 
 struct rampart_roots {
 	struct meta_header *meta;
 	struct large_state *large;
+	struct slab_roots slab;
 	struct options opt;
 };
 

@@ -26,7 +26,10 @@ run() { # name, command...
 for backend in madvise mprotect; do
 	for bin in "$T"/unit/* "$T"/fault/* "$T"/death/* "$T"/system/*; do
 		[ -x "$bin" ] || continue
-		run "${bin#$T/} guard=$backend" env RAMPART_OPTIONS=guard=$backend CK_VERBOSITY=normal "$bin"
+		# A hung program fails (timeout exits 124, or 137 after the kill) instead of
+		# blocking the suite; every program is meant to finish well within a minute.
+		run "${bin#$T/} guard=$backend" timeout -k 10 "${TEST_TIMEOUT:-300}" \
+			env RAMPART_OPTIONS=guard=$backend CK_VERBOSITY=normal "$bin"
 	done
 done
 run "demo (make run)" env LD_PRELOAD="$(pwd)/$OUT/librampart.so" "$OUT/demo"

@@ -9,7 +9,7 @@ TEST_OUT := $(OUT)/test
 TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
 	$(CONFIG_CPPFLAGS) -Iinclude -Isrc
-FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap
+FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap,--wrap=open
 
 UNIT_BINS := $(patsubst test/unit/%.c,$(TEST_OUT)/unit/%,$(wildcard test/unit/*.c))
 FAULT_BINS := $(patsubst test/fault/%.c,$(TEST_OUT)/fault/%,$(filter-out test/fault/fake_kernel.c,$(wildcard test/fault/*.c)))
@@ -64,3 +64,12 @@ $(TEST_OUT)/system/cxx_dlopen: test/cxx/cxx_dlopen.c $(TEST_OUT)/cxx/libcxx_plug
 	$(CC) $(TEST_CFLAGS) -o $@ $< -Wl,--no-as-needed -L$(OUT) -lrampart $(RPATH_OUT) -ldl
 
 test-build: $(CXX_TEST_BINS)
+
+# `make sizeclass-table` prints the slab size-class table (Markdown) from src/sizeclass.c;
+# docs/slab.md embeds its output. PAGE=16384 shows it for another page size.
+.PHONY: sizeclass-table
+$(OUT)/tools/sizeclass_table: test/tools/sizeclass_table.c src/sizeclass.c src/sizeclass.h $(OUT)/config.stamp
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror $(CONFIG_CPPFLAGS) -Isrc -o $@ test/tools/sizeclass_table.c src/sizeclass.c
+sizeclass-table: $(OUT)/tools/sizeclass_table
+	@$(OUT)/tools/sizeclass_table $(PAGE)

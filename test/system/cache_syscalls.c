@@ -65,8 +65,10 @@ int main(int argc, char **argv)
 	long counts[8] = {0};
 	const char *names[8] = {"mmap", "munmap", "mprotect", "madvise", "mremap", "prctl", "process_madvise", NULL};
 	while (f && fgets(line, sizeof line, f)) {
-		const char *call = strchr(line, ' ');
-		call = call ? call + 1 : line;
+		/* "PID  call(...)": skip the pid and however many spaces follow it. */
+		const char *call = line;
+		while (*call >= '0' && *call <= '9') call++;
+		while (*call == ' ') call++;
 		if (!strncmp(call, "getppid(", 8)) {
 			markers++;
 			continue;

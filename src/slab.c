@@ -1,0 +1,637 @@
+/*
+ * slab.c — size-class regions, slabs and slots.
+ *
+ * Layout of one (arena, class) region (2^region_shift bytes of the reservation):
+ *
+ *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened ]
+ *
+ * Slab positions are fixed-size steps from the area start, so a pointer decodes to
+ * (position, slot) with two multiply-shift divisions. Every guard_period-th position
+ * is a guard slab that is never usable. Under the madvise backend the area below the
+ * high-water mark is one read-write span and guards / closed slabs are guard markers
+ * (a class costs one VMA); under mprotect, slabs are opened one by one and guards are
+ * simply never opened.
+ *
+ * Descriptors live in metadata chunks of CHUNK slabs, found through a directory; the
+ * per-class state (lock, lists, quarantines, generator) is one cache-aligned struct.
+ *
+ * Lists, by slab state:
+ *   ACTIVE  open, 1..slots slots in use; on the partial list unless full
+ *   EMPTY   open, no slot in use, in the small empty cache (contents are zero)
+ *   CLOSED  closed through the guard layer; in the slab quarantine ring, then on the
+ *           closed list from which it is reopened before fresh space is used
+ *   NONE    never used, or a guard position
+ */
+#define _GNU_SOURCE
+#include "slab.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "guard.h"
+#include "init.h"
+#include "meta.h"
+#include "os.h"
+#include "random.h"
+
+#if CONFIG_WRITE_AFTER_FREE_CHECK && !CONFIG_ZERO_ON_FREE
+#error "CONFIG_WRITE_AFTER_FREE_CHECK needs CONFIG_ZERO_ON_FREE"
+#endif
+
+#define CHUNK_SHIFT 9u
+#define CHUNK (1u << CHUNK_SHIFT)
+/* At most this many slab positions per region: bounds the directory (64 KiB). */
+#define MAX_POSITIONS (1u << 22)
+/* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
+#define MIN_REGION_SHIFT 26u
+/* Slot quarantine entries per class: at most this many (rand16 indexes it). */
+#define SLOT_Q_MAX 4096u
+
+enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
+
+/* Hot fields first: an allocation touches only the first cache line. */
+struct slab {
+	uint64_t used[SLAB_WORDS]; /* handed out or quarantined; bits past `slots` are set */
+	uint64_t canary;           /* leading (lowest-address) byte zero */
+	uint32_t next, prev;       /* list links: position + 1, 0 = none */
+	uint16_t nused;
+	uint8_t state;
+	uint64_t quar[SLAB_WORDS] __attribute__((aligned(64))); /* in the slot quarantine */
+};
+
+struct slab_class {
+	_Atomic uint32_t lock; /* 0 free, 1 taken, 2 taken with waiters */
+	/* Geometry, fixed at start-up. */
+	uint32_t size, usable, slots, nwords, pages, page_shift;
+	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
+	size_t slab_bytes;
+	uint32_t guard_period; /* position % period == period - 1 is a guard; 0 = none */
+	uint32_t max_pos;
+	uint32_t cls;
+	bool open_slabs;            /* false for the zero class: its memory never opens */
+	struct guard_region region; /* base = slab position 0 */
+	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
+	struct slab **dir;
+	/* State. */
+	uint32_t hwm; /* positions below were taken into use (or skipped as guards) */
+	uint32_t partial, empty, closed;
+	uint32_t nempty;
+	uint32_t *sq; /* slab quarantine ring */
+	uint32_t sq_head, sq_count;
+	uintptr_t *qrand, *qring; /* slot quarantine */
+	uint32_t qrand_mask, qring_mask, qhead, qcount;
+	uint64_t rbits;
+	uint32_t rleft;
+	struct random_state rnd;
+} __attribute__((aligned(64)));
+
+static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
+static _Atomic unsigned next_arena;
+
+/* --- locking: a futex mutex (Drepper's), inlined on the fast path --------------- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+static noinline void lock_slow(_Atomic uint32_t *l)
+{
+	for (int spin = 0; spin < 64; spin++) {
+		uint32_t expected = 0;
+		if (atomic_compare_exchange_weak_explicit(l, &expected, 1, memory_order_acquire, memory_order_relaxed))
+			return;
+		cpu_relax();
+	}
+	while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
+		syscall(SYS_futex, l, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+static inline void class_lock(struct slab_class *k)
+{
+	uint32_t expected = 0;
+	if (unlikely(!atomic_compare_exchange_strong_explicit(&k->lock, &expected, 1, memory_order_acquire,
+							      memory_order_relaxed)))
+		lock_slow(&k->lock);
+}
+
+static inline void class_unlock(struct slab_class *k)
+{
+	if (unlikely(atomic_exchange_explicit(&k->lock, 0, memory_order_release) == 2)) {
+		int saved = errno;
+		syscall(SYS_futex, &k->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		errno = saved;
+	}
+}
+
+/* --- arithmetic ------------------------------------------------------------------ */
+
+static uint64_t magic_of(uint32_t d) { return d > 1 ? UINT64_MAX / d + 1 : 0; }
+
+static inline uint32_t div32(uint32_t n, uint32_t d, uint64_t magic)
+{
+	if (d == 1) return n;
+	return (uint32_t)(((unsigned __int128)magic * n) >> 64);
+}
+
+static inline struct slab *desc(const struct slab_class *k, uint32_t pos)
+{
+	return &k->dir[pos >> CHUNK_SHIFT][pos & (CHUNK - 1)];
+}
+
+static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
+{
+	return k->region.base + (size_t)pos * k->slab_bytes;
+}
+
+static inline struct slab_class *class_at(uintptr_t a)
+{
+	return &ro.slab.classes[(a - ro.slab.base) >> ro.slab.region_shift];
+}
+
+/* 16 random bits from the class's generator: a ChaCha block serves many choices. */
+static inline uint32_t rand16(struct slab_class *k)
+{
+	if (unlikely(!k->rleft)) {
+		k->rbits = random_u64(&k->rnd);
+		k->rleft = 4;
+	}
+	uint32_t r = (uint32_t)(k->rbits & 0xffff);
+	k->rbits >>= 16;
+	k->rleft--;
+	return r;
+}
+
+static cold __attribute__((noreturn)) void die(struct slab_class *k, const char *what, const void *p)
+{
+	class_unlock(k);
+	fatal(what, p);
+}
+
+/* --- lists ----------------------------------------------------------------------- */
+
+static void partial_push(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	s->prev = 0;
+	s->next = k->partial;
+	if (k->partial) desc(k, k->partial - 1)->prev = pos + 1;
+	k->partial = pos + 1;
+}
+
+static void partial_remove(struct slab_class *k, struct slab *s)
+{
+	if (s->prev) desc(k, s->prev - 1)->next = s->next;
+	else k->partial = s->next;
+	if (s->next) desc(k, s->next - 1)->prev = s->prev;
+	s->next = s->prev = 0;
+}
+
+/* --- slabs ----------------------------------------------------------------------- */
+
+static bool is_guard(const struct slab_class *k, uint32_t pos)
+{
+	return k->guard_period && pos % k->guard_period == k->guard_period - 1;
+}
+
+/* Take the next never-used position into use; false on OOM. */
+static bool fresh_slab(struct slab_class *k, uint32_t *out)
+{
+	uint32_t pos = k->hwm;
+	if (is_guard(k, pos)) pos++;
+	if (pos >= k->max_pos) return false;
+	if (!k->dir[pos >> CHUNK_SHIFT]) {
+		/* Chunks of descriptors keep metadata mappings few. */
+		k->dir[pos >> CHUNK_SHIFT] = meta_alloc(CHUNK * sizeof(struct slab));
+		if (!k->dir[pos >> CHUNK_SHIFT]) return false;
+	}
+	if (k->open_slabs) {
+		size_t start = (size_t)k->hwm * k->slab_bytes, end = (size_t)(pos + 1) * k->slab_bytes;
+		if (k->region.flags & REGION_MARKERS) {
+			/* Grow the one read-write span; the skipped guard becomes markers. */
+			if (!guard_extend(&k->region, start, end - start)) return false;
+			if (pos != k->hwm && !guard_close(&k->region, start, k->slab_bytes)) {
+				/* No marker and no VMA to spare: leave this guard open but never use it;
+				 * it is still a slab's worth of unused addresses between slabs. */
+			}
+		} else if (!guard_extend(&k->region, end - k->slab_bytes, k->slab_bytes)) {
+			return false;
+		}
+	}
+	k->hwm = pos + 1;
+	*out = pos;
+	return true;
+}
+
+/* A slab with a free slot, put on the partial list; false on OOM. */
+static noinline bool new_slab(struct slab_class *k, uint32_t *out)
+{
+	uint32_t pos;
+	struct slab *s;
+	if (k->empty) {
+		pos = k->empty - 1;
+		s = desc(k, pos);
+		k->empty = s->next;
+		k->nempty--;
+	} else if (k->closed) {
+		pos = k->closed - 1;
+		s = desc(k, pos);
+		if (!guard_open(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
+		k->closed = s->next;
+	} else {
+		if (!fresh_slab(k, &pos)) return false;
+		s = desc(k, pos);
+	}
+	memcpy(s->used, k->tail, sizeof s->used);
+	memset(s->quar, 0, sizeof s->quar);
+	s->nused = 0;
+	s->state = SLAB_ACTIVE;
+	s->canary = random_u64(&k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
+	partial_push(k, pos, s);
+	*out = pos;
+	return true;
+}
+
+/* The last slot of a slab went back: cache it, or close it and quarantine it. */
+static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	if (k->nempty < CONFIG_SLAB_EMPTY_CACHE || !k->open_slabs ||
+	    !guard_close(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) {
+		/* Kept open (also when the kernel cannot close it now): zero-filled already. */
+		s->state = SLAB_EMPTY;
+		s->next = k->empty;
+		k->empty = pos + 1;
+		k->nempty++;
+		return;
+	}
+	s->state = SLAB_CLOSED;
+#if CONFIG_SLAB_QUARANTINE
+	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {
+		uint32_t old = k->sq[k->sq_head];
+		k->sq_head = (k->sq_head + 1) % CONFIG_SLAB_QUARANTINE;
+		k->sq_count--;
+		desc(k, old)->next = k->closed;
+		k->closed = old + 1;
+	}
+	k->sq[(k->sq_head + k->sq_count) % CONFIG_SLAB_QUARANTINE] = pos;
+	k->sq_count++;
+#else
+	s->next = k->closed;
+	k->closed = pos + 1;
+#endif
+}
+
+/* A slot goes back to its slab for good (it left the quarantine, or there is none). */
+static void release(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
+{
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	s->used[i >> 6] &= ~bit;
+	s->quar[i >> 6] &= ~bit;
+	bool was_full = s->nused == k->slots;
+	s->nused--;
+	if (!s->nused) {
+		if (!was_full) partial_remove(k, s);
+		slab_emptied(k, pos, s);
+	} else if (was_full) {
+		partial_push(k, pos, s);
+	}
+}
+
+#if CONFIG_SLOT_QUARANTINE
+static void release_addr(struct slab_class *k, uintptr_t a)
+{
+	size_t off = a - k->region.base;
+	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
+	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
+	release(k, desc(k, pos), pos, div32(in, k->size, k->slot_magic));
+}
+
+/* A freed slot enters a random array slot; what sat there joins the FIFO, whose
+ * oldest entry goes back to its slab once the FIFO is full. */
+static void quarantine_slot(struct slab_class *k, uintptr_t a)
+{
+	uint32_t j = rand16(k) & k->qrand_mask;
+	uintptr_t out = k->qrand[j];
+	k->qrand[j] = a;
+	if (!out) return;
+	if (k->qcount > k->qring_mask) {
+		uintptr_t old = k->qring[k->qhead];
+		k->qhead = (k->qhead + 1) & k->qring_mask;
+		k->qcount--;
+		release_addr(k, old);
+	}
+	k->qring[(k->qhead + k->qcount) & k->qring_mask] = out;
+	k->qcount++;
+}
+#endif
+
+/* --- slots ----------------------------------------------------------------------- */
+
+static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
+{
+#if CONFIG_SLOT_RANDOM
+	uint32_t start = (rand16(k) * k->slots) >> 16;
+#else
+	uint32_t start = 0;
+#endif
+	uint32_t w = start >> 6;
+	uint64_t m = ~s->used[w] & (~(uint64_t)0 << (start & 63));
+	if (m) return (w << 6) + (uint32_t)__builtin_ctzll(m);
+	for (uint32_t n = 1; n <= k->nwords; n++) {
+		uint32_t ww = w + n < k->nwords ? w + n : w + n - k->nwords;
+		m = ~s->used[ww];
+		if (m) return (ww << 6) + (uint32_t)__builtin_ctzll(m);
+	}
+	die(k, "slab metadata inconsistent", s);
+}
+
+static unsigned assign_arena(void)
+{
+	unsigned a = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % ro.slab.arenas + 1;
+	tls_arena = a;
+	return a;
+}
+
+void *slab_alloc(unsigned c)
+{
+	unsigned a = tls_arena;
+	if (unlikely(!a)) a = assign_arena();
+	struct slab_class *k = &ro.slab.classes[(a - 1) * SC_COUNT + c];
+	class_lock(k);
+	uint32_t pos;
+	if (likely(k->partial)) {
+		pos = k->partial - 1;
+	} else if (!new_slab(k, &pos)) {
+		class_unlock(k);
+		return NULL;
+	}
+	struct slab *s = desc(k, pos);
+	uint32_t i = pick_slot(k, s);
+	s->used[i >> 6] |= (uint64_t)1 << (i & 63);
+	if (++s->nused == k->slots) partial_remove(k, s);
+	uint64_t canary = s->canary;
+	class_unlock(k);
+
+	/* The slot is ours now: check and stamp it outside the lock. */
+	char *p = (char *)slab_start(k, pos) + (size_t)i * k->size;
+	if (k->open_slabs) {
+#if CONFIG_WRITE_AFTER_FREE_CHECK
+		const uint64_t *w = (const uint64_t *)p;
+		uint64_t acc = 0;
+		for (size_t n = 0; n < k->size / 8; n += 2) acc |= w[n] | w[n + 1];
+		if (unlikely(acc)) fatal("write after free", p);
+#endif
+#if CONFIG_SLOT_CANARY
+		memcpy(p + k->usable, &canary, 8);
+#else
+		(void)canary;
+#endif
+	}
+	return p;
+}
+
+/* Decode a pointer that must be the start of a live slot of k (lock held). */
+static inline struct slab *live_slot(struct slab_class *k, uintptr_t a, uint32_t *pos_out,
+				     uint32_t *i_out, const char *op)
+{
+	size_t off = a - k->region.base;
+	if (unlikely(off >= k->region.size)) die(k, op, (void *)a); /* the guard area */
+	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
+	if (unlikely(pos >= k->hwm)) die(k, op, (void *)a);
+	struct slab *s = desc(k, pos);
+	if (unlikely(s->state != SLAB_ACTIVE)) {
+		if (s->state == SLAB_NONE) die(k, op, (void *)a); /* a guard slab */
+		die(k, "use of a pointer into a freed slab (double free?)", (void *)a);
+	}
+	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
+	uint32_t i = div32(in, k->size, k->slot_magic);
+	if (unlikely(i >= k->slots || i * k->size != in)) die(k, "invalid pointer: not the start of a slot", (void *)a);
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	if (unlikely(!(s->used[i >> 6] & bit))) die(k, "slot is not allocated (double free or invalid pointer)", (void *)a);
+	if (unlikely(s->quar[i >> 6] & bit)) die(k, "slot was already freed (double free?)", (void *)a);
+	*pos_out = pos;
+	*i_out = i;
+	return s;
+}
+
+static inline void check_canary(struct slab_class *k, const struct slab *s, uintptr_t a)
+{
+#if CONFIG_SLOT_CANARY
+	uint64_t v;
+	memcpy(&v, (const char *)a + k->usable, 8);
+	if (unlikely(v != s->canary)) die(k, "slot canary overwritten (heap overflow)", (void *)a);
+#else
+	(void)k, (void)s, (void)a;
+#endif
+}
+
+void slab_free(void *p, bool sized, unsigned c_claimed)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct slab_class *k = class_at(a);
+	class_lock(k);
+	uint32_t pos, i;
+	struct slab *s = live_slot(k, a, &pos, &i, "free of a pointer that is not a live allocation");
+	if (unlikely(sized && c_claimed != k->cls)) die(k, "sized free with a wrong size or alignment", p);
+	if (k->open_slabs) {
+		check_canary(k, s, a);
+#if CONFIG_ZERO_ON_FREE
+		memset(p, 0, k->size);
+#endif
+	}
+#if CONFIG_SLOT_QUARANTINE
+	s->quar[i >> 6] |= (uint64_t)1 << (i & 63);
+	quarantine_slot(k, a);
+#else
+	release(k, s, pos, i);
+#endif
+	class_unlock(k);
+}
+
+size_t slab_usable_size(const void *p)
+{
+	struct slab_class *k = class_at((uintptr_t)p);
+	class_lock(k);
+	uint32_t pos, i;
+	(void)live_slot(k, (uintptr_t)p, &pos, &i, "malloc_usable_size of a pointer that is not a live allocation");
+	class_unlock(k);
+	return k->usable;
+}
+
+unsigned slab_class_of_live(const void *p)
+{
+	struct slab_class *k = class_at((uintptr_t)p);
+	class_lock(k);
+	uint32_t pos, i;
+	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "realloc of a pointer that is not a live allocation");
+	if (k->open_slabs) check_canary(k, s, (uintptr_t)p);
+	class_unlock(k);
+	return k->cls;
+}
+
+size_t slab_object_size(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct slab_class *k = class_at(a);
+	size_t n = 0, off = a - k->region.base;
+	if (off >= k->region.size) return 0;
+	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
+	class_lock(k);
+	if (pos < k->hwm && desc(k, pos)->state == SLAB_ACTIVE) {
+		struct slab *s = desc(k, pos);
+		uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
+		uint32_t i = div32(in, k->size, k->slot_magic), at = in - i * k->size;
+		uint64_t bit = (uint64_t)1 << (i & 63);
+		if (i < k->slots && (s->used[i >> 6] & bit) && !(s->quar[i >> 6] & bit) && at < k->usable)
+			n = k->usable - at;
+	}
+	class_unlock(k);
+	return n;
+}
+
+/* --- start-up and fork ------------------------------------------------------------- */
+
+/* Slot quarantine entries for a class: about CONFIG_SLOT_QUARANTINE_BYTES of slots,
+ * split evenly between the random array and the FIFO (powers of two for masking). */
+static uint32_t slot_q_half(uint32_t size)
+{
+#if CONFIG_SLOT_QUARANTINE
+	uint32_t want = (uint32_t)(CONFIG_SLOT_QUARANTINE_BYTES / size) / 2;
+	uint32_t n = want ? (uint32_t)1 << (31 - __builtin_clz(want)) : 0;
+	return n < 1 ? 1 : n > SLOT_Q_MAX / 2 ? SLOT_Q_MAX / 2 : n;
+#else
+	(void)size;
+	return 0;
+#endif
+}
+
+static uint32_t guard_period(void)
+{
+	unsigned every = guard_backend() == GUARD_MADVISE ? CONFIG_GUARD_SLAB_INTERVAL
+							  : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
+	return every ? every + 1 : 0;
+}
+
+bool slab_init(void)
+{
+	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
+	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
+	unsigned page_shift = (unsigned)__builtin_ctzl(os_page);
+	struct guard_region all;
+	while (!guard_reserve(&all, (size_t)nregions << shift, "rampart:slab"))
+		if (--shift < MIN_REGION_SHIFT) return false;
+	size_t region = (size_t)1 << shift;
+
+	/* One generator seeds the per-class ones: one getrandom call, not hundreds. */
+	struct random_state seed;
+	random_reseed(&seed);
+
+	/* Geometry and metadata sizes first, so everything comes from two meta_allocs. */
+	struct sc_geometry geo[SC_COUNT];
+	size_t extra = 0;
+	for (unsigned c = 0; c < SC_COUNT; c++) {
+		sc_geometry(c, os_page, &geo[c]);
+		size_t bytes = (size_t)geo[c].pages * os_page;
+		size_t pos = MIN(region / bytes, (size_t)MAX_POSITIONS);
+		extra += ((pos + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
+		extra += 2 * (size_t)slot_q_half(geo[c].size) * sizeof(uintptr_t);
+		extra += CONFIG_SLAB_QUARANTINE * sizeof(uint32_t);
+		extra = align_up(extra, 8);
+	}
+	extra *= arenas;
+	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
+	char *mem = meta_alloc(extra);
+	if (!classes || !mem) {
+		meta_free(classes, nregions * sizeof *classes);
+		meta_free(mem, extra);
+		(void)guard_unmap(&all);
+		return false;
+	}
+
+	uint32_t period = guard_period();
+	for (unsigned r = 0; r < nregions; r++) {
+		struct slab_class *k = &classes[r];
+		unsigned c = r % SC_COUNT;
+		const struct sc_geometry *g = &geo[c];
+		atomic_store_explicit(&k->lock, 0, memory_order_relaxed);
+		k->cls = c;
+		k->size = g->size;
+		k->usable = g->usable;
+		k->slots = g->slots;
+		k->nwords = (g->slots + 63) / 64;
+		k->pages = g->pages;
+		k->page_shift = page_shift;
+		k->slot_magic = magic_of(g->size);
+		k->pages_magic = magic_of(g->pages);
+		k->slab_bytes = (size_t)g->pages * os_page;
+		k->open_slabs = c != 0;
+		k->guard_period = period;
+		for (uint32_t i = g->slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
+
+		/* The random guard area: up to 1/16 of the region, at least one page. */
+		size_t guard_pages = 1 + random_below(&seed, region / 16 / os_page);
+		uintptr_t area = all.base + (size_t)r * region + guard_pages * os_page;
+		k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
+		k->region = (struct guard_region){area, (size_t)k->max_pos * k->slab_bytes, all.flags};
+
+		size_t pos_all = MIN(region / k->slab_bytes, (size_t)MAX_POSITIONS);
+		k->dir = (struct slab **)mem;
+		mem += ((pos_all + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
+		uint32_t half = slot_q_half(g->size);
+		if (half) {
+			k->qrand = (uintptr_t *)mem;
+			mem += half * sizeof(uintptr_t);
+			k->qring = (uintptr_t *)mem;
+			mem += half * sizeof(uintptr_t);
+			k->qrand_mask = k->qring_mask = half - 1;
+		}
+		k->sq = (uint32_t *)mem;
+		mem += CONFIG_SLAB_QUARANTINE * sizeof(uint32_t);
+		mem = (char *)align_up((uintptr_t)mem, 8);
+
+		/* Its own generator, keyed from the seed generator (fast key erasure there). */
+		for (int w = 0; w < 4; w++) {
+			uint64_t v = random_u64(&seed);
+			memcpy(&k->rnd.key[2 * w], &v, 8);
+		}
+		k->rnd.counter = 0;
+		k->rnd.until_reseed = RANDOM_RESEED_BYTES;
+		k->rnd.pos = RANDOM_BUF_BYTES;
+	}
+	memset(&seed, 0, sizeof seed);
+	ro.slab = (struct slab_roots){.base = all.base, .size = all.size, .region_shift = shift,
+				      .arenas = arenas, .classes = classes};
+	return true;
+}
+
+void slab_fork_prepare(void)
+{
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++) class_lock(&ro.slab.classes[r]);
+}
+
+void slab_fork_parent(void)
+{
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = n; r-- > 0;) class_unlock(&ro.slab.classes[r]);
+}
+
+void slab_fork_child(void)
+{
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++) {
+		struct slab_class *k = &ro.slab.classes[r];
+		atomic_store_explicit(&k->lock, 0, memory_order_relaxed);
+		/* Parent and child must not share a future stream: reseed on next use. */
+		k->rnd.until_reseed = 0;
+		k->rnd.pos = RANDOM_BUF_BYTES;
+		k->rleft = 0;
+	}
+}

@@ -1,0 +1,55 @@
+/*
+ * slab.h — the allocator for requests up to SC_MAX_REQUEST bytes.
+ *
+ * Invariants:
+ *  - One PROT_NONE reservation holds a region per (arena, size class), each
+ *    2^region_shift bytes; a pointer's offset in the reservation names its region,
+ *    and its offset in the region names the slab and the slot. Nothing inside a
+ *    slab points anywhere: descriptors, bitmaps, quarantines and random state live
+ *    in the metadata region.
+ *  - Each region's slab area starts at a random page offset (the guard area below
+ *    it is never opened). Slab positions at the guard interval are guard slabs: never
+ *    opened (mprotect backend) or guard markers (madvise backend).
+ *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
+ *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
+ *    other pointer into the reservation is fatal.
+ *  - With zero-on-free, a slot that is not live reads as zero (its canary too).
+ *  - Each (arena, class) has its own lock and random generator; the meta lock nests
+ *    inside class locks, and class locks are taken before the large lock.
+ */
+#ifndef RAMPART_SLAB_H
+#define RAMPART_SLAB_H
+
+#include "common.h"
+#include "sizeclass.h"
+
+struct slab_class;
+
+must_check bool slab_init(void);
+
+/* Is p inside the slab reservation? (Then only slab_* may handle it.) */
+static inline bool slab_contains(const void *p);
+
+/* A slot of class c (c < SC_COUNT) from the calling thread's arena; NULL on OOM. */
+void *slab_alloc(unsigned c);
+/* Free a live slot; with sized, c_claimed is the class the caller's size maps to. */
+void slab_free(void *p, bool sized, unsigned c_claimed);
+/* Usable bytes of a live slot (fatal otherwise). */
+size_t slab_usable_size(const void *p);
+/* Bytes from p to the end of the live slot's usable part; 0 if none. */
+size_t slab_object_size(const void *p);
+/* Check the canary of a live slot and return its class (fatal if not live). */
+unsigned slab_class_of_live(const void *p);
+
+void slab_fork_prepare(void);
+void slab_fork_parent(void);
+void slab_fork_child(void);
+
+#include "init.h"
+
+static inline bool slab_contains(const void *p)
+{
+	return (uintptr_t)p - ro.slab.base < ro.slab.size;
+}
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * large_death.c — each case commits one memory-safety bug on a large allocation
+ * (256 KiB - 4 MiB) in a forked child; it passes only if the child dies the right way:
+ * SIGSEGV/SIGBUS for an access that must fault, SIGABRT with "rampart: fatal:" for
+ * corruption rampart must detect. run.sh runs it under both guard backends.
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../harness.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+/* The compiler must not see through the bugs (and warn or fold them away). */
+static void *volatile launder_slot;
+static unsigned char *launder(void *p)
+{
+	launder_slot = p;
+	return launder_slot;
+}
+
+static void touch_read(unsigned char *p)
+{
+	volatile unsigned char c = *(volatile unsigned char *)p;
+	(void)c;
+}
+static void touch_write(unsigned char *p) { *(volatile unsigned char *)p = 0x41; }
+
+static unsigned char *freed_block(size_t n)
+{
+	unsigned char *p = malloc(n);
+	memset(p, 0x5a, n);
+	free(p);
+	return launder(p);
+}
+
+/* Dozens of later allocations and frees of similar sizes: the freed block must stay
+ * unreachable whatever the quarantine and the reuse cache did with it. */
+static void churn(int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		void *q = malloc(256 * KiB + (size_t)(i % 7) * 64 * KiB);
+		memset(q, i, 4096);
+		free(q);
+	}
+}
+
+static void uaf_read(void) { touch_read(freed_block(MiB)); }
+static void uaf_write(void) { touch_write(freed_block(MiB) + 12345); }
+static void uaf_read_last_byte(void) { touch_read(freed_block(256 * KiB) + 256 * KiB - 1); }
+static void uaf_read_after_churn(void)
+{
+	unsigned char *p = freed_block(512 * KiB);
+	churn(60);
+	touch_read(p + 4096);
+}
+static void uaf_write_after_churn(void)
+{
+	unsigned char *p = freed_block(300 * KiB);
+	churn(80);
+	touch_write(p);
+}
+static void uaf_after_many_frees(void)
+{
+	/* The victim goes first, then dozens of frees of exactly its size. */
+	unsigned char *p = freed_block(4 * MiB);
+	void *q[48];
+	for (int i = 0; i < 48; i++) q[i] = malloc(4 * MiB);
+	for (int i = 0; i < 48; i++) free(q[i]);
+	touch_write(p + 2 * MiB);
+}
+
+static void overflow_one(void)
+{
+	unsigned char *p = malloc(300 * KiB);
+	size_t u = malloc_usable_size(p);
+	memset(p, 1, u); /* all of the usable size is fine ... */
+	touch_write(launder(p) + u); /* ... one byte more is not */
+}
+static void overflow_read_one(void)
+{
+	unsigned char *p = malloc(2 * MiB + 5);
+	touch_read(launder(p) + malloc_usable_size(p));
+}
+static void underflow_one(void)
+{
+	unsigned char *p = malloc(MiB);
+	touch_write(launder(p) - 1);
+}
+static void underflow_read_one(void)
+{
+	unsigned char *p = malloc(256 * KiB);
+	touch_read(launder(p) - 1);
+}
+
+static void double_free(void)
+{
+	unsigned char *p = malloc(MiB);
+	free(p);
+	free(launder(p));
+}
+static void double_free_after_churn(void)
+{
+	unsigned char *p = malloc(400 * KiB);
+	free(p);
+	churn(200); /* long gone from the quarantine: still caught */
+	free(launder(p));
+}
+static void free_interior(void)
+{
+	unsigned char *p = malloc(MiB);
+	free(launder(p) + 4096);
+}
+static void free_interior_unaligned(void)
+{
+	unsigned char *p = malloc(MiB);
+	free(launder(p) + 16);
+}
+static void realloc_interior(void)
+{
+	unsigned char *p = malloc(MiB);
+	void *q = realloc(launder(p) + 4096, 2 * MiB);
+	(void)q;
+}
+static void realloc_freed(void)
+{
+	unsigned char *p = malloc(MiB);
+	free(p);
+	void *q = realloc(launder(p), 2 * MiB);
+	(void)q;
+}
+static void usable_size_of_interior(void)
+{
+	unsigned char *p = malloc(MiB);
+	(void)malloc_usable_size(launder(p) + 8192);
+}
+
+static void realloc_shrink_tail(void)
+{
+	unsigned char *p = malloc(2 * MiB);
+	memset(p, 3, 2 * MiB);
+	unsigned char *q = realloc(p, 300 * KiB);
+	/* Whether or not it stayed in place, the old tail must be gone. */
+	touch_write(launder(p) + MiB);
+	(void)q;
+}
+static void realloc_shrink_first_cut_byte(void)
+{
+	unsigned char *p = malloc(MiB);
+	unsigned char *q = realloc(p, 256 * KiB);
+	touch_read(launder(q) + malloc_usable_size(q));
+}
+
+static void uaf_after_mlockall(int flags, bool allocate_before)
+{
+	unsigned char *early = allocate_before ? malloc(MiB) : NULL;
+	if (allocate_before) memset(early, 1, MiB);
+	if (mlockall(flags)) {
+		fprintf(stderr, "mlockall: %s\n", strerror(errno));
+		_exit(3);
+	}
+	unsigned char *p = early ? early : malloc(MiB);
+	if (!p) _exit(4);
+	memset(p, 2, MiB);
+	free(p);
+	churn(10);
+	touch_write(launder(p) + 100);
+}
+static void uaf_mlockall_future_onfault(void) { uaf_after_mlockall(MCL_FUTURE | MCL_ONFAULT, false); }
+static void uaf_mlockall_future_onfault_early(void) { uaf_after_mlockall(MCL_FUTURE | MCL_ONFAULT, true); }
+static void uaf_mlockall_current_future(void) { uaf_after_mlockall(MCL_CURRENT | MCL_FUTURE, true); }
+static void uaf_mlockall_current_future_late(void) { uaf_after_mlockall(MCL_CURRENT | MCL_FUTURE, false); }
+static void overflow_mlockall_current(void)
+{
+	unsigned char *p = malloc(MiB);
+	if (mlockall(MCL_CURRENT | MCL_FUTURE)) _exit(3);
+	unsigned char *q = realloc(p, 256 * KiB); /* the cut tail needs a guard on a locked mapping */
+	touch_write(launder(q) + 300 * KiB);
+}
+
+/* Controls: the same programs without the bug exit normally. */
+static void control(void)
+{
+	unsigned char *p = malloc(MiB);
+	size_t u = malloc_usable_size(p);
+	memset(p, 1, u);
+	p = realloc(p, 300 * KiB);
+	p = realloc(p, 3 * MiB);
+	free(p);
+	churn(50);
+}
+static void control_mlockall(void)
+{
+	if (mlockall(MCL_CURRENT | MCL_FUTURE)) _exit(3);
+	control();
+}
+
+static const struct death_case cases[] = {
+	{"control", control, DIE_NOT},
+	{"control after mlockall", control_mlockall, DIE_NOT},
+	{"use after free: read", uaf_read, DIE_FAULT},
+	{"use after free: write", uaf_write, DIE_FAULT},
+	{"use after free: read of the last byte", uaf_read_last_byte, DIE_FAULT},
+	{"use after free: read after 60 later frees", uaf_read_after_churn, DIE_FAULT},
+	{"use after free: write after 80 later frees", uaf_write_after_churn, DIE_FAULT},
+	{"use after free: write after 48 frees of the same size", uaf_after_many_frees, DIE_FAULT},
+	{"overflow: write one byte past the usable size", overflow_one, DIE_FAULT},
+	{"overflow: read one byte past the usable size", overflow_read_one, DIE_FAULT},
+	{"underflow: write one byte before the start", underflow_one, DIE_FAULT},
+	{"underflow: read one byte before the start", underflow_read_one, DIE_FAULT},
+	{"double free", double_free, DIE_FATAL},
+	{"double free after 200 later frees", double_free_after_churn, DIE_FATAL},
+	{"free of an interior pointer (page)", free_interior, DIE_FATAL},
+	{"free of an interior pointer (16 bytes in)", free_interior_unaligned, DIE_FATAL},
+	{"realloc of an interior pointer", realloc_interior, DIE_FATAL},
+	{"realloc of a freed pointer", realloc_freed, DIE_FATAL},
+	{"malloc_usable_size of an interior pointer", usable_size_of_interior, DIE_FATAL},
+	{"realloc shrink: write to the cut tail", realloc_shrink_tail, DIE_FAULT},
+	{"realloc shrink: read of the first cut byte", realloc_shrink_first_cut_byte, DIE_FAULT},
+	{"use after free after mlockall(MCL_FUTURE|MCL_ONFAULT)", uaf_mlockall_future_onfault, DIE_FAULT},
+	{"use after free after mlockall(MCL_FUTURE|MCL_ONFAULT), block from before",
+	 uaf_mlockall_future_onfault_early, DIE_FAULT},
+	{"use after free after mlockall(MCL_CURRENT|MCL_FUTURE)", uaf_mlockall_current_future, DIE_FAULT},
+	{"use after free after mlockall(MCL_CURRENT|MCL_FUTURE), block from after",
+	 uaf_mlockall_current_future_late, DIE_FAULT},
+	{"realloc shrink after mlockall(MCL_CURRENT|MCL_FUTURE): write to the cut tail",
+	 overflow_mlockall_current, DIE_FAULT},
+};
+
+int main(void)
+{
+	alarm(300);
+	return death_run_all(cases, sizeof cases / sizeof *cases);
+}

@@ -1,0 +1,240 @@
+/*
+ * slab_death — every heap bug the slab allocator must stop, one forked child each.
+ *
+ * Harness (self-contained): each case runs in a forked child whose stderr goes
+ * through a pipe; the case passes only if the child dies by the expected signal and,
+ * for SIGABRT, wrote a "rampart: fatal:" line. A child that exits normally means the
+ * bug went unnoticed. Prints one line per case and a summary; exits 1 on any failure.
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rampart.h"
+
+static volatile char sink;
+static char global_buffer[64];
+
+static void double_free(void)
+{
+	void *p = malloc(32);
+	free(p);
+	free(p);
+}
+
+/* The slot has surely left the quarantine (and may have been reused and freed again). */
+static void double_free_after_many(void)
+{
+	enum { N = 100000 };
+	static void *v[N];
+	void *p = malloc(32);
+	for (int i = 0; i < N; i++) v[i] = malloc(32);
+	free(p);
+	for (int i = 0; i < N; i++) free(v[i]);
+	free(p);
+}
+
+static void interior_free(void)
+{
+	char *p = malloc(64);
+	free(p + 16);
+}
+
+static void stack_free(void)
+{
+	char buf[64];
+	sink = buf[0] = 1;
+	free(buf);
+}
+
+static void global_free(void) { free(global_buffer); }
+
+/* A slot start that was never handed out: a free neighbour of a live slot. */
+static void unused_slot_free(void)
+{
+	char *p = malloc(2000); /* class 2048: 32 slots per slab */
+	for (int k = -31; k < 32; k++) {
+		char *q = p + k * 2048;
+		if (k && ((uintptr_t)q >> 16) == ((uintptr_t)p >> 16) && malloc_object_size(q) == 0) {
+			free(q);
+			return;
+		}
+	}
+}
+
+static void overflow_one_byte(void)
+{
+	char *p = malloc(24);
+	p[malloc_usable_size(p)] = 'x';
+	free(p);
+}
+
+static void overflow_eighth_byte(void)
+{
+	char *p = malloc(100);
+	p[malloc_usable_size(p) + 7] = 'x';
+	free(p);
+}
+
+static void overflow_then_realloc(void)
+{
+	char *p = malloc(40);
+	memset(p, 'x', malloc_usable_size(p) + 3);
+	p = realloc(p, 44);
+	sink = p[0];
+}
+
+static void write_after_free(void)
+{
+	enum { NEIGHBOURS = 8, CHURN = 5000, FILL = 200000 };
+	static void *keep[NEIGHBOURS], *v[FILL];
+	for (int i = 0; i < NEIGHBOURS; i++) keep[i] = malloc(48);
+	sink = (char)(uintptr_t)keep[NEIGHBOURS - 1];
+	char *p = malloc(48);
+	free(p);
+	p[5] = 'x'; /* the bug: the slot stays mapped (its slab has live neighbours) */
+	for (int i = 0; i < CHURN; i++) v[i] = malloc(48); /* then free them: pushes p out */
+	for (int i = 0; i < CHURN; i++) free(v[i]);
+	for (int i = 0; i < FILL; i++) v[i] = malloc(48); /* some allocation gets p's slot */
+}
+
+static void zero_size_read(void)
+{
+	char *p = malloc(0);
+	sink = *(volatile char *)p;
+}
+
+static void zero_size_write(void)
+{
+	char *p = malloc(0);
+	*(volatile char *)p = 1;
+}
+
+static void sized_free_wrong_size(void)
+{
+	void *p = malloc(100);
+	free_sized(p, 300);
+}
+
+static void sized_free_smaller_class(void)
+{
+	void *p = malloc(1000);
+	free_sized(p, 100);
+}
+
+static void aligned_sized_free_wrong_alignment(void)
+{
+	void *p = aligned_alloc(256, 256);
+	free_aligned_sized(p, 16, 256);
+}
+
+/* A slab whose slot went back is closed (the empty cache holds one): a stale pointer
+ * into it is neither freeable nor readable. */
+static void free_into_freed_slab(void)
+{
+	void *a = malloc(100000), *b = malloc(100000), *c = malloc(100000); /* 1 slot per slab */
+	free(a);
+	free(b);
+	free(c);
+	void *d[64];
+	for (int i = 0; i < 64; i++) d[i] = malloc(100000); /* churn the quarantine */
+	for (int i = 0; i < 64; i++) free(d[i]);
+	free(b);
+}
+
+static void usable_size_of_freed(void)
+{
+	void *p = malloc(77);
+	free(p);
+	sink = (char)malloc_usable_size(p);
+}
+
+static void wild_pointer_free(void) { free((void *)(uintptr_t)0x10000); }
+
+struct death_case {
+	const char *name;
+	void (*fn)(void);
+	int sig;
+	int needs; /* 1: needs the write-after-free check */
+};
+
+static const struct death_case cases[] = {
+	{"double free (immediate)", double_free, SIGABRT, 0},
+	{"double free after 100000 other frees", double_free_after_many, SIGABRT, 0},
+	{"free of an interior pointer", interior_free, SIGABRT, 0},
+	{"free of a stack pointer", stack_free, SIGABRT, 0},
+	{"free of a global pointer", global_free, SIGABRT, 0},
+	{"free of a never-allocated slot", unused_slot_free, SIGABRT, 0},
+	{"free of a wild pointer", wild_pointer_free, SIGABRT, 0},
+	{"1 byte past malloc_usable_size, then free", overflow_one_byte, SIGABRT, 0},
+	{"8th byte past malloc_usable_size, then free", overflow_eighth_byte, SIGABRT, 0},
+	{"overflow, then realloc", overflow_then_realloc, SIGABRT, 0},
+	{"write after free, detected on reuse", write_after_free, SIGABRT, 1},
+	{"read of a malloc(0) pointer", zero_size_read, SIGSEGV, 0},
+	{"write to a malloc(0) pointer", zero_size_write, SIGSEGV, 0},
+	{"free_sized with a bigger size", sized_free_wrong_size, SIGABRT, 0},
+	{"free_sized with a smaller size", sized_free_smaller_class, SIGABRT, 0},
+	{"free_aligned_sized with a wrong alignment", aligned_sized_free_wrong_alignment, SIGABRT, 0},
+	{"free into a freed slab", free_into_freed_slab, SIGABRT, 0},
+	{"malloc_usable_size of a freed pointer", usable_size_of_freed, SIGABRT, 0},
+};
+
+/* Run one case; true if the child died as expected. */
+static int run_case(const struct death_case *c)
+{
+	int fds[2];
+	if (pipe(fds)) return 0;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) return 0;
+	if (pid == 0) {
+		struct rlimit none = {0, 0};
+		setrlimit(RLIMIT_CORE, &none);
+		close(fds[0]);
+		dup2(fds[1], 2);
+		signal(SIGABRT, SIG_DFL);
+		signal(SIGSEGV, SIG_DFL);
+		c->fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0 && len + (size_t)n < sizeof buf - 1) len += (size_t)n;
+	buf[len] = 0;
+	close(fds[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0) {}
+	int ok = WIFSIGNALED(status) && WTERMSIG(status) == c->sig;
+	if (ok && c->sig == SIGABRT) ok = strstr(buf, "rampart: fatal:") != NULL;
+	const char *line = strstr(buf, "rampart: fatal:");
+	printf("%-4s %-46s %s", ok ? "ok" : "FAIL", c->name,
+	       WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exited normally");
+	if (line) printf("  [%.*s]", (int)strcspn(line, "\n"), line);
+	printf("\n");
+	return ok;
+}
+
+int main(void)
+{
+	int passed = 0, failed = 0, skipped = 0;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		if (cases[i].needs == 1 && !CONFIG_WRITE_AFTER_FREE_CHECK) {
+			printf("skip %-46s (no write-after-free check in this variant)\n", cases[i].name);
+			skipped++;
+			continue;
+		}
+		if (run_case(&cases[i])) passed++;
+		else failed++;
+	}
+	printf("slab_death: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	return failed ? 1 : 0;
+}

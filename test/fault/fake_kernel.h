@@ -1,0 +1,46 @@
+/*
+ * fake_kernel.h — a controllable stand-in for the kernel's memory calls, linked into
+ * the fault-injection tests with -Wl,--wrap=mmap,munmap,mprotect,madvise,mremap,open.
+ * Only calls made from rampart's objects (and the tests) go through it; libc's own
+ * calls do not. Zero-initialised it passes everything through and only counts.
+ */
+#ifndef RAMPART_FAKE_KERNEL_H
+#define RAMPART_FAKE_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
+
+struct fake_kernel {
+	/* --- knobs --- */
+	int guard_install_errno;     /* every MADV_GUARD_INSTALL fails with this (0: off) */
+	int guard_install_fail_nth;  /* the Nth guard install from now fails (counts down; 0: off) */
+	int guard_install_nth_errno; /* ... with this errno (0 means EINVAL) */
+	bool guard_install_ignored;  /* accepted (returns 0) and ignored: an emulator */
+	int mmap_fail_nth;           /* the Nth mmap from now fails (counts down; 0: off) */
+	bool mmap_fail_all;          /* every mmap fails */
+	bool mmap_fail_fixed;        /* MAP_FIXED mmaps fail */
+	int mmap_errno;              /* errno of failing mmaps (0 means ENOMEM) */
+	bool overcommit_fake;        /* /proc/sys/vm/overcommit_memory reads as ... */
+	int overcommit;              /* ... this value */
+
+	/* --- counters --- */
+	unsigned long mmap_calls, mmap_none, mmap_rw, mmap_fixed, mmap_failed;
+	unsigned long munmap_calls, mprotect_calls, mremap_calls, madvise_calls;
+	unsigned long guard_install_calls, guard_remove_calls, guard_install_failed;
+	unsigned long overcommit_reads;
+	long net_bytes; /* bytes mapped by (non-fixed) mmap minus bytes given to munmap */
+};
+
+extern struct fake_kernel fk;
+
+/* Back to pass-through with all counters zero. */
+void fake_reset(void);
+
+#endif

@@ -1,0 +1,419 @@
+/*
+ * test_guard_fault.c — fault injection (cmocka) through fake_kernel.c: what the
+ * allocator does when the kernel refuses guard markers, lacks them, fakes them, runs
+ * out of memory, or accounts strictly.
+ *
+ * rampart initialises once per process, so every case runs in a forked child (it can
+ * re-run guard_init() there), and the start-up cases re-execute this program with
+ * FAKE_SCENARIO set, so that the knobs are in place before the very first malloc.
+ * Inside a child, CHECK() reports and exits non-zero; the cmocka test asserts on the
+ * child's exit status.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../harness.h"
+#include "fake_kernel.h"
+#include "guard.h"
+#include "init.h"
+#include "os.h"
+#include "rampart.h"
+
+#define SENTINEL 2718
+#define MiB ((size_t)1 << 20)
+
+#define CHECK(c)                                                                           \
+	do {                                                                               \
+		if (!(c)) {                                                                \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+
+static bool kernel_has_markers(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok = p != MAP_FAILED && madvise(p, pg, MADV_GUARD_INSTALL) == 0 && probe_read(p) == EFAULT;
+	if (p != MAP_FAILED) munmap(p, pg);
+	return ok;
+}
+
+static bool madvise_possible(void)
+{
+	return kernel_has_markers() && os_read_long("/proc/sys/vm/overcommit_memory") != 2;
+}
+
+/* Run fn in a child; 0 when it returned normally, 77 when it skipped. */
+static int in_child(void (*fn)(void))
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		quiet_child();
+		alarm(30);
+		fake_reset();
+		fn();
+		_exit(0);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	if (WIFSIGNALED(st)) fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void skip_unless_madvise(void)
+{
+	if (!madvise_possible()) {
+		fprintf(stderr, "note: no usable guard markers here, case skipped\n");
+		_exit(0);
+	}
+}
+
+/* Start from the madvise backend with an empty reuse cache. */
+static void start_madvise(void)
+{
+	skip_unless_madvise();
+	guard_init(GUARD_AUTO);
+	CHECK(guard_backend() == GUARD_MADVISE);
+	(void)malloc_trim(0);
+	fake_reset();
+}
+
+static void check_block(unsigned char *p, size_t n)
+{
+	CHECK(p != NULL);
+	size_t u = malloc_usable_size(p);
+	CHECK(u >= n);
+	CHECK(accessible(p));
+	CHECK(accessible(p + u - 1));
+	CHECK(inaccessible(p - 1));
+	CHECK(inaccessible(p + u));
+}
+
+/* --- the backend choice --- */
+
+static void probe_no_support(void)
+{
+	fk.guard_install_errno = EINVAL; /* what a kernel without MADV_GUARD_INSTALL says */
+	guard_init(GUARD_AUTO);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	CHECK(fk.guard_install_calls >= 1);
+	guard_init(GUARD_MADVISE); /* asked for, not available: mprotect with a warning */
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	/* And the allocator works on it. */
+	unsigned char *p = malloc(300 * 1024);
+	check_block(p, 300 * 1024);
+	free(p);
+	CHECK(inaccessible(p));
+	/* Control: with support back, the probe picks madvise. */
+	fake_reset();
+	if (madvise_possible()) {
+		guard_init(GUARD_AUTO);
+		CHECK(guard_backend() == GUARD_MADVISE);
+	}
+}
+
+static void probe_emulator(void)
+{
+	fk.guard_install_ignored = true; /* accepts the advice, blocks nothing */
+	guard_init(GUARD_AUTO);
+	CHECK(fk.guard_install_calls >= 1);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	guard_init(GUARD_MADVISE);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	unsigned char *p = malloc(2 * MiB);
+	check_block(p, 2 * MiB);
+	free(p);
+	CHECK(inaccessible(p));
+}
+
+static void probe_strict_overcommit(void)
+{
+	fk.overcommit_fake = true;
+	fk.overcommit = 2;
+	errno = SENTINEL;
+	guard_init(GUARD_AUTO);
+	CHECK(errno == SENTINEL);
+	CHECK(fk.overcommit_reads >= 1);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	guard_init(GUARD_MADVISE);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	/* Heuristic and always-overcommit keep madvise. */
+	if (kernel_has_markers()) {
+		for (int v = 0; v <= 1; v++) {
+			fk.overcommit = v;
+			guard_init(GUARD_AUTO);
+			CHECK(guard_backend() == GUARD_MADVISE);
+		}
+	}
+}
+
+static void test_probe_no_support(void **state) { assert_int_equal(in_child(probe_no_support), 0); }
+static void test_probe_emulator(void **state) { assert_int_equal(in_child(probe_emulator), 0); }
+static void test_probe_strict_overcommit(void **state) { assert_int_equal(in_child(probe_strict_overcommit), 0); }
+
+/* --- EINVAL from a guard install: fallback, errno untouched, the latch --- */
+
+static void einval_on_map(int nth)
+{
+	start_madvise();
+	size_t n = 5 * MiB + 3 * 4096;
+	fk.guard_install_fail_nth = nth; /* 1: the lead guard, 2: the trail guard */
+	errno = SENTINEL;
+	unsigned char *p = malloc(n);
+	CHECK(errno == SENTINEL);
+	CHECK(fk.guard_install_failed == 1);
+	check_block(p, n);
+	memset(p, 0x77, n);
+	CHECK(guard_backend() == GUARD_MPROTECT); /* latched off */
+	CHECK(child_faults(p - 1, true));
+	CHECK(child_faults(p + malloc_usable_size(p), false));
+
+	/* Later mappings use the mprotect scheme: no markers, PROT_NONE mappings. */
+	fake_reset();
+	unsigned char *q = malloc(9 * MiB);
+	check_block(q, 9 * MiB);
+	CHECK(fk.guard_install_calls == 0);
+	CHECK(fk.mmap_none >= 1);
+	CHECK(fk.mmap_rw == 0);
+	errno = SENTINEL;
+	free(p);
+	free(q);
+	CHECK(errno == SENTINEL);
+	CHECK(inaccessible(p));
+	CHECK(inaccessible(q));
+	CHECK(fk.guard_install_calls == 0);
+}
+static void einval_lead(void) { einval_on_map(1); }
+static void einval_trail(void) { einval_on_map(2); }
+static void test_einval_lead_guard(void **state) { assert_int_equal(in_child(einval_lead), 0); }
+static void test_einval_trail_guard(void **state) { assert_int_equal(in_child(einval_trail), 0); }
+
+/* EINVAL when closing a live block (free, realloc shrink): the span is closed anyway. */
+static void einval_on_close(void)
+{
+	start_madvise();
+	unsigned char *p = malloc(3 * MiB), *q = malloc(3 * MiB);
+	check_block(p, 3 * MiB);
+	memset(q, 1, 3 * MiB);
+	fk.guard_install_fail_nth = 1;
+	errno = SENTINEL;
+	unsigned char *r = realloc(q, MiB); /* shrink: closes the cut tail */
+	CHECK(errno == SENTINEL);
+	CHECK(r == q);
+	CHECK(fk.guard_install_failed == 1);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	CHECK(inaccessible(q + MiB));
+	CHECK(child_faults(q + 2 * MiB, true));
+	CHECK(accessible(q + MiB - 1) && q[MiB - 1] == 1);
+	errno = SENTINEL;
+	free(p); /* p's region still has markers; closing now goes through mprotect */
+	free(r);
+	CHECK(errno == SENTINEL);
+	CHECK(inaccessible(p));
+	CHECK(inaccessible(p + 3 * MiB - 1));
+	CHECK(child_faults(p + MiB, false));
+	CHECK(inaccessible(r));
+}
+static void test_einval_on_close(void **state) { assert_int_equal(in_child(einval_on_close), 0); }
+
+/* Any other refusal (ENOMEM: out of page-table memory) falls back for that span only. */
+static void enomem_on_install(void)
+{
+	start_madvise();
+	fk.guard_install_fail_nth = 1;
+	fk.guard_install_nth_errno = ENOMEM;
+	errno = SENTINEL;
+	unsigned char *p = malloc(2 * MiB);
+	CHECK(errno == SENTINEL);
+	check_block(p, 2 * MiB);
+	CHECK(guard_backend() == GUARD_MADVISE); /* no latch */
+	fake_reset();
+	unsigned char *q = malloc(7 * MiB);
+	check_block(q, 7 * MiB);
+	CHECK(fk.guard_install_calls >= 2); /* markers again */
+	free(p);
+	free(q);
+	CHECK(inaccessible(p) && inaccessible(q));
+}
+static void test_enomem_on_install(void **state) { assert_int_equal(in_child(enomem_on_install), 0); }
+
+/* --- mmap failures --- */
+
+static void mmap_enomem(void)
+{
+	(void)malloc_trim(0);
+	/* Warm up so the tables exist. */
+	for (int i = 0; i < 4; i++) free(malloc(MiB));
+	(void)malloc_trim(0);
+	int failures = 0;
+	for (int nth = 1; nth <= 4; nth++) {
+		static const size_t sizes[] = {5 * MiB + 4096, 300 * 1024};
+		for (int s = 0; s < 2; s++) {
+			(void)malloc_trim(0);
+			long net = fk.net_bytes, vm = vm_size_pages();
+			fk.mmap_fail_nth = nth;
+			errno = SENTINEL;
+			unsigned char *p = malloc(sizes[s]);
+			int nth_left = fk.mmap_fail_nth;
+			fk.mmap_fail_nth = 0;
+			if (!p) {
+				failures++;
+				CHECK(errno == ENOMEM);
+				CHECK(fk.net_bytes == net); /* nothing mapped was left behind */
+				CHECK(vm_size_pages() == vm);
+			} else {
+				CHECK(errno == SENTINEL);
+				CHECK(nth_left > 0 || fk.mmap_failed > 0); /* served without the failing call */
+				check_block(p, sizes[s]);
+				free(p);
+			}
+		}
+	}
+	CHECK(failures >= 2); /* at least the first mmap of each request was essential */
+	/* Everything fails: every entry point reports ENOMEM, and frees still work. */
+	unsigned char *keep = malloc(2 * MiB);
+	CHECK(keep);
+	(void)malloc_trim(0);
+	long net = fk.net_bytes;
+	fk.mmap_fail_all = true;
+	errno = 0;
+	CHECK(malloc(3 * MiB) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(calloc(1, 3 * MiB) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(aligned_alloc(2 * MiB, 3 * MiB) == NULL && errno == ENOMEM);
+	void *out = &out;
+	CHECK(posix_memalign(&out, 4 * MiB, MiB) == ENOMEM && out == &out);
+	memset(keep, 0x42, 2 * MiB);
+	errno = 0;
+	CHECK(realloc(keep, 64 * MiB) == NULL && errno == ENOMEM); /* has to move: needs a mapping */
+	CHECK(keep[0] == 0x42 && keep[2 * MiB - 1] == 0x42);
+	CHECK(fk.net_bytes == net);
+	errno = SENTINEL;
+	free(keep); /* closing must not need a new mapping */
+	CHECK(errno == SENTINEL);
+	CHECK(inaccessible(keep));
+	fk.mmap_fail_all = false;
+	unsigned char *again = malloc(3 * MiB);
+	check_block(again, 3 * MiB);
+	free(again);
+}
+static void test_mmap_enomem(void **state) { assert_int_equal(in_child(mmap_enomem), 0); }
+
+/* A MAP_FIXED replacement that fails (a memlock limit: EAGAIN) when closing under the
+ * mprotect scheme: mprotect + MADV_DONTNEED close it instead, and nothing aborts. */
+static void fixed_map_fails(void)
+{
+	guard_init(GUARD_MPROTECT);
+	(void)malloc_trim(0);
+	unsigned char *p = malloc(4 * MiB), *q = malloc(4 * MiB);
+	memset(p, 0x11, 4 * MiB);
+	memset(q, 0x22, 4 * MiB);
+	fk.mmap_fail_fixed = true;
+	fk.mmap_errno = EAGAIN;
+	errno = SENTINEL;
+	unsigned char *r = realloc(q, MiB);
+	CHECK(r == q);
+	free(p);
+	CHECK(errno == SENTINEL);
+	CHECK(fk.mmap_failed >= 2);
+	CHECK(inaccessible(p));
+	CHECK(inaccessible(q + MiB));
+	CHECK(child_faults(p + MiB, true));
+	fk.mmap_fail_fixed = false;
+	/* Reused or not, memory handed out again is zero. */
+	for (int i = 0; i < 8; i++) {
+		unsigned char *z = calloc(1, 4 * MiB);
+		CHECK(z);
+		for (size_t k = 0; k < 4 * MiB; k += 4096) CHECK(z[k] == 0);
+		free(z);
+	}
+	free(r);
+}
+static void test_fixed_map_fails(void **state) { assert_int_equal(in_child(fixed_map_fails), 0); }
+
+/* --- start-up: the knobs in place before the first malloc of a fresh process --- */
+
+static int scenario(const char *name)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("FAKE_SCENARIO", name, 1);
+		execl("/proc/self/exe", "test_guard_fault", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_scenario(const char *name)
+{
+	alarm(30);
+	CHECK(atomic_load(&rampart_state) == STATE_NEW); /* nothing allocated before main */
+	if (strcmp(name, "no_support") == 0) fk.guard_install_errno = EINVAL;
+	else if (strcmp(name, "emulator") == 0) fk.guard_install_ignored = true;
+	else if (strcmp(name, "strict") == 0) fk.overcommit_fake = true, fk.overcommit = 2;
+	else if (strcmp(name, "control") != 0) return 2;
+	errno = SENTINEL;
+	unsigned char *p = malloc(MiB);
+	CHECK(errno == SENTINEL);
+	check_block(p, MiB);
+	const char *want = "mprotect";
+	if (strcmp(name, "control") == 0) {
+		const char *opt = getenv("RAMPART_OPTIONS");
+		bool forced = opt && strstr(opt, "guard=mprotect");
+		want = !forced && madvise_possible() ? "madvise" : "mprotect";
+	}
+	fprintf(stderr, "scenario %s: backend %s\n", name, rampart_guard_backend());
+	CHECK(strcmp(rampart_guard_backend(), want) == 0);
+	unsigned char *small = malloc(100);
+	CHECK(small);
+	memset(small, 1, 100);
+	free(small);
+	free(p);
+	CHECK(inaccessible(p));
+	return 0;
+}
+
+static void test_startup_no_support(void **state) { assert_int_equal(scenario("no_support"), 0); }
+static void test_startup_emulator(void **state) { assert_int_equal(scenario("emulator"), 0); }
+static void test_startup_strict(void **state) { assert_int_equal(scenario("strict"), 0); }
+static void test_startup_control(void **state) { assert_int_equal(scenario("control"), 0); }
+
+int main(void)
+{
+	const char *sc = getenv("FAKE_SCENARIO");
+	if (sc) return run_scenario(sc);
+	alarm(300);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_startup_control),
+		cmocka_unit_test(test_startup_no_support),
+		cmocka_unit_test(test_startup_emulator),
+		cmocka_unit_test(test_startup_strict),
+		cmocka_unit_test(test_probe_no_support),
+		cmocka_unit_test(test_probe_emulator),
+		cmocka_unit_test(test_probe_strict_overcommit),
+		cmocka_unit_test(test_einval_lead_guard),
+		cmocka_unit_test(test_einval_trail_guard),
+		cmocka_unit_test(test_einval_on_close),
+		cmocka_unit_test(test_enomem_on_install),
+		cmocka_unit_test(test_mmap_enomem),
+		cmocka_unit_test(test_fixed_map_fails),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

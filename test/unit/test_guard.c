@@ -1,0 +1,366 @@
+/* test_guard.c — the guard-region layer with each backend forced (Check, white-box). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <sys/mman.h>
+
+#include "../harness.h"
+#include "guard.h"
+#include "os.h"
+#include "stats.h"
+
+#define SENTINEL 4242
+
+/* Does this kernel really support guard markers? (Our own probe, not rampart's.) */
+static bool kernel_has_markers(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) return false;
+	bool ok = madvise(p, pg, 102) == 0 && probe_read(p) == EFAULT;
+	munmap(p, pg);
+	return ok;
+}
+
+/* Force backend i (0 madvise, 1 mprotect); returns the backend actually in use. */
+static enum guard_backend force(int i)
+{
+	os_init();
+	enum guard_backend want = i == 0 ? GUARD_MADVISE : GUARD_MPROTECT;
+	guard_init(want);
+	enum guard_backend got = guard_backend();
+	if (want == GUARD_MADVISE && got != GUARD_MADVISE) {
+		ck_assert_msg(!kernel_has_markers() || os_read_long("/proc/sys/vm/overcommit_memory") == 2,
+			      "guard=madvise refused although the kernel supports guard markers");
+		fprintf(stderr, "note: no guard-marker support here, madvise cases run as mprotect\n");
+	}
+	return got;
+}
+
+static uint32_t expected_flags(enum guard_backend b)
+{
+	return b == GUARD_MADVISE ? (REGION_MARKERS | REGION_MARKED) : REGION_PROTECTED;
+}
+
+static void fill(char *p, size_t n, char seed)
+{
+	for (size_t i = 0; i < n; i++) p[i] = (char)(seed + i * 7);
+}
+
+static bool all_zero(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i]) return false;
+	return true;
+}
+
+START_TEST(test_probe_auto)
+{
+	os_init();
+	guard_init(GUARD_AUTO);
+	bool strict = os_read_long("/proc/sys/vm/overcommit_memory") == 2;
+	enum guard_backend want = kernel_has_markers() && !strict ? GUARD_MADVISE : GUARD_MPROTECT;
+	ck_assert_int_eq(guard_backend(), want);
+	ck_assert_str_eq(guard_backend_name(), want == GUARD_MADVISE ? "madvise" : "mprotect");
+	guard_init(GUARD_MPROTECT);
+	ck_assert_int_eq(guard_backend(), GUARD_MPROTECT);
+	ck_assert_str_eq(guard_backend_name(), "mprotect");
+}
+END_TEST
+
+START_TEST(test_map_basic)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page, lead = pg, trail = pg, len = 4 * pg;
+	struct guard_region r;
+	errno = SENTINEL;
+	ck_assert(guard_map(&r, &lead, len, &trail, 0, "test:guard"));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_uint_eq(lead, pg);
+	ck_assert_uint_eq(trail, pg);
+	ck_assert_uint_eq(r.size, lead + len + trail);
+	ck_assert_uint_eq(r.flags, expected_flags(b));
+	char *p = (char *)(r.base + lead);
+	ck_assert(all_zero(p, len));
+	ck_assert(accessible(p));
+	ck_assert(accessible(p + len - 1));
+	ck_assert(inaccessible(p - 1));
+	ck_assert(inaccessible((char *)r.base));
+	ck_assert(inaccessible(p + len));
+	ck_assert(inaccessible((char *)r.base + r.size - 1));
+	/* The hard way too: a child touching a guard dies. */
+	ck_assert(child_faults(p - 1, true));
+	ck_assert(child_faults(p + len, false));
+	ck_assert_int_eq(child_access(p, true), 0);
+	errno = SENTINEL;
+	ck_assert(guard_unmap(&r));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert(inaccessible(p));
+}
+END_TEST
+
+/* Alignment: the open span lands on the boundary, the guards are at least what was
+ * asked, and nothing but the region itself stays mapped (no over-mapping leftovers). */
+START_TEST(test_map_aligned)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page;
+	static const size_t aligns[] = {0, 2 * 4096, 64 << 10, 2 << 20, 4 << 20, 8 << 20, 64 << 20};
+	const size_t lens[] = {pg, 3 * pg, (1 << 20) + pg, 5 << 20};
+	for (size_t a = 0; a < sizeof aligns / sizeof *aligns; a++) {
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			size_t lead = 2 * pg, trail = 3 * pg, len = lens[l], align = aligns[a];
+			struct guard_region r;
+			long before = vm_size_pages();
+			errno = SENTINEL;
+			ck_assert(guard_map(&r, &lead, len, &trail, align, NULL));
+			ck_assert_int_eq(errno, SENTINEL);
+			long after = vm_size_pages();
+			char *p = (char *)(r.base + lead);
+			if (align) ck_assert_msg((uintptr_t)p % align == 0, "align %zu len %zu: %p", align, len, (void *)p);
+			ck_assert_uint_ge(lead, 2 * pg);
+			ck_assert_uint_ge(trail, 3 * pg);
+			ck_assert_uint_eq(r.size, lead + len + trail);
+			ck_assert_uint_eq(r.flags, expected_flags(b));
+			ck_assert_msg(after - before == (long)(r.size / pg),
+				      "align %zu len %zu: the process grew by %ld pages for a %zu-page region",
+				      align, len, after - before, r.size / pg);
+			ck_assert(accessible(p));
+			ck_assert(accessible(p + len - 1));
+			ck_assert(inaccessible(p - 1));
+			ck_assert(inaccessible(p + len));
+			ck_assert(inaccessible((char *)r.base));
+			ck_assert(inaccessible((char *)r.base + r.size - 1));
+			ck_assert(guard_unmap(&r));
+			ck_assert_int_eq(vm_size_pages(), before);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_close_open)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	struct guard_region r;
+	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
+	char *p = (char *)(r.base + lead);
+	fill(p, len, 1);
+	errno = SENTINEL;
+	ck_assert(guard_close(&r, lead + 2 * pg, 3 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert(guard_close(&r, lead, 0)); /* empty span: nothing happens */
+	ck_assert_uint_eq(r.flags, expected_flags(b));
+	for (size_t i = 2; i < 5; i++) {
+		ck_assert(inaccessible(p + i * pg));
+		ck_assert(inaccessible(p + i * pg + pg - 1));
+	}
+	ck_assert(child_faults(p + 3 * pg, true));
+	ck_assert(child_faults(p + 2 * pg, false));
+	/* The neighbours keep their contents. */
+	for (size_t i = 0; i < 2 * pg; i++) ck_assert_int_eq(p[i], (char)(1 + i * 7));
+	for (size_t i = 5 * pg; i < len; i++) ck_assert_int_eq(p[i], (char)(1 + i * 7));
+
+	errno = SENTINEL;
+	ck_assert(guard_open(&r, lead + 2 * pg, 3 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert(accessible(p + 2 * pg));
+	ck_assert(accessible(p + 5 * pg - 1));
+	ck_assert_msg(all_zero(p + 2 * pg, 3 * pg), "a reopened span must read as zero");
+	fill(p + 2 * pg, 3 * pg, 9);
+	/* Close and reopen the whole open span, twice. */
+	for (int k = 0; k < 2; k++) {
+		ck_assert(guard_close(&r, lead, len));
+		ck_assert(inaccessible(p));
+		ck_assert(inaccessible(p + len - 1));
+		ck_assert(guard_open(&r, lead, len));
+		ck_assert(all_zero(p, len));
+		fill(p, len, 3);
+	}
+	/* Opening part of the trail guard (realloc growing in place) works the same. */
+	ck_assert(guard_open(&r, lead + len, pg));
+	ck_assert(accessible(p + len));
+	ck_assert(all_zero(p + len, pg));
+	ck_assert(guard_unmap(&r));
+}
+END_TEST
+
+/* madvise: closed spans cost no VMA; mprotect: each closed span splits the mapping. */
+START_TEST(test_close_vmas)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page, lead = pg, trail = pg, len = 32 * pg;
+	struct guard_region r;
+	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
+	long before = count_vmas();
+	for (int k = 0; k < 3; k++) ck_assert(guard_close(&r, lead + (size_t)(4 + 8 * k) * pg, 2 * pg));
+	long after = count_vmas();
+	if (b == GUARD_MADVISE) ck_assert_int_eq(after, before);
+	else ck_assert_int_eq(after, before + 6);
+	for (int k = 0; k < 3; k++) ck_assert(guard_open(&r, lead + (size_t)(4 + 8 * k) * pg, 2 * pg));
+	if (b == GUARD_MADVISE) ck_assert_int_eq(count_vmas(), before);
+	ck_assert(guard_unmap(&r));
+}
+END_TEST
+
+START_TEST(test_reserve_extend)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page;
+	struct guard_region r;
+	errno = SENTINEL;
+	ck_assert(guard_reserve(&r, 64 * pg, "test:reserve"));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_uint_eq(r.size, 64 * pg);
+	ck_assert_uint_eq(r.flags, expected_flags(b));
+	char *base = (char *)r.base;
+	for (size_t i = 0; i < 64; i += 9) ck_assert(inaccessible(base + i * pg));
+	ck_assert(guard_extend(&r, 10 * pg, 3 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert(all_zero(base + 10 * pg, 3 * pg));
+	ck_assert(accessible(base + 10 * pg));
+	ck_assert(accessible(base + 13 * pg - 1));
+	ck_assert(inaccessible(base + 10 * pg - 1));
+	ck_assert(inaccessible(base + 13 * pg));
+	fill(base + 10 * pg, 3 * pg, 5);
+	ck_assert(guard_close(&r, 11 * pg, pg));
+	ck_assert(inaccessible(base + 11 * pg));
+	ck_assert(child_faults(base + 11 * pg, true));
+	ck_assert_int_eq(base[10 * pg], 5);
+	ck_assert(guard_open(&r, 11 * pg, pg));
+	ck_assert(all_zero(base + 11 * pg, pg));
+	ck_assert_int_eq(base[12 * pg], (char)(5 + 2 * pg * 7));
+	ck_assert(guard_unmap(&r));
+}
+END_TEST
+
+START_TEST(test_move)
+{
+	force(_i);
+	size_t pg = os_page, la = pg, ta = pg, lb = 2 * pg, tb = pg, len = 16 * pg;
+	struct guard_region a, b;
+	ck_assert(guard_map(&a, &la, len, &ta, 0, NULL));
+	ck_assert(guard_map(&b, &lb, 2 * len, &tb, 0, NULL));
+	char *pa = (char *)(a.base + la), *pb = (char *)(b.base + lb);
+	fill(pa, len, 11);
+	errno = SENTINEL;
+	bool kept;
+	ck_assert(guard_move(&a, la, len, &b, lb, &kept));
+	ck_assert_int_eq(errno, SENTINEL);
+	for (size_t i = 0; i < len; i++) ck_assert_int_eq(pb[i], (char)(11 + i * 7));
+	ck_assert(all_zero(pb + len, len)); /* the rest of b's open span is untouched */
+	/* The pages left a; kept or not, its span is unreachable (kept: refilled closed). */
+	ck_assert(inaccessible(pa));
+	ck_assert(inaccessible(pa + len - 1));
+	if (kept) { /* the source region is whole again: its span reopens, zeroed */
+		ck_assert(guard_open(&a, la, len));
+		ck_assert(all_zero(pa, len));
+	}
+	ck_assert(inaccessible(pb - 1));
+	ck_assert(inaccessible(pb + 2 * len));
+	ck_assert(guard_unmap(&a));
+	ck_assert(guard_unmap(&b));
+}
+END_TEST
+
+/* EINVAL latch: a locked mapping refuses guard markers; the span closes through the
+ * mprotect scheme, the region stops using markers, the backend latches off. */
+START_TEST(test_latch_on_locked)
+{
+	enum guard_backend b = force(0);
+	if (b != GUARD_MADVISE) return;
+	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	struct guard_region r;
+	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
+	char *p = (char *)(r.base + lead);
+	fill(p, len, 2);
+	ck_assert_int_eq(mlock(p, len), 0);
+	unsigned long latches = stat_counters[STAT_GUARD_LATCH], falls = stat_counters[STAT_GUARD_FALLBACK];
+	errno = SENTINEL;
+	ck_assert(guard_close(&r, lead + pg, 2 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(guard_backend(), GUARD_MPROTECT);
+	ck_assert_uint_eq(stat_counters[STAT_GUARD_LATCH], latches + 1);
+	ck_assert_uint_eq(stat_counters[STAT_GUARD_FALLBACK], falls + 1);
+	ck_assert(!(r.flags & REGION_MARKERS));
+	ck_assert(r.flags & REGION_PROTECTED);
+	ck_assert(r.flags & REGION_MARKED); /* the old markers (the guards) are still there */
+	ck_assert(inaccessible(p + pg));
+	ck_assert(child_faults(p + 2 * pg, true));
+	ck_assert(inaccessible(p - 1));
+	ck_assert(inaccessible(p + len));
+	ck_assert_int_eq(p[0], 2);
+	/* Reopen: zero, usable. */
+	ck_assert(guard_open(&r, lead + pg, 2 * pg));
+	ck_assert(accessible(p + pg));
+	ck_assert(all_zero(p + pg, 2 * pg));
+	/* Closing again after the latch does not try markers. */
+	ck_assert(guard_close(&r, lead + 3 * pg, pg));
+	ck_assert(inaccessible(p + 3 * pg));
+	ck_assert(guard_open(&r, lead + 3 * pg, pg));
+	ck_assert(all_zero(p + 3 * pg, pg));
+	/* A new mapping now uses the mprotect scheme. */
+	struct guard_region n;
+	size_t nl = pg, nt = pg;
+	ck_assert(guard_map(&n, &nl, pg, &nt, 0, NULL));
+	ck_assert_uint_eq(n.flags, REGION_PROTECTED);
+	ck_assert(inaccessible((char *)n.base));
+	ck_assert(guard_unmap(&n));
+	ck_assert(guard_unmap(&r));
+}
+END_TEST
+
+/* After mlockall(MCL_CURRENT) every existing mapping is locked: a region made under
+ * the madvise backend still gets working guards. */
+START_TEST(test_mlockall_current)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	struct guard_region r;
+	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
+	char *p = (char *)(r.base + lead);
+	fill(p, len, 4);
+	ck_assert_int_eq(mlockall(MCL_CURRENT), 0);
+	errno = SENTINEL;
+	ck_assert(guard_close(&r, lead + 4 * pg, 4 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert(inaccessible(p + 4 * pg));
+	ck_assert(inaccessible(p + len - 1));
+	ck_assert(child_faults(p + 5 * pg, true));
+	ck_assert(accessible(p + 4 * pg - 1));
+	if (b == GUARD_MADVISE) ck_assert_int_eq(guard_backend(), GUARD_MPROTECT);
+	/* Reopen: zero even where the locked pages could not be dropped. */
+	ck_assert(guard_open(&r, lead + 4 * pg, 4 * pg));
+	ck_assert(all_zero(p + 4 * pg, 4 * pg));
+	ck_assert(accessible(p + len - 1));
+	ck_assert(inaccessible(p + len));
+	munlockall();
+	ck_assert(guard_unmap(&r));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("guard");
+	TCase *t = tcase_create("guard");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_probe_auto);
+	tcase_add_loop_test(t, test_map_basic, 0, 2);
+	tcase_add_loop_test(t, test_map_aligned, 0, 2);
+	tcase_add_loop_test(t, test_close_open, 0, 2);
+	tcase_add_loop_test(t, test_close_vmas, 0, 2);
+	tcase_add_loop_test(t, test_reserve_extend, 0, 2);
+	tcase_add_loop_test(t, test_move, 0, 2);
+	tcase_add_test(t, test_latch_on_locked);
+	tcase_add_loop_test(t, test_mlockall_current, 0, 2);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

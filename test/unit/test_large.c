@@ -1,0 +1,382 @@
+/* test_large.c — large allocations (> CONFIG_SMALL_MAX): sizes, guards, alignment,
+ * realloc paths, metadata lookups, quarantine (Check; through the public API and the
+ * large_* functions). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness.h"
+#include "large.h"
+#include "os.h"
+#include "rampart.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define LARGE_MIN ((size_t)CONFIG_SMALL_MAX + 1)
+
+static size_t pg;
+
+static void setup(void)
+{
+	pg = (size_t)sysconf(_SC_PAGESIZE);
+	free(malloc(1)); /* initialise */
+}
+
+static size_t pages(size_t n) { return (n + pg - 1) & ~(pg - 1); }
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i += 512) p[i] = (unsigned char)(seed + i / 512);
+	if (n) p[n - 1] = (unsigned char)seed;
+}
+
+static void check_fill(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i += 512) ck_assert_msg(p[i] == (unsigned char)(seed + i / 512), "byte %zu", i);
+	if (n) ck_assert_int_eq(p[n - 1], (unsigned char)seed);
+}
+
+static bool zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i]) return false;
+	return true;
+}
+
+/* The block is open exactly over [p, p + usable) with guards around it. */
+static void check_guarded(unsigned char *p, size_t usable)
+{
+	ck_assert(accessible(p));
+	ck_assert(accessible(p + usable - 1));
+	ck_assert_msg(inaccessible(p - 1), "no guard before %p", (void *)p);
+	ck_assert_msg(inaccessible(p + usable), "no guard after %p + %zu", (void *)p, usable);
+}
+
+static struct rampart_stats stats(void)
+{
+	struct rampart_stats s;
+	rampart_get_stats(&s);
+	return s;
+}
+
+START_TEST(test_sizes)
+{
+	static const size_t sizes[] = {LARGE_MIN, 200 * KiB, 256 * KiB, MiB - 1, MiB, MiB + 1, 4 * MiB,
+				       16 * MiB + 12345, 64 * MiB};
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		size_t n = sizes[i];
+		errno = 777;
+		unsigned char *p = malloc(n);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(errno, 777);
+		ck_assert_uint_eq((uintptr_t)p % pg, 0);
+		size_t u = malloc_usable_size(p);
+		ck_assert_uint_eq(u, pages(n));
+		ck_assert_uint_eq(large_usable_size(p), u);
+		ck_assert(zero(p, u));
+		check_guarded(p, u);
+		fill(p, u, (unsigned)i);
+		check_fill(p, u, (unsigned)i);
+		free(p);
+		ck_assert_int_eq(errno, 777);
+		ck_assert_msg(inaccessible(p), "freed block still reachable");
+		ck_assert(inaccessible(p + u - 1));
+	}
+}
+END_TEST
+
+/* Guards fault for real (in a child), not only for the kernel's copy routines. */
+START_TEST(test_guards_fault)
+{
+	unsigned char *p = malloc(300 * KiB);
+	size_t u = malloc_usable_size(p);
+	ck_assert(child_faults(p - 1, false));
+	ck_assert(child_faults(p + u, true));
+	ck_assert_int_eq(child_access(p + u - 1, true), 0);
+	free(p);
+	ck_assert(child_faults(p, false));
+	ck_assert(child_faults(p + u / 2, true));
+}
+END_TEST
+
+/* Alignments up to 4 MiB and beyond, for every size, through every aligned entry. */
+START_TEST(test_alignment)
+{
+	static const size_t aligns[] = {8, 16, 64, 4096, 8192, 64 * KiB, 2 * MiB, 4 * MiB, 8 * MiB, 32 * MiB};
+	static const size_t sizes[] = {0, 1, 100, 4096, 128 * KiB, LARGE_MIN, 300 * KiB, MiB, 3 * MiB + 5, 9 * MiB};
+	for (size_t a = 0; a < sizeof aligns / sizeof *aligns; a++) {
+		for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+			size_t al = aligns[a], n = sizes[s];
+			void *v[3] = {0};
+			errno = 555;
+			ck_assert_int_eq(posix_memalign(&v[0], al, n), 0);
+			v[1] = aligned_alloc(al, n);
+			v[2] = memalign(al, n);
+			ck_assert_int_eq(errno, 555);
+			for (int k = 0; k < 3; k++) {
+				ck_assert_msg(v[k] != NULL, "align %zu size %zu entry %d", al, n, k);
+				ck_assert_msg((uintptr_t)v[k] % al == 0, "align %zu size %zu entry %d: %p", al, n, k, v[k]);
+				if (n) {
+					ck_assert_uint_ge(malloc_usable_size(v[k]), n);
+					memset(v[k], 0x5a, n);
+				}
+				if (n >= LARGE_MIN) check_guarded(v[k], malloc_usable_size(v[k]));
+			}
+			free(v[0]);
+			free_aligned_sized(v[1], al, n);
+			free(v[2]);
+		}
+	}
+}
+END_TEST
+
+/* A large aligned block keeps its alignment when realloc moves it. */
+START_TEST(test_alignment_kept_by_realloc)
+{
+	unsigned char *p = aligned_alloc(4 * MiB, MiB);
+	ck_assert_ptr_nonnull(p);
+	fill(p, MiB, 3);
+	unsigned char *q = realloc(p, 48 * MiB);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq((uintptr_t)q % (4 * MiB), 0);
+	check_fill(q, MiB, 3);
+	check_guarded(q, malloc_usable_size(q));
+	free(q);
+}
+END_TEST
+
+START_TEST(test_realloc_shrink_in_place)
+{
+	unsigned char *p = malloc(MiB);
+	fill(p, MiB, 7);
+	struct rampart_stats before = stats();
+	errno = 99;
+	unsigned char *q = realloc(p, 300 * KiB);
+	ck_assert_int_eq(errno, 99);
+	ck_assert_ptr_eq(q, p);
+	size_t u = malloc_usable_size(q);
+	ck_assert_uint_eq(u, pages(300 * KiB));
+	ck_assert_uint_eq(stats().realloc_in_place, before.realloc_in_place + 1);
+	for (size_t i = 0; i < u; i += 512) ck_assert_int_eq(q[i], (unsigned char)(7 + i / 512));
+	/* The cut tail became guard. */
+	ck_assert(inaccessible(q + u));
+	ck_assert(inaccessible(q + MiB - 1));
+	ck_assert(child_faults(q + u + pg, true));
+	ck_assert(accessible(q + u - 1));
+	free(q);
+}
+END_TEST
+
+/* Grow in place: shrinking first puts at least the cut pages (plus the original guard)
+ * after the block, so growing back must stay in place and leave a guard. */
+START_TEST(test_realloc_grow_in_place)
+{
+	size_t n = 4 * MiB, cut = 64 * KiB;
+	unsigned char *p = malloc(n);
+	fill(p, n, 9);
+	ck_assert_ptr_eq(realloc(p, n - cut), p);
+	struct rampart_stats before = stats();
+	errno = 98;
+	unsigned char *q = realloc(p, n);
+	ck_assert_int_eq(errno, 98);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(stats().realloc_in_place, before.realloc_in_place + 1);
+	ck_assert_uint_eq(stats().realloc_moved, before.realloc_moved);
+	ck_assert_uint_eq(malloc_usable_size(q), n);
+	for (size_t i = 0; i < n - cut; i += 512) ck_assert_int_eq(q[i], (unsigned char)(9 + i / 512));
+	ck_assert_msg(zero(q + n - cut, cut), "the regrown tail must read as zero");
+	check_guarded(q, n);
+	/* Growing by less than a page more than fits never consumes the last guard page. */
+	for (int k = 0; k < 40; k++) {
+		size_t u = malloc_usable_size(q);
+		q = realloc(q, u + pg);
+		ck_assert_ptr_nonnull(q);
+		check_guarded(q, u + pg);
+		ck_assert_int_eq(q[0], 9);
+	}
+	free(q);
+}
+END_TEST
+
+/* Growth beyond the trailing guard moves the pages (mremap): contents kept, the old
+ * address unreachable, the new block guarded on both sides. */
+START_TEST(test_realloc_move)
+{
+	unsigned char *p = malloc(MiB);
+	fill(p, MiB, 13);
+	struct rampart_stats before = stats();
+	errno = 97;
+	unsigned char *q = realloc(p, 40 * MiB);
+	ck_assert_int_eq(errno, 97);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_ne(q, p);
+	ck_assert_uint_eq(stats().realloc_moved, before.realloc_moved + 1);
+	check_fill(q, MiB, 13);
+	ck_assert(zero(q + MiB, 40 * MiB - MiB));
+	check_guarded(q, 40 * MiB);
+	ck_assert(inaccessible(p));
+	ck_assert(inaccessible(p + MiB - 1));
+	ck_assert_uint_eq(large_object_size(p), 0);
+	/* And back down again: in place. */
+	unsigned char *r = realloc(q, 2 * MiB);
+	ck_assert_ptr_eq(r, q);
+	check_fill(r, MiB, 13);
+	check_guarded(r, 2 * MiB);
+	/* Moving many times keeps everything consistent. */
+	for (size_t k = 3; k < 20; k++) {
+		r = realloc(r, k * 3 * MiB);
+		ck_assert_ptr_nonnull(r);
+		check_fill(r, MiB, 13);
+		check_guarded(r, k * 3 * MiB);
+	}
+	free(r);
+}
+END_TEST
+
+/* A realloc that cannot be served returns NULL with ENOMEM and leaves the block alone. */
+START_TEST(test_realloc_failure_keeps_block)
+{
+	unsigned char *p = malloc(512 * KiB);
+	fill(p, 512 * KiB, 17);
+	static const size_t huge[] = {SIZE_MAX, SIZE_MAX - 4096, (size_t)1 << 62, ((size_t)1 << 62) + 1,
+				      (size_t)1 << 56};
+	for (size_t i = 0; i < sizeof huge / sizeof *huge; i++) {
+		errno = 0;
+		ck_assert_ptr_null(realloc(p, huge[i]));
+		ck_assert_int_eq(errno, ENOMEM);
+		ck_assert_uint_eq(malloc_usable_size(p), 512 * KiB);
+		check_fill(p, 512 * KiB, 17);
+		check_guarded(p, 512 * KiB);
+	}
+	free(p);
+}
+END_TEST
+
+/* The hash table: many live blocks, freed in a scrambled order, looked up exactly. */
+START_TEST(test_metadata_lookups)
+{
+	enum { N = 600 };
+	static unsigned char *blk[N];
+	static size_t sz[N];
+	for (size_t i = 0; i < N; i++) {
+		sz[i] = LARGE_MIN + (i * 7919 % 97) * pg;
+		blk[i] = malloc(sz[i]);
+		ck_assert_ptr_nonnull(blk[i]);
+		blk[i][0] = (unsigned char)i;
+	}
+	for (size_t round = 0; round < 3; round++) {
+		for (size_t i = round; i < N; i += 3) {
+			ck_assert_uint_eq(malloc_usable_size(blk[i]), pages(sz[i]));
+			ck_assert_uint_eq(malloc_object_size(blk[i]), pages(sz[i]));
+			ck_assert_uint_eq(malloc_object_size(blk[i] + 100), pages(sz[i]) - 100);
+			ck_assert_uint_eq(malloc_object_size(blk[i] + pages(sz[i]) - 1), 1);
+			ck_assert_int_eq(blk[i][0], (unsigned char)i);
+			free(blk[i]);
+			ck_assert_uint_eq(malloc_object_size(blk[i]), 0);
+			ck_assert_uint_eq(malloc_object_size(blk[i] + 100), 0);
+			blk[i] = NULL;
+		}
+		/* Everything still live is still found. */
+		for (size_t i = 0; i < N; i++)
+			if (blk[i]) ck_assert_uint_eq(large_usable_size(blk[i]), pages(sz[i]));
+	}
+	int local;
+	ck_assert_uint_eq(malloc_object_size(&local), 0);
+	ck_assert_uint_eq(large_object_size(&local), 0);
+}
+END_TEST
+
+/* A freed block is closed at once and its address is not handed out right away. */
+START_TEST(test_quarantine)
+{
+	enum { N = 40 };
+	unsigned char *p[N];
+	for (int i = 0; i < N; i++) p[i] = malloc(256 * KiB);
+	for (int i = 0; i < N; i++) free(p[i]);
+#if CONFIG_REGION_QUARANTINE
+	ck_assert_uint_gt(stats().quarantine_now, 0);
+#endif
+	for (int i = 0; i < N; i++) ck_assert(inaccessible(p[i]));
+	unsigned char *q[N];
+	for (int i = 0; i < N; i++) {
+		q[i] = malloc(256 * KiB);
+#if CONFIG_REGION_QUARANTINE
+		/* The last frees are certainly still in quarantine (the ring alone holds more). */
+		for (int j = N - 8; j < N; j++) {
+			struct rampart_stats st = stats();
+			ck_assert_msg(q[i] != p[j], "q[%d] reuses p[%d] %p: quarantine %lu cache %lu hits %lu", i, j,
+				      (void *)q[i], st.quarantine_now, st.cache_now, st.cache_hits);
+		}
+#endif
+	}
+	for (int i = 0; i < N; i++) free(q[i]);
+}
+END_TEST
+
+/* Memory handed out again (reopened, reused or fresh) always reads as zero: calloc
+ * relies on it. */
+START_TEST(test_reuse_is_zero)
+{
+	for (int round = 0; round < 300; round++) {
+		size_t n = (round % 3 == 0) ? MiB : (round % 3 == 1) ? 300 * KiB : MiB + 5 * pg;
+		unsigned char *c = calloc(1, n);
+		ck_assert_ptr_nonnull(c);
+		ck_assert_msg(zero(c, n), "calloc round %d returned dirty memory", round);
+		memset(c, 0xa5, n);
+		if (round % 2) free(c);
+		else c = realloc(c, n / 2), free(c);
+	}
+}
+END_TEST
+
+/* Regions above the quarantine threshold skip it (they may still be kept, closed, for
+ * reuse); either way nothing of them stays reachable or resident. */
+START_TEST(test_very_large)
+{
+	size_t n = (size_t)CONFIG_REGION_QUARANTINE_SKIP + MiB;
+	long before = vm_size_pages();
+	unsigned char *p = malloc(n);
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < n; i += 64 * pg) p[i] = 1;
+	ck_assert_int_ge(vm_size_pages() - before, (long)(n / pg));
+	unsigned long q = stats().quarantine_now;
+	free(p);
+	ck_assert_uint_eq(stats().quarantine_now, q);
+	ck_assert(inaccessible(p));
+	ck_assert(inaccessible(p + n - 1));
+	ck_assert(child_faults(p + n / 2, true));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("large");
+	TCase *t = tcase_create("large");
+	tcase_set_timeout(t, 60);
+	tcase_add_checked_fixture(t, setup, NULL);
+	tcase_add_test(t, test_sizes);
+	tcase_add_test(t, test_guards_fault);
+	tcase_add_test(t, test_alignment);
+	tcase_add_test(t, test_alignment_kept_by_realloc);
+	tcase_add_test(t, test_realloc_shrink_in_place);
+	tcase_add_test(t, test_realloc_grow_in_place);
+	tcase_add_test(t, test_realloc_move);
+	tcase_add_test(t, test_realloc_failure_keeps_block);
+	tcase_add_test(t, test_metadata_lookups);
+	tcase_add_test(t, test_quarantine);
+	tcase_add_test(t, test_reuse_is_zero);
+	tcase_add_test(t, test_very_large);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,131 @@
+/* test_random.c — ChaCha20 known answers (RFC 8439) and the generator built on it. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "random.h"
+
+/* RFC 8439 section 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00,
+ * block counter 1. Our block function takes a 64-bit counter (state words 12-13) and
+ * a 64-bit nonce (words 14-15), so word 13 = 0x09000000 rides in the counter's top. */
+START_TEST(test_rfc8439_2_3_2)
+{
+	uint32_t key[8];
+	for (int i = 0; i < 8; i++)
+		key[i] = (uint32_t)(4 * i) | (uint32_t)(4 * i + 1) << 8 | (uint32_t)(4 * i + 2) << 16 |
+			 (uint32_t)(4 * i + 3) << 24;
+	const uint32_t nonce[2] = {0x4a000000, 0x00000000};
+	uint64_t counter = 1 | (uint64_t)0x09000000 << 32;
+	static const uint32_t expect[16] = {
+		0xe4e7f110, 0x15593bd1, 0x1fdd0f50, 0xc47120a3, 0xc7f4d1c7, 0x0368c033, 0x9aaa2204, 0x4e6cd4c3,
+		0x466482d2, 0x09aa9f07, 0x05d7c214, 0xa2028bd9, 0xd19c12b5, 0xb94e16de, 0xe883d0cb, 0x4e3c50a2,
+	};
+	uint32_t out[16];
+	chacha20_block(key, counter, nonce, out);
+	for (int i = 0; i < 16; i++) ck_assert_msg(out[i] == expect[i], "word %d: %08x != %08x", i, out[i], expect[i]);
+}
+END_TEST
+
+/* RFC 8439 appendix A.1, test vectors #1 and #2: all-zero key and nonce, counters 0 and 1. */
+START_TEST(test_rfc8439_a1)
+{
+	static const uint8_t expect0[64] = {
+		0x76, 0xb8, 0xe0, 0xad, 0xa0, 0xf1, 0x3d, 0x90, 0x40, 0x5d, 0x6a, 0xe5, 0x53, 0x86, 0xbd, 0x28,
+		0xbd, 0xd2, 0x19, 0xb8, 0xa0, 0x8d, 0xed, 0x1a, 0xa8, 0x36, 0xef, 0xcc, 0x8b, 0x77, 0x0d, 0xc7,
+		0xda, 0x41, 0x59, 0x7c, 0x51, 0x57, 0x48, 0x8d, 0x77, 0x24, 0xe0, 0x3f, 0xb8, 0xd8, 0x4a, 0x37,
+		0x6a, 0x43, 0xb8, 0xf4, 0x15, 0x18, 0xa1, 0x1c, 0xc3, 0x87, 0xb6, 0x69, 0xb2, 0xee, 0x65, 0x86,
+	};
+	static const uint8_t expect1[64] = {
+		0x9f, 0x07, 0xe7, 0xbe, 0x55, 0x51, 0x38, 0x7a, 0x98, 0xba, 0x97, 0x7c, 0x73, 0x2d, 0x08, 0x0d,
+		0xcb, 0x0f, 0x29, 0xa0, 0x48, 0xe3, 0x65, 0x69, 0x12, 0xc6, 0x53, 0x3e, 0x32, 0xee, 0x7a, 0xed,
+		0x29, 0xb7, 0x21, 0x76, 0x9c, 0xe6, 0x4e, 0x43, 0xd5, 0x71, 0x33, 0xb0, 0x74, 0xd8, 0x39, 0xd5,
+		0x31, 0xed, 0x1f, 0x28, 0x51, 0x0a, 0xfb, 0x45, 0xac, 0xe1, 0x0a, 0x1f, 0x4b, 0x79, 0x4d, 0x6f,
+	};
+	const uint32_t key[8] = {0}, nonce[2] = {0};
+	uint32_t out[16];
+	uint8_t bytes[64];
+	chacha20_block(key, 0, nonce, out);
+	for (int i = 0; i < 16; i++)
+		for (int b = 0; b < 4; b++) bytes[4 * i + b] = (uint8_t)(out[i] >> (8 * b));
+	ck_assert_mem_eq(bytes, expect0, 64);
+	chacha20_block(key, 1, nonce, out);
+	for (int i = 0; i < 16; i++)
+		for (int b = 0; b < 4; b++) bytes[4 * i + b] = (uint8_t)(out[i] >> (8 * b));
+	ck_assert_mem_eq(bytes, expect1, 64);
+}
+END_TEST
+
+START_TEST(test_generator)
+{
+	static struct random_state a, b;
+	random_reseed(&a);
+	random_reseed(&b);
+	ck_assert_mem_ne(a.key, b.key, sizeof a.key); /* two seeds from getrandom differ */
+	uint32_t key0[8];
+	memcpy(key0, a.key, sizeof key0);
+	uint64_t first = random_u64(&a);
+	/* Fast key erasure: the refill replaced the key. */
+	ck_assert_mem_ne(a.key, key0, sizeof key0);
+	/* Output words are not repeated and both bit values appear in every position. */
+	uint64_t or_all = first, and_all = first;
+	static uint64_t seen[4096];
+	seen[0] = first;
+	for (int i = 1; i < 4096; i++) {
+		seen[i] = random_u64(&a);
+		or_all |= seen[i];
+		and_all &= seen[i];
+		ck_assert(seen[i] != seen[i - 1]);
+	}
+	ck_assert_uint_eq(or_all, UINT64_MAX);
+	ck_assert_uint_eq(and_all, 0);
+	/* Beyond the reseed threshold the generator keeps going. */
+	for (size_t i = 0; i < 2 * RANDOM_RESEED_BYTES / 8; i++) (void)random_u64(&a);
+}
+END_TEST
+
+START_TEST(test_below)
+{
+	static struct random_state r;
+	random_reseed(&r);
+	for (int i = 0; i < 1000; i++) ck_assert_uint_eq(random_below(&r, 1), 0);
+	size_t hist[7] = {0};
+	for (int i = 0; i < 70000; i++) {
+		uint64_t v = random_below(&r, 7);
+		ck_assert_uint_lt(v, 7);
+		hist[v]++;
+	}
+	/* Each bucket expects 10000 (sd about 93); 9000..11000 is more than 10 sd wide. */
+	for (int i = 0; i < 7; i++) ck_assert(hist[i] > 9000 && hist[i] < 11000);
+	uint64_t big = ((uint64_t)1 << 63) + 12345;
+	bool high = false;
+	for (int i = 0; i < 200; i++) {
+		uint64_t v = random_below(&r, big);
+		ck_assert(v < big);
+		high |= v >= (uint64_t)1 << 62;
+	}
+	ck_assert(high);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("random");
+	TCase *t = tcase_create("random");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_rfc8439_2_3_2);
+	tcase_add_test(t, test_rfc8439_a1);
+	tcase_add_test(t, test_generator);
+	tcase_add_test(t, test_below);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,195 @@
+/* test_slab — white-box checks of the slab allocator through its decoding functions
+ * and the public API: pointer -> slab/slot decoding, bitmaps, slot quarantine,
+ * canary layout, the zero-size class and alignment. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rampart.h"
+#include "sizeclass.h"
+#include "slab.h"
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Every class: the pointer decodes to its class, usable size and interior extents. */
+START_TEST(decode_every_class)
+{
+	for (unsigned c = 1; c < SC_COUNT; c++) {
+		size_t n = sc_usable(c);
+		char *p = malloc(n);
+		ck_assert_ptr_nonnull(p);
+		ck_assert(slab_contains(p));
+		ck_assert_uint_eq((uintptr_t)p % 16, 0);
+		ck_assert_uint_eq(malloc_usable_size(p), n);
+		memset(p, 0xa5, n);
+		for (size_t k = 0; k < n; k += n / 7 + 1) ck_assert_uint_eq(malloc_object_size(p + k), n - k);
+		ck_assert_uint_eq(malloc_object_size(p + n - 1), 1);
+		ck_assert_uint_eq(malloc_object_size(p + n), 0); /* the canary is not the caller's */
+		free(p);
+		ck_assert_uint_eq(malloc_object_size(p), 0);
+		/* The next size up lands in the next class. */
+		if (c + 1 < SC_COUNT) {
+			p = malloc(n + 1);
+			ck_assert_uint_eq(malloc_usable_size(p), sc_usable(c + 1));
+			free(p);
+		}
+	}
+	/* Just past the largest class: a large allocation, outside the slab reservation. */
+	void *big = malloc(SC_MAX_REQUEST + 1);
+	ck_assert_ptr_nonnull(big);
+	ck_assert(!slab_contains(big));
+	free(big);
+}
+END_TEST
+
+/* Bitmaps: thousands of live slots of one class are distinct and each decodes alone. */
+START_TEST(bitmaps_hand_out_distinct_slots)
+{
+	enum { N = 5000 };
+	static uintptr_t v[N];
+	for (unsigned round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			v[i] = (uintptr_t)malloc(40);
+			ck_assert(v[i]);
+			*(uint64_t *)v[i] = (uint64_t)i;
+		}
+		for (int i = 0; i < N; i++) ck_assert_uint_eq(*(uint64_t *)v[i], (uint64_t)i);
+		qsort(v, N, sizeof *v, cmp_ptr);
+		for (int i = 1; i < N; i++) ck_assert_uint_ge(v[i] - v[i - 1], 48);
+		/* Free in address order, then every other one first next round. */
+		for (int i = round & 1; i < N; i += 2) free((void *)v[i]);
+		for (int i = !(round & 1); i < N; i += 2) free((void *)v[i]);
+	}
+}
+END_TEST
+
+/* A freed slot is not handed out again while fewer frees than the FIFO length follow. */
+START_TEST(quarantine_holds_freed_slot)
+{
+#if CONFIG_SLOT_QUARANTINE
+	enum { OTHERS = 100, ALLOCS = 3000 };
+	void *others[OTHERS], *got[ALLOCS];
+	void *victim = malloc(100);
+	for (int i = 0; i < OTHERS; i++) others[i] = malloc(100);
+	free(victim);
+	for (int i = 0; i < OTHERS; i++) free(others[i]);
+	for (int i = 0; i < ALLOCS; i++) {
+		got[i] = malloc(100);
+		ck_assert_ptr_ne(got[i], victim);
+		for (int j = 0; j < OTHERS; j++) ck_assert_ptr_ne(got[i], others[j]);
+	}
+	for (int i = 0; i < ALLOCS; i++) free(got[i]);
+	/* The victim is still recognised as freed while in the quarantine. */
+	ck_assert_uint_eq(malloc_object_size(victim), 0);
+#endif
+}
+END_TEST
+
+/* Canary: the 8 bytes after the usable part, leading byte zero, one value per slab. */
+START_TEST(canary_layout)
+{
+#if CONFIG_SLOT_CANARY
+	enum { N = 2000 };
+	static unsigned char *v[N];
+	int same_slab = 0, diff_slab = 0, diff_value = 0;
+	for (int i = 0; i < N; i++) {
+		v[i] = malloc(24); /* class 32: one-page slabs with 4 KiB pages */
+		ck_assert_uint_eq(malloc_usable_size(v[i]), 24);
+		ck_assert_uint_eq(v[i][24], 0);
+		uint64_t c;
+		memcpy(&c, v[i] + 24, 8);
+		ck_assert_uint_ne(c, 0);
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	for (int i = 1; i < N; i++) {
+		bool same = (uintptr_t)v[i] / page == (uintptr_t)v[0] / page;
+		int eq = memcmp(v[i] + 24, v[0] + 24, 8) == 0;
+		if (same) {
+			same_slab++;
+			ck_assert(eq);
+		} else {
+			diff_slab++;
+			diff_value += !eq;
+		}
+	}
+	ck_assert_int_gt(diff_slab, 0);
+	ck_assert_int_eq(diff_value, diff_slab); /* 2^-56 chance of a false failure */
+	(void)same_slab;
+	for (int i = 0; i < N; i++) free(v[i]);
+#endif
+}
+END_TEST
+
+START_TEST(zero_size_class)
+{
+	void *a = malloc(0), *b = malloc(0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_ne(a, b);
+	ck_assert(slab_contains(a));
+	ck_assert_uint_eq(malloc_usable_size(a), 0);
+	ck_assert_uint_eq(malloc_object_size(a), 0);
+	free_sized(a, 0);
+	free(b);
+}
+END_TEST
+
+START_TEST(alignment_and_resizing)
+{
+	for (size_t align = 16; align <= 4096; align *= 2) {
+		void *p = memalign(align, 100);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq((uintptr_t)p % align, 0);
+		ck_assert(slab_contains(p));
+		free_aligned_sized(p, align, 100);
+	}
+	char *p = malloc(100);
+	memset(p, 7, 100);
+	ck_assert_ptr_eq(realloc(p, 104), p); /* same class (112): stays */
+	char *q = realloc(p, 1000);
+	ck_assert_ptr_ne(q, p);
+	for (int i = 0; i < 100; i++) ck_assert_int_eq(q[i], 7);
+	free_sized(q, 1000);
+}
+END_TEST
+
+/* calloc of a recycled slot is zero without an explicit clear. */
+START_TEST(calloc_is_zero)
+{
+	for (int round = 0; round < 2000; round++) {
+		unsigned char *p = malloc(200);
+		memset(p, 0xff, 200);
+		free(p);
+		unsigned char *z = calloc(1, 200);
+		for (int i = 0; i < 200; i++) ck_assert_uint_eq(z[i], 0);
+		free(z);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("slab");
+	TCase *t = tcase_create("core");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, decode_every_class);
+	tcase_add_test(t, bitmaps_hand_out_distinct_slots);
+	tcase_add_test(t, quarantine_holds_freed_slot);
+	tcase_add_test(t, canary_layout);
+	tcase_add_test(t, zero_size_class);
+	tcase_add_test(t, alignment_and_resizing);
+	tcase_add_test(t, calloc_is_zero);
+	suite_add_tcase(s, t);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
