@@ -50,6 +50,9 @@ CONFIG_GUARD_SLAB_INTERVAL ?= 1
 CONFIG_GUARD_SLAB_INTERVAL_MPROTECT ?= 8
 # Empty slabs kept open per (arena, class) for quick reuse; more are closed.
 CONFIG_SLAB_EMPTY_CACHE ?= 1
+# ... and beyond that count, while the empty slabs kept open total at most this many bytes
+# (big classes have one slot per slab: without it every free would close a slab).
+CONFIG_SLAB_EMPTY_CACHE_BYTES ?= 262144
 # Closed empty slabs wait in a FIFO of this many per (arena, class) before reuse (0 = off).
 CONFIG_SLAB_QUARANTINE ?= 16
 

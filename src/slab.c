@@ -262,7 +262,8 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 /* The last slot of a slab went back: cache it, or close it and quarantine it. */
 static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	if (k->nempty < CONFIG_SLAB_EMPTY_CACHE || !k->open_slabs ||
+	if (k->nempty < CONFIG_SLAB_EMPTY_CACHE || (k->nempty + 1) * k->slab_bytes <= CONFIG_SLAB_EMPTY_CACHE_BYTES ||
+	    !k->open_slabs ||
 	    !guard_close(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) {
 		/* Kept open (also when the kernel cannot close it now): zero-filled already. */
 		s->state = SLAB_EMPTY;
