@@ -66,7 +66,7 @@ $(TEST_OUT)/system/cxx_dlopen: test/cxx/cxx_dlopen.c $(TEST_OUT)/cxx/libcxx_plug
 test-build: $(CXX_TEST_BINS)
 
 # `make sizeclass-table` prints the slab size-class table (Markdown) from src/sizeclass.c;
-# docs/slab.md embeds its output. PAGE=16384 shows it for another page size.
+# The README (Size classes) embeds its output. PAGE=16384 shows it for another page size.
 .PHONY: sizeclass-table
 $(OUT)/tools/sizeclass_table: test/tools/sizeclass_table.c src/sizeclass.c src/sizeclass.h $(OUT)/config.stamp
 	@mkdir -p $(@D)

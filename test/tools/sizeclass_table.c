@@ -1,4 +1,4 @@
-/* sizeclass_table — prints the slab size-class table (Markdown) for docs/slab.md.
+/* sizeclass_table — prints the slab size-class table (Markdown) for the README (section Size classes).
  * Built by `make sizeclass-table`; the numbers come from src/sizeclass.c. */
 #include <stdio.h>
 #include <stdlib.h>
