@@ -25,6 +25,22 @@ int __wrap_mprotect(void *addr, size_t len, int prot);
 int __wrap_madvise(void *addr, size_t len, int advice);
 void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags, ...);
 int __wrap_open(const char *path, int flags, ...);
+int __wrap_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5);
+int __real_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5);
+
+/* PR_SET_VMA (0x53564d41): recorded; answered as a kernel with or without anon names. */
+int __wrap_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
+{
+	if (option != 0x53564d41) return __real_prctl(option, a2, a3, a4, a5);
+	if (fk.label_calls < 64) {
+		fk.labels[fk.label_calls].addr = a3;
+		fk.labels[fk.label_calls].len = a4;
+	}
+	fk.label_calls++;
+	if (fk.labels_supported) return 0;
+	errno = EINVAL;
+	return -1;
+}
 
 void fake_reset(void) { memset(&fk, 0, sizeof fk); }
 

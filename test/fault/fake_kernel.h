@@ -27,6 +27,7 @@ struct fake_kernel {
 	bool mmap_fail_all;          /* every mmap fails */
 	bool mmap_fail_fixed;        /* MAP_FIXED mmaps fail */
 	int mmap_errno;              /* errno of failing mmaps (0 means ENOMEM) */
+	bool labels_supported;       /* prctl(PR_SET_VMA_ANON_NAME) succeeds (and is recorded) */
 	bool overcommit_fake;        /* /proc/sys/vm/overcommit_memory reads as ... */
 	int overcommit;              /* ... this value */
 
@@ -35,6 +36,8 @@ struct fake_kernel {
 	unsigned long munmap_calls, mprotect_calls, mremap_calls, madvise_calls;
 	unsigned long guard_install_calls, guard_remove_calls, guard_install_failed;
 	unsigned long overcommit_reads;
+	unsigned long label_calls;                      /* PR_SET_VMA prctl calls */
+	struct { unsigned long addr, len; } labels[64]; /* the first 64 of them */
 	long net_bytes; /* bytes mapped by (non-fixed) mmap minus bytes given to munmap */
 };
 

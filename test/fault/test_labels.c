@@ -1,0 +1,77 @@
+/* test_labels.c — rampart names its mappings with PR_SET_VMA_ANON_NAME: once per new
+ * region, covering the whole region (guards included), never a sub-span, and not at all
+ * once the kernel has refused. The kernel's answer is faked (fake_kernel.c): this
+ * project's test machines are built without CONFIG_ANON_VMA_NAME. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fake_kernel.h"
+#include "rampart.h"
+
+static unsigned long maps_now(void)
+{
+	struct rampart_stats st;
+	rampart_get_stats(&st);
+	return st.guarded_maps;
+}
+
+static void whole_regions_only(void **state)
+{
+	(void)state;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	fk.labels_supported = true;
+	unsigned long calls = fk.label_calls, maps = maps_now();
+	char *p = malloc(3 << 20);
+	assert_non_null(p);
+	assert_int_equal(fk.label_calls, calls + 1);
+	unsigned long a = fk.labels[calls].addr, len = fk.labels[calls].len;
+	/* The label spans the guards on both sides too: the whole mapping. */
+	assert_true(a + page <= (uintptr_t)p);
+	assert_true(a + len >= (uintptr_t)p + (3u << 20) + page);
+
+	/* Spans inside a region never get a label of their own. */
+	char *q = realloc(p, 1 << 20); /* shrink in place */
+	assert_ptr_equal(q, p);
+	q = realloc(q, (1 << 20) + page); /* grow in place, into the trail guard */
+	assert_ptr_equal(q, p);
+	free(q);
+	assert_int_equal(fk.label_calls, calls + 1);
+
+	/* Exactly one label per new mapping. */
+	char *r = malloc(7 << 20);
+	r = realloc(r, 40 << 20); /* moves: a new region */
+	free(r);
+	assert_int_equal(fk.label_calls - calls, maps_now() - maps);
+}
+
+static void refusal_switches_labels_off(void **state)
+{
+	(void)state;
+	fk.labels_supported = false;
+	unsigned long calls = fk.label_calls;
+	void *a = malloc(9 << 20), *b = malloc(11 << 20), *c = malloc(13 << 20);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_int_equal(fk.label_calls, calls + 1); /* asked once, refused, never again */
+	free(a);
+	free(b);
+	free(c);
+}
+
+int main(void)
+{
+	fk.labels_supported = true;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(whole_regions_only),
+		cmocka_unit_test(refusal_switches_labels_off),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
