@@ -54,12 +54,27 @@ static void reuse_reads_zero(void)
 	}
 }
 
+/* A block realloc moved: its old region is closed and quarantined like a freed one. */
+static char *moved_away(void)
+{
+	char *p = malloc(SIZE);
+	char *volatile old = p;
+	char *q = realloc(p, 16 * SIZE);
+	if (q == old) exit(3); /* grew in place: nothing to test */
+	return old;
+}
+
+static void read_after_realloc_move(void) { (void)*(volatile char *)moved_away(); }
+static void free_after_realloc_move(void) { free(moved_away()); }
+
 int main(void)
 {
 	static const struct death_case cases[] = {
 		{"read of a region in the reuse cache", read_cached, DIE_FAULT},
 		{"write to a region in the reuse cache", write_cached, DIE_FAULT},
 		{"regions reused from the cache read as zero", reuse_reads_zero, DIE_NOT},
+		{"read through the old pointer of a block realloc moved", read_after_realloc_move, DIE_FAULT},
+		{"free of the old pointer of a block realloc moved", free_after_realloc_move, DIE_FATAL},
 	};
 	return death_run_all(cases, sizeof cases / sizeof cases[0]);
 }

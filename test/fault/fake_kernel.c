@@ -74,6 +74,10 @@ int __wrap_munmap(void *addr, size_t len)
 
 int __wrap_mprotect(void *addr, size_t len, int prot)
 {
+	if (fk.mprotect_errno) {
+		errno = fk.mprotect_errno;
+		return -1;
+	}
 	fk.mprotect_calls++;
 	return __real_mprotect(addr, len, prot);
 }
