@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../include/rampart.h"
+#include "api.h"
 #include "guard.h"
 #include "init.h"
 #include "large.h"
@@ -100,9 +101,11 @@ static void *realloc_move(void *p, size_t old_usable, size_t size)
 
 API void *realloc(void *p, size_t size)
 {
-	if (!p) return malloc(size);
+	/* Internal calls, not malloc/free: through the PLT they could reach another
+	 * allocator interposed on top of this one. */
+	if (!p) return alloc_or_enomem(size, 0);
 	if (size == 0) { /* glibc's choice: free and return NULL */
-		free(p);
+		release(p, false, 0, 0);
 		return NULL;
 	}
 	if (unlikely(!rampart_ready())) fatal("realloc of a pointer rampart never handed out", p);
@@ -112,7 +115,8 @@ API void *realloc(void *p, size_t size)
 		if (size <= SMALL_MAX && sc_of(size) == c) return p;
 		return realloc_move(p, sc_usable(c), size);
 	}
-	if (size <= SMALL_MAX) return realloc_move(p, large_usable_size(p), size);
+	if (size <= SMALL_MAX)
+		return realloc_move(p, large_usable_size(p, "realloc of a pointer that is not a live allocation"), size);
 	void *q = large_realloc(p, size);
 	if (unlikely(!q)) errno = ENOMEM;
 	return q;
@@ -142,6 +146,13 @@ static void *aligned(size_t align, size_t size)
 }
 
 API void *aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
+
+/* The internal names (api.h): the same functions, bound locally. */
+void *rampart_malloc(size_t size) { return alloc_or_enomem(size, 0); }
+void *rampart_aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
+void rampart_free(void *p) { release(p, false, 0, 0); }
+void rampart_free_sized(void *p, size_t size) { release(p, true, size, 0); }
+void rampart_free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, align ? align : 1); }
 
 API void *memalign(size_t align, size_t size) { return aligned(align, size); }
 
@@ -183,7 +194,7 @@ API size_t malloc_usable_size(void *p)
 	if (!p) return 0;
 	if (unlikely(!rampart_ready())) fatal("malloc_usable_size of a pointer rampart never handed out", p);
 	if (slab_contains(p)) return slab_usable_size(p);
-	return large_usable_size(p);
+	return large_usable_size(p, "malloc_usable_size of a pointer that is not a live allocation");
 }
 
 API size_t malloc_object_size(const void *p)

@@ -147,3 +147,10 @@ size_t cache_flush(struct region_cache *c)
 	while (c->count) evict_at(c, c->count - 1);
 	return n;
 }
+
+bool cache_contains(const struct region_cache *c, uintptr_t a)
+{
+	for (size_t i = 0; i < c->count; i++)
+		if (a - c->entries[i].region.base < c->entries[i].region.size) return true;
+	return false;
+}

@@ -46,6 +46,8 @@ must_check bool cache_take(struct region_cache *c, size_t need, size_t slack, si
 			   struct guard_region *out);
 /* Unmap regions idle longer than the decay interval (cheap when nothing is due). */
 void cache_decay(struct region_cache *c, uint64_t now_ms);
+/* Is a inside a cached region? (Linear: for error paths and introspection only.) */
+bool cache_contains(const struct region_cache *c, uintptr_t a);
 /* Unmap everything; returns how many regions went. */
 size_t cache_flush(struct region_cache *c);
 

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 
 #include "../include/rampart.h"
+#include "api.h"
 #include "common.h"
 #include "os.h"
 
@@ -118,7 +119,7 @@ static inline void check_align(size_t align, const void *caller)
 
 static inline void *try_alloc(size_t size, size_t align)
 {
-	return align ? aligned_alloc(align, size) : malloc(size);
+	return align ? rampart_aligned_alloc(align, size) : rampart_malloc(size);
 }
 
 /* The throwing forms: the new-handler loop of [new.delete.single]. */
@@ -143,8 +144,8 @@ static inline void *new_throwing(size_t size, size_t align, const void *caller)
 
 API void *_Znwm(size_t size) { return new_throwing(size, 0, CALLER); }
 API void *_Znam(size_t size) { return new_throwing(size, 0, CALLER); }
-API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt) { return malloc(size); }
-API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return malloc(size); }
+API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_malloc(size); }
+API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_malloc(size); }
 
 API void *_ZnwmSt11align_val_t(size_t size, size_t align)
 {
@@ -161,21 +162,21 @@ API void *_ZnamSt11align_val_t(size_t size, size_t align)
 API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
 	check_align(align, CALLER);
-	return aligned_alloc(align, size);
+	return rampart_aligned_alloc(align, size);
 }
 
 API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
 	check_align(align, CALLER);
-	return aligned_alloc(align, size);
+	return rampart_aligned_alloc(align, size);
 }
 
-API void _ZdlPv(void *p) { free(p); }
-API void _ZdaPv(void *p) { free(p); }
-API void _ZdlPvm(void *p, size_t size) { free_sized(p, size); }
-API void _ZdaPvm(void *p, size_t size) { free_sized(p, size); }
-API void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt) { free(p); }
-API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt) { free(p); }
+API void _ZdlPv(void *p) { rampart_free(p); }
+API void _ZdaPv(void *p) { rampart_free(p); }
+API void _ZdlPvm(void *p, size_t size) { rampart_free_sized(p, size); }
+API void _ZdaPvm(void *p, size_t size) { rampart_free_sized(p, size); }
+API void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_free(p); }
+API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_free(p); }
 
 /* An aligned delete of p: the alignment must be valid and p aligned to it. */
 static inline void check_aligned_ptr(const void *p, size_t align, const void *caller)
@@ -188,14 +189,14 @@ static inline void delete_aligned(void *p, size_t align, const void *caller)
 {
 	if (!p) return;
 	check_aligned_ptr(p, align, caller);
-	free(p);
+	rampart_free(p);
 }
 
 static inline void delete_aligned_sized(void *p, size_t size, size_t align, const void *caller)
 {
 	if (!p) return;
 	check_aligned_ptr(p, align, caller);
-	free_aligned_sized(p, align, size);
+	rampart_free_aligned_sized(p, align, size);
 }
 
 API void _ZdlPvSt11align_val_t(void *p, size_t align) { delete_aligned(p, align, CALLER); }

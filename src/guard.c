@@ -69,7 +69,7 @@ static bool really_blocks(const void *p)
 static bool probe_markers(void)
 {
 	void *p = NULL;
-	if (os_map(&p, os_page, RW, false)) return false;
+	if (os_map(&p, os_page, RW, OS_ANYWHERE)) return false;
 	bool ok = false;
 	if (os_advise(p, os_page, MADV_GUARD_INSTALL) == 0) {
 		ok = really_blocks(p);
@@ -115,7 +115,7 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 {
 	void *fixed = p;
 	/* One call that both blocks access and drops the pages. */
-	if (os_map(&fixed, len, PROT_NONE, true) == 0) {
+	if (os_map(&fixed, len, PROT_NONE, OS_REPLACE) == 0) {
 		r->flags |= REGION_PROTECTED;
 		return true;
 	}
@@ -182,7 +182,7 @@ bool guard_extend(struct guard_region *r, size_t off, size_t len)
 bool guard_reserve(struct guard_region *r, size_t size, const char *name)
 {
 	void *p = NULL;
-	if (os_map(&p, size, PROT_NONE, false)) return false;
+	if (os_map(&p, size, PROT_NONE, OS_ANYWHERE)) return false;
 	r->base = (uintptr_t)p;
 	r->size = size;
 	r->flags = guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED;
@@ -203,17 +203,16 @@ static uintptr_t trim(uintptr_t base, size_t total, uintptr_t *keep, size_t *kee
 	return *keep;
 }
 
-bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
-	       const char *name)
+/* Map [lead | len | trail] (plus the slack an alignment needs, trimmed off again) as one
+ * mapping: read-write for the marker scheme, PROT_NONE for the mprotect one. */
+static bool map_fresh(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+		      bool markers)
 {
 	size_t slack = align > os_page ? align - os_page : 0;
 	size_t total = *lead + len + *trail;
 	if (total < len || total + slack < total) return false;
-
-	bool markers = guard_backend() == GUARD_MADVISE;
 	void *p = NULL;
-	if (os_map(&p, total + slack, markers ? RW : PROT_NONE, false)) return false;
-
+	if (os_map(&p, total + slack, markers ? RW : PROT_NONE, OS_ANYWHERE)) return false;
 	uintptr_t base = (uintptr_t)p;
 	if (slack) {
 		/* Place the open span on the alignment; lead absorbs what is below it. */
@@ -225,31 +224,39 @@ bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, 
 		*trail = keep_len - *lead - len;
 		total = keep_len;
 	}
-	r->base = base;
-	r->size = total;
-	r->flags = markers ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED;
+	*r = (struct guard_region){base, total, markers ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED};
+	return true;
+}
 
+bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+	       const char *name)
+{
+	size_t want_lead = *lead, want_trail = *trail;
+	bool markers = guard_backend() == GUARD_MADVISE;
+	if (!map_fresh(r, lead, len, trail, align, markers)) return false;
 	if (markers) {
-		int err = os_advise((void *)base, *lead, MADV_GUARD_INSTALL);
-		if (!err) err = os_advise((void *)(base + *lead + len), *trail, MADV_GUARD_INSTALL);
+		void *p = (void *)r->base;
+		int err = os_advise(p, *lead, MADV_GUARD_INSTALL);
+		if (!err) err = os_advise((void *)(r->base + *lead + len), *trail, MADV_GUARD_INSTALL);
 		if (err) {
-			/* A fresh mapping: simplest to start over under the mprotect scheme. */
+			/* A fresh mapping: simplest to start over, aligned again, under the
+			 * mprotect scheme. */
 			if (err == EINVAL) latch_off();
 			else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
 			stat_inc(STAT_GUARD_FALLBACK);
-			if (os_unmap((void *)base, total)) os_unexpected("munmap", EINVAL, p);
-			r->flags = 0;
-			if (os_map(&p, total, PROT_NONE, false)) return false;
-			base = r->base = (uintptr_t)p;
-			r->flags = REGION_PROTECTED;
+			if (os_unmap(p, r->size)) os_unexpected("munmap", EINVAL, p);
+			*lead = want_lead;
+			*trail = want_trail;
 			markers = false;
+			if (!map_fresh(r, lead, len, trail, align, false)) return false;
 		}
 	}
 	if (!markers && len) {
-		int err = os_protect((void *)(base + *lead), len, RW);
+		void *p = (void *)(r->base + *lead);
+		int err = os_protect(p, len, RW);
 		if (err) {
 			if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
-			if (os_unmap((void *)base, total)) os_unexpected("munmap", EINVAL, p);
+			if (os_unmap((void *)r->base, r->size)) os_unexpected("munmap", EINVAL, p);
 			return false;
 		}
 	}
@@ -258,20 +265,65 @@ bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, 
 	return true;
 }
 
+/* Give back [p, p+len) of a region that is being given up in parts; where the kernel
+ * refuses (VMA limit), drop the memory and leave the span closed. */
+static void unmap_part(void *p, size_t len)
+{
+	if (!len) return;
+	int err = os_unmap(p, len);
+	if (!err) return;
+	if (!os_is_oom(err)) os_unexpected("munmap", err, p);
+	stat_inc(STAT_UNMAP_REFUSED);
+	struct guard_region part = {(uintptr_t)p, len, REGION_PROTECTED};
+	if (!close_protected(&part, p, len)) stat_inc(STAT_LEAKED);
+}
+
+/* Fill the hole a move left at [off, off+len) with a fresh closed mapping, like the rest
+ * of the region (a fresh mapping has no anon_vma yet, so it merges with its neighbours
+ * again). Never over anything: another thread's mmap may have landed in the hole. */
+static bool refill(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	if (markers_on(r)) return !os_map(&p, len, RW, OS_NOREPLACE) && guard_close(r, off, len);
+	if (os_map(&p, len, PROT_NONE, OS_NOREPLACE)) return false;
+	r->flags |= REGION_PROTECTED;
+	return true;
+}
+
 bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct guard_region *to,
 		size_t to_off, bool *source_kept)
 {
-	void *src = (void *)(from->base + from_off), *dst = (void *)(to->base + to_off);
-	int err = os_move(src, len, dst);
-	if (err) {
-		if (!os_is_oom(err)) os_unexpected("mremap", err, src);
-		return false;
+	uintptr_t src = from->base + from_off, dst = to->base + to_off;
+	/* Moved pages keep their VMA, so a block that moved before may span several; before
+	 * Linux 6.17 mremap moves one VMA at a time. Each hole is refilled at once; after the
+	 * first refill that fails no more are, and the source is given up. */
+	size_t moved = 0, refilled = 0;
+	while (moved < len) {
+		size_t piece = os_one_mapping((void *)(src + moved), len - moved);
+		int err = os_move((void *)(src + moved), piece, (void *)(dst + moved));
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("mremap", err, (void *)(src + moved));
+			/* Some kernels unmap the destination before they find they cannot move:
+			 * make it open again. */
+			void *hole = (void *)(dst + moved);
+			if (os_map(&hole, piece, RW, OS_NOREPLACE)) { /* EEXIST: still there */ }
+			if (!moved) return false;
+			/* Half moved (VMA limit): copying the rest needs no new mapping, the
+			 * destination is open already. Its source stays mapped until closed. */
+			memcpy((void *)(dst + moved), (void *)(src + moved), len - moved);
+			if (refilled == moved && guard_close(from, from_off + moved, len - moved)) refilled = len;
+			break;
+		}
+		if (refilled == moved && refill(from, from_off + moved, piece)) refilled += piece;
+		moved += piece;
 	}
-	/* Refill the hole like the rest of the region: a fresh mapping has no anon_vma yet,
-	 * so it merges with its neighbours again. */
-	void *fixed = src;
-	if (markers_on(from)) *source_kept = !os_map(&fixed, len, RW, true) && guard_close(from, from_off, len);
-	else if ((*source_kept = !os_map(&fixed, len, PROT_NONE, true))) from->flags |= REGION_PROTECTED;
+	*source_kept = refilled == len;
+	if (!*source_kept) {
+		/* Give back what is still ours, never the holes [refilled, moved): one of them
+		 * may hold another thread's mapping now. */
+		unmap_part((void *)from->base, from_off + refilled);
+		unmap_part((void *)(src + moved), from->size - from_off - moved);
+	}
 	return true;
 }
 

@@ -55,12 +55,15 @@ must_check bool guard_open(struct guard_region *r, size_t off, size_t len);
 /* Close a span: any access faults, its pages go back to the kernel. False only when
  * the kernel could not make it unreachable (VMA limit); the span is then unchanged. */
 must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
-/* Move the pages of an open span into another region's span (no copying). The hole the
- * move leaves is filled with a fresh closed mapping, so the source region stays whole
- * and closed there (*source_kept); where the kernel refuses that, the source span is a
- * hole and the caller must unmap the source region. (MREMAP_DONTUNMAP would keep the
- * source without a refill, but it clears VM_ACCOUNT on the old range, which then never
- * merges with its neighbours again: one more VMA for every move.) */
+/* Move the pages of an open span into another region's span (no copying, except the
+ * rest of a move the kernel stops half-way). Every hole the move leaves is filled with a
+ * fresh closed mapping, so the source region stays whole and closed there (*source_kept).
+ * Where a hole cannot be refilled (another thread's mapping landed in it, or no memory),
+ * guard_move gives the rest of the source region back itself, leaving the holes alone:
+ * the caller just forgets the source. (MREMAP_DONTUNMAP would keep the source without a
+ * refill, but it clears VM_ACCOUNT on the old range, which then never merges with its
+ * neighbours again: one more VMA for every move.) False, with nothing changed but the
+ * destination's contents, when not even the first page could move. */
 must_check bool guard_move(struct guard_region *from, size_t from_off, size_t len,
 			   struct guard_region *to, size_t to_off, bool *source_kept);
 /* Give the whole region back. Where the kernel cannot (the split would exceed the

@@ -19,7 +19,9 @@ union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
 
 _Atomic int rampart_state = STATE_NEW;
 static pthread_mutex_t init_mutex = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic bool fork_handlers_registered;
+static bool fork_handlers_registered; /* under init_mutex */
+/* This thread is finishing initialisation and everything is usable already. */
+static __thread bool init_finishing __attribute__((tls_model("initial-exec")));
 
 /* Locks in the order they are always taken: meta innermost. */
 static void fork_prepare(void)
@@ -51,6 +53,8 @@ static void protect_roots(void)
 
 bool rampart_init_slow(void)
 {
+	/* A call made by pthread_atfork below (musl's allocates): serve it. */
+	if (init_finishing) return true;
 	pthread_mutex_lock(&init_mutex);
 	bool ok = atomic_load_explicit(&rampart_state, memory_order_relaxed) == STATE_READY;
 	if (!ok) {
@@ -60,12 +64,17 @@ bool rampart_init_slow(void)
 		ok = (ro.meta || meta_init()) && (ro.slab.classes || slab_init()) && (ro.large || large_init());
 		if (ok) {
 			protect_roots();
+			/* The fork handlers exist before any other thread can take one of the
+			 * allocator's locks: those wait for the ready flag, set only after. */
+			if (!fork_handlers_registered) {
+				init_finishing = true;
+				fork_handlers_registered = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+				init_finishing = false;
+				if (!fork_handlers_registered) os_warn("cannot register fork handlers", NULL);
+			}
 			atomic_store_explicit(&rampart_state, STATE_READY, memory_order_release);
 		}
 	}
 	pthread_mutex_unlock(&init_mutex);
-	/* Registration may allocate; the allocator is ready by now, so that is safe. */
-	if (ok && !atomic_exchange(&fork_handlers_registered, true))
-		pthread_atfork(fork_prepare, fork_parent, fork_child);
 	return ok;
 }

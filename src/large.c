@@ -227,10 +227,16 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 		}
 		return;
 	}
-#endif
+	/* Too big to hold back: its address space is given up at once, not kept for reuse
+	 * (the next request of the size would get the freed address straight back). */
+	struct guard_region big = e->region;
+	remove_entry(s, e);
+	(void)guard_unmap(&big);
+#else
 	struct guard_region r = e->region;
 	remove_entry(s, e);
 	retire_region(s, &r);
+#endif
 }
 
 void large_free(void *p, bool sized, size_t size, size_t align)
@@ -239,12 +245,12 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	pthread_mutex_lock(&s->lock);
 	struct large_entry *e = live_entry(s, p, "free of a pointer that is not a live allocation");
 	if (sized) {
-		size_t claimed;
-		/* Alignments up to a page need no special placement and are not recorded:
-		 * any of them matches an allocation made without one. */
+		/* The exact size asked for (C23 free_sized), not just its pages. Alignments up
+		 * to a page need no special placement and are not recorded: any of them
+		 * matches an allocation made without one. */
 		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
 									   : align <= os_page));
-		if (!page_round(size, &claimed) || claimed != align_up(e->requested, os_page) || !align_ok) {
+		if (size != e->requested || !align_ok) {
 			pthread_mutex_unlock(&s->lock);
 			fatal("sized free with a wrong size or alignment", p);
 		}
@@ -262,11 +268,11 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	pthread_mutex_unlock(&s->lock);
 }
 
-size_t large_usable_size(const void *p)
+size_t large_usable_size(const void *p, const char *op)
 {
 	struct large_state *s = ro.large;
 	pthread_mutex_lock(&s->lock);
-	size_t n = live_entry(s, p, "malloc_usable_size of a pointer that is not a live allocation")->usable;
+	size_t n = live_entry(s, p, op)->usable;
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
@@ -297,13 +303,8 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	place(s, &n); /* fills an empty slot: e stays where it is */
 	s->used++;
 	stat_inc(STAT_REALLOC_MOVED);
-	if (kept) {
-		quarantine_region(s, e);
-	} else {
-		struct guard_region old = e->region;
-		remove_entry(s, e);
-		(void)guard_unmap(&old);
-	}
+	if (kept) quarantine_region(s, e);
+	else remove_entry(s, e); /* guard_move gave back what was left of it */
 	return n.data;
 }
 
@@ -340,18 +341,18 @@ size_t large_object_size(const void *p)
 	size_t n = 0;
 	pthread_mutex_lock(&s->lock);
 	struct large_entry *e = lookup(s, a);
-	if (e) {
-		n = e->state == ENTRY_LIVE ? e->usable : 0;
-	} else {
+	if (!e) {
 		/* Interior pointer: rare enough that a scan of the table is acceptable. */
-		for (size_t i = 0; i < s->cap; i++) {
-			e = &s->table[i];
-			if (e->data && e->state == ENTRY_LIVE && a - e->data < e->usable) {
-				n = e->data + e->usable - a;
-				break;
-			}
-		}
+		for (size_t i = 0; i < s->cap && !e; i++)
+			if (s->table[i].data && a - s->table[i].region.base < s->table[i].region.size) e = &s->table[i];
 	}
+	/* Inside a freed region, or one kept for reuse: a stale pointer, so the program's
+	 * idea of the heap is wrong. A live block's guards (one past the end) hold 0 bytes. */
+	if ((e && e->state != ENTRY_LIVE) || (!e && cache_contains(&s->cache, a))) {
+		pthread_mutex_unlock(&s->lock);
+		fatal("object size of a pointer into freed memory", p);
+	}
+	if (e && a - e->data < e->usable) n = e->data + e->usable - a;
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }

@@ -23,8 +23,10 @@ void *large_alloc(size_t size, size_t align);
 void large_free(void *p, bool sized, size_t size, size_t align);
 /* Resize; NULL on failure with p still valid. */
 void *large_realloc(void *p, size_t size);
-size_t large_usable_size(const void *p);
-/* Bytes from p to the end of the live allocation containing it; 0 if none. */
+/* Usable bytes of a live allocation; any other p is fatal, reported as op. */
+size_t large_usable_size(const void *p, const char *op);
+/* Bytes from p to the end of the live allocation containing it; 0 past its end and for
+ * pointers that are not rampart's. Fatal inside a freed (quarantined or cached) region. */
 size_t large_object_size(const void *p);
 /* Drop what can be dropped without weakening protection; true if anything was. */
 bool large_trim(void);

@@ -77,9 +77,10 @@ void *meta_alloc(size_t bytes)
 		struct meta_chunk c = h->free[best];
 		if (guard_open(&h->region, c.off, len)) {
 			result = (void *)(h->region.base + c.off);
-			if (c.len > len) {
-				h->free[best].off += len;
-				h->free[best].len -= len;
+			/* What is left after the page that stays closed as this chunk's guard. */
+			if (c.len > len + os_page) {
+				h->free[best].off += len + os_page;
+				h->free[best].len -= len + os_page;
 			} else {
 				h->free[best] = h->free[--h->nfree];
 			}

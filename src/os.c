@@ -39,15 +39,28 @@ void os_init(void)
 		return err_;                       \
 	} while (0)
 
-int os_map(void **addr, size_t len, int prot, bool fixed)
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+int os_map(void **addr, size_t len, int prot, enum os_place place)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 	if (prot == PROT_NONE) flags |= MAP_NORESERVE;
-	if (fixed) flags |= MAP_FIXED;
+	if (place == OS_REPLACE) flags |= MAP_FIXED;
+	if (place == OS_NOREPLACE) flags |= MAP_FIXED_NOREPLACE;
 	int saved = errno, err = 0;
-	void *p = mmap(fixed ? *addr : NULL, len, prot, flags, -1, 0);
-	if (p == MAP_FAILED) err = errno;
-	else *addr = p;
+	void *p = mmap(place == OS_ANYWHERE ? NULL : *addr, len, prot, flags, -1, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+	} else if (place == OS_NOREPLACE && p != *addr) {
+		/* Before 4.17 the flag is unknown and the address only a hint: the kernel
+		 * placed the mapping elsewhere because something is at *addr. */
+		munmap(p, len);
+		err = EEXIST;
+	} else {
+		*addr = p;
+	}
 	errno = saved;
 	return err;
 }
@@ -59,6 +72,36 @@ int os_advise(void *addr, size_t len, int advice) { OS_CALL(madvise(addr, len, a
 int os_move(void *old, size_t len, void *dst)
 {
 	OS_CALL(mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
+}
+
+/* Does [addr, addr+len) cross a VMA boundary? Asking the kernel to grow the span in
+ * place, without moving it, answers without side effects: every kernel checks first
+ * that the span lies in one VMA (EFAULT), then fails to grow it (ENOMEM) because the
+ * region goes on behind it. Moving instead would be no probe: before 6.17 a refused
+ * move has already unmapped its destination. */
+static bool crosses(void *addr, size_t len)
+{
+	int saved = errno;
+	void *p = mremap(addr, len, len + os_page, 0);
+	bool crossing = p == MAP_FAILED && errno == EFAULT;
+	if (p != MAP_FAILED && mremap(p, len + os_page, len, 0) == MAP_FAILED)
+		os_unexpected("mremap", errno, addr); /* grew into a hole: cannot happen in a region */
+	errno = saved;
+	return crossing;
+}
+
+size_t os_one_mapping(void *addr, size_t len)
+{
+	if (!crosses(addr, len)) return len;
+	/* Bisect on whole pages: [addr, addr + lo) is in one VMA, [addr, addr + hi) is not. */
+	size_t lo = 0, hi = len / os_page;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (crosses(addr, mid * os_page)) hi = mid;
+		else lo = mid;
+	}
+	if (!lo) os_unexpected("mremap", EFAULT, addr); /* not even one page is mapped */
+	return lo * os_page;
 }
 
 bool os_label(void *addr, size_t len, const char *name)
@@ -148,7 +191,9 @@ void os_warn(const char *msg, const char *detail)
 	n = put_str(line, n, sizeof line - 1, msg);
 	if (detail) n = put_str(line, n, sizeof line - 1, detail);
 	line[n++] = '\n';
+	int saved = errno; /* a warning is no failure of the caller's call */
 	write_all(line, n);
+	errno = saved;
 }
 
 static __attribute__((noreturn)) void die(const char *line, size_t n)

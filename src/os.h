@@ -16,14 +16,26 @@
 
 void os_init(void);
 
-/* Map len bytes of private anonymous memory; prot is PROT_NONE or PROT_READ|PROT_WRITE.
- * With fixed, replace whatever is at *addr (MAP_FIXED). */
-must_check int os_map(void **addr, size_t len, int prot, bool fixed);
+/* Where os_map puts a mapping. */
+enum os_place {
+	OS_ANYWHERE,  /* where the kernel chooses */
+	OS_REPLACE,   /* exactly at *addr, replacing what is there: only over rampart's own spans */
+	OS_NOREPLACE, /* exactly at *addr, into a hole; EEXIST if anything is there (another
+		       * thread's mapping may have landed in a hole rampart left) */
+};
+
+/* Map len bytes of private anonymous memory; prot is PROT_NONE or PROT_READ|PROT_WRITE. */
+must_check int os_map(void **addr, size_t len, int prot, enum os_place place);
 must_check int os_unmap(void *addr, size_t len);
 must_check int os_protect(void *addr, size_t len, int prot);
 must_check int os_advise(void *addr, size_t len, int advice);
-/* Move the pages of [old, old+len) to exactly dst (MREMAP_FIXED|MREMAP_MAYMOVE). */
+/* Move the pages of [old, old+len) to exactly dst (MREMAP_FIXED|MREMAP_MAYMOVE).
+ * Before Linux 6.17 the source must lie in one VMA (see os_one_mapping): a source that
+ * crosses VMAs fails with EFAULT *after* the kernel has unmapped [dst, dst+len). */
 must_check int os_move(void *old, size_t len, void *dst);
+/* How many bytes from addr (at most len, whole pages) lie in the same VMA as addr. For
+ * spans inside rampart's regions, which are always followed by more of the region. */
+size_t os_one_mapping(void *addr, size_t len);
 /* Name an anonymous mapping in /proc/PID/maps; false where the kernel cannot
  * (built without CONFIG_ANON_VMA_NAME, or older than 5.17). */
 bool os_label(void *addr, size_t len, const char *name);

@@ -140,6 +140,7 @@ struct death_case {
 	const char *name;
 	void (*fn)(void);
 	enum death_expect expect;
+	const char *says; /* DIE_FATAL: stderr must also contain this (NULL: any fatal line) */
 };
 
 /* Run one case in a child; prints one line; true when it behaved as expected. */
@@ -197,7 +198,7 @@ static TH_UNUSED bool death_run(const struct death_case *c)
 		break;
 	case DIE_FATAL:
 		want = "SIGABRT with 'rampart: fatal:'";
-		ok = sig == SIGABRT && strstr(out, "rampart: fatal:") != NULL;
+		ok = sig == SIGABRT && strstr(out, "rampart: fatal:") != NULL && (!c->says || strstr(out, c->says));
 		break;
 	default:
 		want = "exit 0";

@@ -70,11 +70,11 @@ static void free_after_realloc_move(void) { free(moved_away()); }
 int main(void)
 {
 	static const struct death_case cases[] = {
-		{"read of a region in the reuse cache", read_cached, DIE_FAULT},
-		{"write to a region in the reuse cache", write_cached, DIE_FAULT},
-		{"regions reused from the cache read as zero", reuse_reads_zero, DIE_NOT},
-		{"read through the old pointer of a block realloc moved", read_after_realloc_move, DIE_FAULT},
-		{"free of the old pointer of a block realloc moved", free_after_realloc_move, DIE_FATAL},
+		{"read of a region in the reuse cache", read_cached, DIE_FAULT, NULL},
+		{"write to a region in the reuse cache", write_cached, DIE_FAULT, NULL},
+		{"regions reused from the cache read as zero", reuse_reads_zero, DIE_NOT, NULL},
+		{"read through the old pointer of a block realloc moved", read_after_realloc_move, DIE_FAULT, NULL},
+		{"free of the old pointer of a block realloc moved", free_after_realloc_move, DIE_FATAL, NULL},
 	};
 	return death_run_all(cases, sizeof cases / sizeof cases[0]);
 }

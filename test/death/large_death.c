@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "../harness.h"
+#include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -182,6 +183,29 @@ static void overflow_mlockall_current(void)
 	touch_write(launder(q) + 300 * KiB);
 }
 
+/* malloc_object_size answers for live memory; inside a freed block it is fatal. */
+static void object_size_of_freed(void) { (void)malloc_object_size(freed_block(MiB)); }
+static void object_size_inside_freed(void) { (void)malloc_object_size(freed_block(MiB) + 5000); }
+
+/* Sized frees check the exact size asked for, not its pages. */
+static void sized_free_short(void)
+{
+	unsigned char *p = malloc(300 * KiB);
+	free_sized(p, 300 * KiB - 1);
+}
+static void aligned_sized_free_short(void)
+{
+	/* A C++ delete of an 8 KiB-aligned 16,384-byte object, told 16,374 bytes. */
+	void *p = aligned_alloc(8192, 16384);
+	free_aligned_sized(p, 8192, 16374);
+}
+/* A wild pointer handed to realloc is reported as a realloc. */
+static void realloc_wild(void)
+{
+	void *q = realloc((void *)launder((void *)1), 16);
+	(void)q;
+}
+
 /* Controls: the same programs without the bug exit normally. */
 static void control(void)
 {
@@ -192,6 +216,14 @@ static void control(void)
 	p = realloc(p, 3 * MiB);
 	free(p);
 	churn(50);
+	/* Exact sizes, one past the end, and a big block that is unmapped at once. */
+	p = malloc(300 * KiB + 1);
+	if (malloc_object_size(p + 300 * KiB + 1) != 4096 - 1) _exit(5);
+	free_sized(p, 300 * KiB + 1);
+	p = aligned_alloc(8192, 16384);
+	if (malloc_object_size(p + malloc_usable_size(p)) != 0) _exit(6);
+	free_aligned_sized(p, 8192, 16384);
+	free_sized(malloc(256 * MiB), 256 * MiB);
 }
 static void control_mlockall(void)
 {
@@ -200,35 +232,40 @@ static void control_mlockall(void)
 }
 
 static const struct death_case cases[] = {
-	{"control", control, DIE_NOT},
-	{"control after mlockall", control_mlockall, DIE_NOT},
-	{"use after free: read", uaf_read, DIE_FAULT},
-	{"use after free: write", uaf_write, DIE_FAULT},
-	{"use after free: read of the last byte", uaf_read_last_byte, DIE_FAULT},
-	{"use after free: read after 60 later frees", uaf_read_after_churn, DIE_FAULT},
-	{"use after free: write after 80 later frees", uaf_write_after_churn, DIE_FAULT},
-	{"use after free: write after 48 frees of the same size", uaf_after_many_frees, DIE_FAULT},
-	{"overflow: write one byte past the usable size", overflow_one, DIE_FAULT},
-	{"overflow: read one byte past the usable size", overflow_read_one, DIE_FAULT},
-	{"underflow: write one byte before the start", underflow_one, DIE_FAULT},
-	{"underflow: read one byte before the start", underflow_read_one, DIE_FAULT},
-	{"double free", double_free, DIE_FATAL},
-	{"double free after 200 later frees", double_free_after_churn, DIE_FATAL},
-	{"free of an interior pointer (page)", free_interior, DIE_FATAL},
-	{"free of an interior pointer (16 bytes in)", free_interior_unaligned, DIE_FATAL},
-	{"realloc of an interior pointer", realloc_interior, DIE_FATAL},
-	{"realloc of a freed pointer", realloc_freed, DIE_FATAL},
-	{"malloc_usable_size of an interior pointer", usable_size_of_interior, DIE_FATAL},
-	{"realloc shrink: write to the cut tail", realloc_shrink_tail, DIE_FAULT},
-	{"realloc shrink: read of the first cut byte", realloc_shrink_first_cut_byte, DIE_FAULT},
-	{"use after free after mlockall(MCL_FUTURE|MCL_ONFAULT)", uaf_mlockall_future_onfault, DIE_FAULT},
+	{"control", control, DIE_NOT, NULL},
+	{"control after mlockall", control_mlockall, DIE_NOT, NULL},
+	{"use after free: read", uaf_read, DIE_FAULT, NULL},
+	{"use after free: write", uaf_write, DIE_FAULT, NULL},
+	{"use after free: read of the last byte", uaf_read_last_byte, DIE_FAULT, NULL},
+	{"use after free: read after 60 later frees", uaf_read_after_churn, DIE_FAULT, NULL},
+	{"use after free: write after 80 later frees", uaf_write_after_churn, DIE_FAULT, NULL},
+	{"use after free: write after 48 frees of the same size", uaf_after_many_frees, DIE_FAULT, NULL},
+	{"overflow: write one byte past the usable size", overflow_one, DIE_FAULT, NULL},
+	{"overflow: read one byte past the usable size", overflow_read_one, DIE_FAULT, NULL},
+	{"underflow: write one byte before the start", underflow_one, DIE_FAULT, NULL},
+	{"underflow: read one byte before the start", underflow_read_one, DIE_FAULT, NULL},
+	{"double free", double_free, DIE_FATAL, NULL},
+	{"double free after 200 later frees", double_free_after_churn, DIE_FATAL, NULL},
+	{"free of an interior pointer (page)", free_interior, DIE_FATAL, NULL},
+	{"free of an interior pointer (16 bytes in)", free_interior_unaligned, DIE_FATAL, NULL},
+	{"realloc of an interior pointer", realloc_interior, DIE_FATAL, NULL},
+	{"realloc of a freed pointer", realloc_freed, DIE_FATAL, NULL},
+	{"malloc_usable_size of an interior pointer", usable_size_of_interior, DIE_FATAL, NULL},
+	{"malloc_object_size of a freed block", object_size_of_freed, DIE_FATAL, "freed memory"},
+	{"malloc_object_size inside a freed block", object_size_inside_freed, DIE_FATAL, "freed memory"},
+	{"free_sized one byte short", sized_free_short, DIE_FATAL, "sized free"},
+	{"free_aligned_sized(8192, 16374) of a 16384-byte block", aligned_sized_free_short, DIE_FATAL, "sized free"},
+	{"realloc((void *)1, 16)", realloc_wild, DIE_FATAL, "realloc of a pointer that is not a live allocation"},
+	{"realloc shrink: write to the cut tail", realloc_shrink_tail, DIE_FAULT, NULL},
+	{"realloc shrink: read of the first cut byte", realloc_shrink_first_cut_byte, DIE_FAULT, NULL},
+	{"use after free after mlockall(MCL_FUTURE|MCL_ONFAULT)", uaf_mlockall_future_onfault, DIE_FAULT, NULL},
 	{"use after free after mlockall(MCL_FUTURE|MCL_ONFAULT), block from before",
-	 uaf_mlockall_future_onfault_early, DIE_FAULT},
-	{"use after free after mlockall(MCL_CURRENT|MCL_FUTURE)", uaf_mlockall_current_future, DIE_FAULT},
+	 uaf_mlockall_future_onfault_early, DIE_FAULT, NULL},
+	{"use after free after mlockall(MCL_CURRENT|MCL_FUTURE)", uaf_mlockall_current_future, DIE_FAULT, NULL},
 	{"use after free after mlockall(MCL_CURRENT|MCL_FUTURE), block from after",
-	 uaf_mlockall_current_future_late, DIE_FAULT},
+	 uaf_mlockall_current_future_late, DIE_FAULT, NULL},
 	{"realloc shrink after mlockall(MCL_CURRENT|MCL_FUTURE): write to the cut tail",
-	 overflow_mlockall_current, DIE_FAULT},
+	 overflow_mlockall_current, DIE_FAULT, NULL},
 };
 
 int main(void)

@@ -33,8 +33,8 @@ static void unexpected_error_is_fatal(void **state)
 {
 	(void)state;
 	static const struct death_case cases[] = {
-		{"EFAULT while mapping a new region", efault_on_new_mapping, DIE_FATAL},
-		{"EFAULT while closing a freed region", efault_on_free, DIE_FATAL},
+		{"EFAULT while mapping a new region", efault_on_new_mapping, DIE_FATAL, NULL},
+		{"EFAULT while closing a freed region", efault_on_free, DIE_FATAL, NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) assert_true(death_run(&cases[i]));
 }
