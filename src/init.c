@@ -20,8 +20,10 @@ union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
 _Atomic int rampart_state = STATE_NEW;
 static pthread_mutex_t init_mutex = PTHREAD_MUTEX_INITIALIZER;
 static bool fork_handlers_registered; /* under init_mutex */
-/* This thread is finishing initialisation and everything is usable already. */
-static __thread bool init_finishing __attribute__((tls_model("initial-exec")));
+/* This thread is finishing initialisation and everything is usable already. Volatile:
+ * libc declares pthread_atfork a leaf (it never calls back into this file), so the
+ * compiler would drop the store before the call — yet its malloc does come back. */
+static __thread volatile bool init_finishing __attribute__((tls_model("initial-exec")));
 
 /* Locks in the order they are always taken: meta innermost. */
 static void fork_prepare(void)

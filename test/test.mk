@@ -9,7 +9,7 @@ TEST_OUT := $(OUT)/test
 TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
 	$(CONFIG_CPPFLAGS) -Iinclude -Isrc
-FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap,--wrap=open,--wrap=prctl
+FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap,--wrap=open,--wrap=prctl,--wrap=pthread_atfork
 
 UNIT_BINS := $(patsubst test/unit/%.c,$(TEST_OUT)/unit/%,$(wildcard test/unit/*.c))
 FAULT_BINS := $(patsubst test/fault/%.c,$(TEST_OUT)/fault/%,$(filter-out test/fault/fake_kernel.c,$(wildcard test/fault/*.c)))

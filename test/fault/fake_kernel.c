@@ -2,6 +2,10 @@
 #define _GNU_SOURCE
 #include "fake_kernel.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -9,6 +13,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "init.h"
 
 struct fake_kernel fk;
 
@@ -44,6 +50,55 @@ int __wrap_prctl(int option, unsigned long a2, unsigned long a3, unsigned long a
 
 void fake_reset(void) { memset(&fk, 0, sizeof fk); }
 
+static unsigned long hex(const char **s)
+{
+	unsigned long v = 0;
+	for (;; (*s)++) {
+		char c = **s;
+		if (c >= '0' && c <= '9') v = v * 16 + (unsigned long)(c - '0');
+		else if (c >= 'a' && c <= 'f') v = v * 16 + (unsigned long)(c - 'a' + 10);
+		else return v;
+	}
+}
+
+unsigned long fake_vma_end(const void *addr)
+{
+	static char buf[1 << 22];
+	int fd = __real_open("/proc/self/maps", O_RDONLY);
+	if (fd < 0) return 0;
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)n;
+	close(fd);
+	buf[len] = 0;
+	unsigned long a = (unsigned long)addr;
+	for (const char *line = buf; *line;) {
+		const char *s = line;
+		unsigned long start = hex(&s);
+		s++;
+		unsigned long end = hex(&s);
+		if (a >= start && a < end) return end;
+		const char *nl = strchr(line, '\n');
+		if (!nl) break;
+		line = nl + 1;
+	}
+	return 0;
+}
+
+int __real_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+int __wrap_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+int __wrap_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+	fk.atfork_calls++;
+	fk.atfork_state = atomic_load(&rampart_state);
+	if (fk.atfork_allocates) {
+		void *p = malloc(24);
+		fk.atfork_alloc_ok = p != NULL;
+		free(p);
+	}
+	return __real_pthread_atfork(prepare, parent, child);
+}
+
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	fk.mmap_calls++;
@@ -55,6 +110,7 @@ void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		errno = fk.mmap_errno ? fk.mmap_errno : ENOMEM;
 		return MAP_FAILED;
 	}
+	if (fk.noreplace_unknown && (flags & MAP_FIXED_NOREPLACE)) flags &= ~MAP_FIXED_NOREPLACE;
 	void *p = __real_mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED) {
 		if (prot == PROT_NONE) fk.mmap_none++;
@@ -110,7 +166,29 @@ void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		dst = va_arg(ap, void *);
 		va_end(ap);
 	}
-	return __real_mremap(old, old_len, new_len, flags, dst);
+	if (fk.mremap_one_vma) {
+		unsigned long end = fake_vma_end(old);
+		if (!end || (unsigned long)old + old_len > end) {
+			if (flags & MREMAP_FIXED) {
+				fk.mremap_split_moves++;
+				__real_munmap(dst, new_len); /* what the old kernels did first */
+			}
+			fk.mremap_efault++;
+			errno = EFAULT;
+			return MAP_FAILED;
+		}
+	}
+	void *r = __real_mremap(old, old_len, new_len, flags, dst);
+	if (r == MAP_FAILED && errno == EFAULT) fk.mremap_efault++;
+	if (r != MAP_FAILED && (flags & MREMAP_FIXED) && fk.mremap_intrude > 0 && fk.intruder_count < 8) {
+		fk.mremap_intrude--;
+		void *in = __real_mmap(old, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (in == old) {
+			memset(in, 0xa5, 4096);
+			fk.intruders[fk.intruder_count++] = in;
+		}
+	}
+	return r;
 }
 
 int __wrap_open(const char *path, int flags, ...)

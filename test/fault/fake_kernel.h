@@ -31,6 +31,16 @@ struct fake_kernel {
 	bool labels_supported;       /* prctl(PR_SET_VMA_ANON_NAME) succeeds (and is recorded) */
 	bool overcommit_fake;        /* /proc/sys/vm/overcommit_memory reads as ... */
 	int overcommit;              /* ... this value */
+	/* Linux before 6.17: mremap's source must lie in one VMA, else EFAULT; a move
+	 * (MREMAP_FIXED) has unmapped its destination before it fails. */
+	bool mremap_one_vma;
+	/* Another thread's mmap lands in the hole the next N moves leave: a page at the old
+	 * address, filled with 0xa5, recorded in intruders[]. */
+	int mremap_intrude;
+	/* Linux before 4.17: MAP_FIXED_NOREPLACE is unknown, the address only a hint. */
+	bool noreplace_unknown;
+	/* pthread_atfork (wrapped) allocates, as musl's does, and records the state. */
+	bool atfork_allocates;
 
 	/* --- counters --- */
 	unsigned long mmap_calls, mmap_none, mmap_rw, mmap_fixed, mmap_failed;
@@ -40,11 +50,20 @@ struct fake_kernel {
 	unsigned long label_calls;                      /* PR_SET_VMA prctl calls */
 	struct { unsigned long addr, len; } labels[64]; /* the first 64 of them */
 	long net_bytes; /* bytes mapped by (non-fixed) mmap minus bytes given to munmap */
+	unsigned long mremap_efault;      /* mremap calls refused with EFAULT (any cause) */
+	unsigned long mremap_split_moves; /* moves whose source crossed VMAs (answered EFAULT) */
+	void *intruders[8];
+	unsigned long intruder_count;
+	unsigned long atfork_calls;
+	int atfork_state;     /* rampart_state when pthread_atfork was called */
+	bool atfork_alloc_ok; /* the allocation made inside it succeeded */
 };
 
 extern struct fake_kernel fk;
 
 /* Back to pass-through with all counters zero. */
 void fake_reset(void);
+/* End of the VMA holding addr (from /proc/self/maps), 0 if none. */
+unsigned long fake_vma_end(const void *addr);
 
 #endif

@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../harness.h"
 #include "large.h"
@@ -331,22 +332,55 @@ START_TEST(test_reuse_is_zero)
 }
 END_TEST
 
-/* Regions above the quarantine threshold skip it (they may still be kept, closed, for
- * reuse); either way nothing of them stays reachable or resident. */
+/* Regions at or above the quarantine threshold skip it and are unmapped at once: not
+ * cached, so the next request of the size never gets the freed address from rampart. */
+static bool unmapped(const void *p)
+{
+	unsigned char v;
+	int saved = errno;
+	bool gone = mincore((void *)((uintptr_t)p & ~(pg - 1)), pg, &v) != 0 && errno == ENOMEM;
+	errno = saved;
+	return gone;
+}
+
 START_TEST(test_very_large)
 {
-	size_t n = (size_t)CONFIG_REGION_QUARANTINE_SKIP + MiB;
-	long before = vm_size_pages();
-	unsigned char *p = malloc(n);
-	ck_assert_ptr_nonnull(p);
-	for (size_t i = 0; i < n; i += 64 * pg) p[i] = 1;
-	ck_assert_int_ge(vm_size_pages() - before, (long)(n / pg));
-	unsigned long q = stats().quarantine_now;
-	free(p);
-	ck_assert_uint_eq(stats().quarantine_now, q);
-	ck_assert(inaccessible(p));
-	ck_assert(inaccessible(p + n - 1));
-	ck_assert(child_faults(p + n / 2, true));
+	static const size_t sizes[] = {(size_t)CONFIG_REGION_QUARANTINE_SKIP, (size_t)CONFIG_REGION_QUARANTINE_SKIP + MiB};
+	for (size_t k = 0; k < 2; k++) {
+		size_t n = sizes[k];
+		long before = vm_size_pages();
+		unsigned char *p = malloc(n);
+		ck_assert_ptr_nonnull(p);
+		for (size_t i = 0; i < n; i += 64 * pg) p[i] = 1;
+		ck_assert_int_ge(vm_size_pages() - before, (long)(n / pg));
+		struct rampart_stats s0 = stats();
+		free(p);
+		struct rampart_stats s1 = stats();
+		ck_assert_uint_eq(s1.quarantine_now, s0.quarantine_now);
+		ck_assert_uint_eq(s1.cache_now, s0.cache_now);
+		ck_assert(unmapped(p));
+		ck_assert(unmapped(p + n - 1));
+		ck_assert(child_faults(p + n / 2, true));
+		unsigned char *q = malloc(n);
+		ck_assert_ptr_nonnull(q);
+		ck_assert_uint_eq(stats().cache_hits, s1.cache_hits);
+		free(q);
+	}
+}
+END_TEST
+
+/* A block of zero bytes with a big alignment grows by realloc like any other. */
+START_TEST(test_zero_size_aligned_realloc)
+{
+	void *v = NULL;
+	ck_assert_int_eq(posix_memalign(&v, 8192, 0), 0);
+	errno = 97;
+	unsigned char *q = realloc(v, MiB);
+	ck_assert_int_eq(errno, 97);
+	ck_assert_ptr_nonnull(q);
+	check_guarded(q, MiB);
+	ck_assert(zero(q, MiB));
+	free(q);
 }
 END_TEST
 
@@ -368,6 +402,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_quarantine);
 	tcase_add_test(t, test_reuse_is_zero);
 	tcase_add_test(t, test_very_large);
+	tcase_add_test(t, test_zero_size_aligned_realloc);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -1,0 +1,341 @@
+/*
+ * test_old_kernels.c — fault injection (cmocka): the kernels rampart supports answer
+ * some calls differently from the one the tests run on, and other threads map memory
+ * whenever they like. fake_kernel.c emulates:
+ *
+ *  - Linux before 6.17: mremap moves one VMA only; a source that crosses VMAs fails with
+ *    EFAULT after the destination was unmapped. A block that moved once spans several
+ *    VMAs, so a realloc-heavy program hits this at its second move.
+ *  - Linux before 6.13: no guard markers (MADV_GUARD_INSTALL is EINVAL).
+ *  - Linux before 5.17: no anon VMA names (PR_SET_VMA is EINVAL; the default here).
+ *  - Linux before 4.17: MAP_FIXED_NOREPLACE is unknown and the address a mere hint.
+ *  - Another thread's mmap landing in the hole a realloc move leaves behind.
+ *
+ * Every case runs in a forked child under each backend; the start-up case re-executes
+ * this program so that its knobs are in place before the first malloc.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../harness.h"
+#include "fake_kernel.h"
+#include "guard.h"
+#include "init.h"
+#include "os.h"
+#include "rampart.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define SENTINEL 2718
+
+#define CHECK(c)                                                                           \
+	do {                                                                               \
+		if (!(c)) {                                                                \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+
+static bool madvise_possible(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok = p != MAP_FAILED && madvise(p, pg, MADV_GUARD_INSTALL) == 0 && probe_read(p) == EFAULT;
+	if (p != MAP_FAILED) munmap(p, pg);
+	return ok && os_read_long("/proc/sys/vm/overcommit_memory") != 2;
+}
+
+/* Each case runs once per backend: 0 is madvise, 1 is mprotect. */
+static int backend_of_case;
+
+static int in_child(void (*fn)(void), int backend)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		quiet_child();
+		alarm(60);
+		if (backend == 0 && !madvise_possible()) {
+			fprintf(stderr, "note: no usable guard markers here, madvise case skipped\n");
+			_exit(0);
+		}
+		backend_of_case = backend;
+		guard_init(backend == 0 ? GUARD_AUTO : GUARD_MPROTECT);
+		CHECK(guard_backend() == (backend == 0 ? GUARD_MADVISE : GUARD_MPROTECT));
+		(void)malloc_trim(0);
+		fake_reset();
+		fn();
+		_exit(0);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	if (WIFSIGNALED(st)) fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void both(void (*fn)(void))
+{
+	assert_int_equal(in_child(fn, 0), 0);
+	assert_int_equal(in_child(fn, 1), 0);
+}
+
+static unsigned char pattern(size_t i) { return (unsigned char)(i * 131 + (i >> 12)); }
+
+static void fill(unsigned char *p, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) p[i] = pattern(i);
+}
+
+static void check_fill(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 509) CHECK(p[i] == pattern(i));
+	CHECK(p[n - 1] == pattern(n - 1));
+}
+
+static void check_block(unsigned char *p, size_t n)
+{
+	CHECK(p != NULL);
+	size_t u = malloc_usable_size(p);
+	CHECK(u >= n);
+	CHECK(accessible(p));
+	CHECK(accessible(p + u - 1));
+	CHECK(inaccessible(p - 1));
+	CHECK(inaccessible(p + u));
+}
+
+static struct rampart_stats stats(void)
+{
+	struct rampart_stats s;
+	rampart_get_stats(&s);
+	return s;
+}
+
+/* A buffer grown by realloc many times, shrunk now and then, contents checked at every
+ * step: the moves after the first cross VMAs (moved pages stay their own VMA). */
+static void grow_many_times(void)
+{
+	size_t n = 200 * KiB;
+	unsigned char *p = malloc(n);
+	fill(p, 0, n);
+	unsigned long moved0 = stats().realloc_moved;
+	for (int round = 0; round < 14; round++) {
+		size_t m = round % 5 == 4 ? n / 2 : n + n / 2 + (size_t)round * 4096 + 123;
+		errno = SENTINEL;
+		unsigned char *q = realloc(p, m);
+		CHECK(q != NULL);
+		CHECK(errno == SENTINEL);
+		check_fill(q, MIN(n, m));
+		if (m > n) fill(q, n, m);
+		check_block(q, m);
+		if (q != p) CHECK(inaccessible(p));
+		p = q;
+		n = m;
+	}
+	CHECK(stats().realloc_moved >= moved0 + 4);
+	free(p);
+	CHECK(inaccessible(p));
+	/* And the allocator goes on working. */
+	for (int i = 0; i < 20; i++) {
+		unsigned char *q = malloc(MiB + (size_t)i * 8192);
+		check_block(q, MiB);
+		free(q);
+	}
+}
+
+static void old_mremap(void)
+{
+	fk.mremap_one_vma = true;
+	grow_many_times();
+	/* The emulation bit: a source that crossed VMAs was seen, and split. */
+	CHECK(fk.mremap_efault > 0);
+	CHECK(fk.mremap_split_moves == 0); /* never a crossing move: its destination would go */
+}
+static void test_old_mremap(void **state) { both(old_mremap); }
+
+/* The control: on this kernel the same program moves whole blocks. */
+static void new_mremap(void) { grow_many_times(); }
+static void test_new_mremap(void **state) { both(new_mremap); }
+
+/* Several blocks growing in turn, so that their moves interleave. */
+static void old_mremap_interleaved(void)
+{
+	fk.mremap_one_vma = true;
+	enum { N = 6 };
+	unsigned char *p[N];
+	size_t n[N];
+	for (int i = 0; i < N; i++) {
+		n[i] = 150 * KiB + (size_t)i * 10000;
+		p[i] = malloc(n[i]);
+		fill(p[i], 0, n[i]);
+	}
+	for (int round = 0; round < 8; round++)
+		for (int i = 0; i < N; i++) {
+			size_t m = n[i] * 2 - (size_t)round * 1000;
+			unsigned char *q = realloc(p[i], m);
+			CHECK(q);
+			check_fill(q, n[i]);
+			fill(q, n[i], m);
+			p[i] = q;
+			n[i] = m;
+		}
+	for (int i = 0; i < N; i++) {
+		check_fill(p[i], n[i]);
+		free(p[i]);
+	}
+}
+static void test_old_mremap_interleaved(void **state) { both(old_mremap_interleaved); }
+
+/* Another thread maps a page into the hole a move leaves: rampart must neither replace
+ * it nor unmap it, and the moved block must be whole. */
+static void intruder(void)
+{
+	unsigned char *p = malloc(MiB);
+	fill(p, 0, MiB);
+	fk.mremap_intrude = 1;
+	unsigned char *q = realloc(p, 64 * MiB);
+	CHECK(q && q != p);
+	CHECK(fk.intruder_count == 1);
+	unsigned char *in = fk.intruders[0];
+	CHECK(accessible(in));
+	for (size_t i = 0; i < 4096; i++) CHECK(in[i] == 0xa5);
+	check_fill(q, MiB);
+	check_block(q, 64 * MiB);
+	free(q);
+	/* The rest of the old region went back to the kernel; the intruder is still there. */
+	for (int i = 0; i < 30; i++) free(malloc(MiB + (size_t)i * 4096));
+	(void)malloc_trim(0);
+	for (size_t i = 0; i < 4096; i++) CHECK(in[i] == 0xa5);
+	munmap(in, 4096);
+}
+static void test_intruder(void **state) { both(intruder); }
+
+static void intruder_old_kernel(void)
+{
+	fk.noreplace_unknown = true;
+	fk.mremap_one_vma = true;
+	intruder();
+	/* And a growing block goes on working there. */
+	grow_many_times();
+}
+static void test_intruder_old_kernel(void **state) { both(intruder_old_kernel); }
+
+/* A zero-size block with a big alignment has nothing to move: it grows all the same. */
+static void zero_size_aligned_grows(void)
+{
+	void *v = NULL;
+	CHECK(posix_memalign(&v, 8192, 0) == 0 && v);
+	unsigned char *q = realloc(v, MiB);
+	CHECK(q);
+	check_block(q, MiB);
+	for (size_t i = 0; i < MiB; i += 4096) CHECK(q[i] == 0);
+	free(q);
+	CHECK(posix_memalign(&v, 2 * MiB, 0) == 0 && v);
+	q = realloc(v, 100);
+	CHECK(q);
+	free(q);
+}
+static void test_zero_size_aligned_grows(void **state) { both(zero_size_aligned_grows); }
+
+/* Guard installation refused inside guard_map (a locked mapping): the fresh mapping made
+ * under the mprotect scheme keeps the alignment asked for. */
+static void aligned_after_install_fails(void)
+{
+	static const size_t aligns[] = {2 * MiB, 64 * KiB, 8192, 1 * MiB};
+	for (size_t i = 0; i < sizeof aligns / sizeof *aligns; i++) {
+		fk.guard_install_fail_nth = 1;
+		fk.guard_install_nth_errno = i % 2 ? ENOMEM : EINVAL;
+		unsigned char *p = aligned_alloc(aligns[i], 4 * MiB);
+		CHECK(p);
+		CHECK((uintptr_t)p % aligns[i] == 0);
+		check_block(p, 4 * MiB);
+		free(p);
+	}
+}
+static void test_aligned_after_install_fails(void **state) { both(aligned_after_install_fails); }
+
+/* --- start-up on an emulated Linux 4.19, and the fork handlers --- */
+
+static int scenario(const char *name)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("FAKE_SCENARIO", name, 1);
+		execl("/proc/self/exe", "test_old_kernels", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_scenario(const char *name)
+{
+	alarm(60);
+	CHECK(atomic_load(&rampart_state) == STATE_NEW);
+	fk.atfork_allocates = true;
+	if (strcmp(name, "linux-4.19") == 0) {
+		fk.guard_install_errno = EINVAL;
+		fk.mremap_one_vma = true;
+	} else if (strcmp(name, "fork-handlers") != 0) {
+		return 2;
+	}
+	errno = SENTINEL;
+	unsigned char *p = malloc(100);
+	CHECK(p && errno == SENTINEL);
+	/* The handlers were registered before the allocator was published (no other thread
+	 * could hold one of its locks yet), and an allocation made meanwhile was served. */
+	CHECK(fk.atfork_calls == 1);
+	CHECK(fk.atfork_state != STATE_READY);
+	CHECK(fk.atfork_alloc_ok);
+	free(p);
+	if (strcmp(name, "linux-4.19") == 0) {
+		CHECK(strcmp(rampart_guard_backend(), "mprotect") == 0);
+		grow_many_times();
+		intruder();
+	}
+	/* A fork works and the child can allocate. */
+	pid_t pid = fork();
+	if (pid == 0) {
+		void *q = malloc(300 * KiB);
+		free(malloc(64));
+		_exit(q ? 0 : 1);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return 0;
+}
+
+static void test_startup_linux_4_19(void **state) { assert_int_equal(scenario("linux-4.19"), 0); }
+static void test_fork_handlers(void **state) { assert_int_equal(scenario("fork-handlers"), 0); }
+
+int main(void)
+{
+	const char *sc = getenv("FAKE_SCENARIO");
+	if (sc) return run_scenario(sc);
+	alarm(600);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fork_handlers),
+		cmocka_unit_test(test_startup_linux_4_19),
+		cmocka_unit_test(test_new_mremap),
+		cmocka_unit_test(test_old_mremap),
+		cmocka_unit_test(test_old_mremap_interleaved),
+		cmocka_unit_test(test_intruder),
+		cmocka_unit_test(test_intruder_old_kernel),
+		cmocka_unit_test(test_zero_size_aligned_grows),
+		cmocka_unit_test(test_aligned_after_install_fails),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

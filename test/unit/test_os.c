@@ -1,0 +1,98 @@
+/* test_os.c — the syscall layer (Check): errno is never changed, VMA extents are found
+ * without side effects, and a no-replace mapping never lands on anything. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "os.h"
+
+#define SENTINEL 2718
+
+static size_t pg;
+
+static void setup(void)
+{
+	os_init();
+	pg = os_page;
+}
+
+/* A warning is written even when stderr is gone, and errno stays. */
+START_TEST(test_warn_keeps_errno)
+{
+	int saved = dup(STDERR_FILENO);
+	ck_assert_int_ge(saved, 0);
+	close(STDERR_FILENO); /* the write fails with EBADF */
+	errno = SENTINEL;
+	os_warn("test warning", NULL);
+	int after = errno;
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	ck_assert_int_eq(after, SENTINEL);
+	errno = SENTINEL;
+	os_warn("test warning to a live stderr: ", "ignore");
+	ck_assert_int_eq(errno, SENTINEL);
+}
+END_TEST
+
+/* Three VMAs (read-write, read-only, read-write) in one mapping of 12 pages. */
+START_TEST(test_one_mapping)
+{
+	unsigned char *p = mmap(NULL, 12 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(p != MAP_FAILED);
+	memset(p, 7, 12 * pg);
+	ck_assert_int_eq(mprotect(p + 4 * pg, 3 * pg, PROT_READ), 0);
+	errno = SENTINEL;
+	ck_assert_uint_eq(os_one_mapping(p, 12 * pg), 4 * pg);
+	ck_assert_uint_eq(os_one_mapping(p, 3 * pg), 3 * pg);
+	ck_assert_uint_eq(os_one_mapping(p + pg, 11 * pg), 3 * pg);
+	ck_assert_uint_eq(os_one_mapping(p + 4 * pg, 8 * pg), 3 * pg);
+	ck_assert_uint_eq(os_one_mapping(p + 7 * pg, 4 * pg), 4 * pg);
+	ck_assert_int_eq(errno, SENTINEL);
+	/* Nothing moved, grew or changed. */
+	for (size_t i = 0; i < 12 * pg; i += 512) ck_assert_int_eq(p[i], 7);
+	ck_assert_int_eq(probe_write(p + 5 * pg), EFAULT);
+	ck_assert(accessible(p + 11 * pg));
+	munmap(p, 12 * pg);
+}
+END_TEST
+
+START_TEST(test_map_noreplace)
+{
+	void *p = NULL;
+	ck_assert_int_eq(os_map(&p, 4 * pg, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	memset(p, 9, 4 * pg);
+	void *at = (char *)p + pg;
+	errno = SENTINEL;
+	ck_assert_int_eq(os_map(&at, pg, PROT_NONE, OS_NOREPLACE), EEXIST);
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_ptr_eq(at, (char *)p + pg);
+	ck_assert_int_eq(((unsigned char *)p)[pg], 9);
+	/* Into a hole it lands exactly. */
+	ck_assert_int_eq(os_unmap(at, pg), 0);
+	ck_assert_int_eq(os_map(&at, pg, PROT_NONE, OS_NOREPLACE), 0);
+	ck_assert_ptr_eq(at, (char *)p + pg);
+	ck_assert(inaccessible(at));
+	ck_assert_int_eq(os_unmap(p, 4 * pg), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("os");
+	TCase *t = tcase_create("os");
+	tcase_add_checked_fixture(t, setup, NULL);
+	tcase_add_test(t, test_warn_keeps_errno);
+	tcase_add_test(t, test_one_mapping);
+	tcase_add_test(t, test_map_noreplace);
+	suite_add_tcase(s, t);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
