@@ -48,10 +48,11 @@ $(BENCH_PROGS): $(BENCH_OUT)/%: bench/%.c bench/common.h
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -pthread -o $@ $<
 
+# OUT is named: test/run.sh exports OUT=out, which would send the light build there.
 bench-light: $(if $(BENCH_STANDALONE),,$(LIB_SO))
 	@if [ ! -f $(LIB_SO_LIGHT) ] || [ $(LIB_SO) -nt $(LIB_SO_LIGHT) ]; then \
 		echo "bench: building the light variant ($(LIB_SO_LIGHT))"; \
-		$(MAKE) VARIANT=light lib; \
+		$(MAKE) VARIANT=light OUT=$(patsubst %/,%,$(dir $(LIB_SO_LIGHT))) lib; \
 	fi
 
 BENCH_SUDO := $(if $(filter 0,$(shell id -u)),,sudo)

@@ -36,6 +36,9 @@ run "demo (make run)" env LD_PRELOAD="$(pwd)/$OUT/librampart.so" "$OUT/demo"
 
 if [ -f bench/bench.mk ] && [ -z "$SKIP_BENCH" ]; then
 	run "bench QUICK=1" make --no-print-directory bench QUICK=1
+	# The quick bench builds the light variant too: it must land in $OUT/light, never
+	# over the default build that the user runs next.
+	run "default build intact after the bench" grep -q -- "-DCONFIG_SLOT_QUARANTINE=1 " "$OUT/config.stamp"
 fi
 
 echo "tests: $pass passed, $fail failed"
