@@ -1,4 +1,4 @@
-/* test_random.c — ChaCha20 known answers (RFC 8439) and the generator built on it. */
+/* test_random.c — ChaCha20 and ChaCha8 known answers and the generator built on ChaCha8. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdlib.h>
@@ -53,6 +53,61 @@ START_TEST(test_rfc8439_a1)
 	for (int i = 0; i < 16; i++)
 		for (int b = 0; b < 4; b++) bytes[4 * i + b] = (uint8_t)(out[i] >> (8 * b));
 	ck_assert_mem_eq(bytes, expect1, 64);
+}
+END_TEST
+
+static void block_bytes(const uint32_t out[16], uint8_t bytes[64])
+{
+	for (int i = 0; i < 16; i++)
+		for (int b = 0; b < 4; b++) bytes[4 * i + b] = (uint8_t)(out[i] >> (8 * b));
+}
+
+/* ChaCha8, all-zero key and IV, first block: test case 1 of the ChaCha test vectors
+ * draft (draft-strombergson-chacha-test-vectors-01, 8 rounds, 256-bit key). */
+START_TEST(test_chacha8_zero)
+{
+	static const uint8_t expect[64] = {
+		0x3e, 0x00, 0xef, 0x2f, 0x89, 0x5f, 0x40, 0xd6, 0x7f, 0x5b, 0xb8, 0xe8, 0x1f, 0x09, 0xa5, 0xa1,
+		0x2c, 0x84, 0x0e, 0xc3, 0xce, 0x9a, 0x7f, 0x3b, 0x18, 0x1b, 0xe1, 0x88, 0xef, 0x71, 0x1a, 0x1e,
+		0x98, 0x4c, 0xe1, 0x72, 0xb9, 0x21, 0x6f, 0x41, 0x9f, 0x44, 0x53, 0x67, 0x45, 0x6d, 0x56, 0x19,
+		0x31, 0x4a, 0x42, 0xa3, 0xda, 0x86, 0xb0, 0x01, 0x38, 0x7b, 0xfd, 0xb8, 0x0e, 0x0c, 0xfe, 0x42,
+	};
+	const uint32_t key[8] = {0}, nonce[2] = {0};
+	uint32_t out[16];
+	uint8_t bytes[64];
+	chacha8_block(key, 0, nonce, out);
+	block_bytes(out, bytes);
+	ck_assert_mem_eq(bytes, expect, 64);
+}
+END_TEST
+
+/* The generator's multi-block keystream is exactly ChaCha8's, less the 32 bytes of each
+ * refill that become the next key (fast key erasure). */
+START_TEST(test_generator_is_chacha8)
+{
+	static struct random_state r;
+	memset(&r, 0, sizeof r);
+	for (int i = 0; i < 8; i++) r.key[i] = 0x01020304u * (uint32_t)(i + 1);
+	r.until_reseed = RANDOM_RESEED_BYTES;
+	r.pos = RANDOM_BUF_BYTES;
+	uint32_t key[8];
+	memcpy(key, r.key, sizeof key);
+	const uint32_t nonce[2] = {0};
+	static uint8_t stream[2][RANDOM_BUF_BYTES];
+	for (int refill = 0; refill < 2; refill++) {
+		for (int b = 0; b < RANDOM_BUF_BYTES / 64; b++) {
+			uint32_t out[16];
+			chacha8_block(key, (uint64_t)(refill * (RANDOM_BUF_BYTES / 64) + b), nonce, out);
+			block_bytes(out, stream[refill] + 64 * b);
+		}
+		memcpy(key, stream[refill], sizeof key);
+	}
+	for (int refill = 0; refill < 2; refill++)
+		for (size_t off = 32; off + 8 <= RANDOM_BUF_BYTES; off += 8) {
+			uint64_t want, got = random_u64(&r);
+			memcpy(&want, stream[refill] + off, 8);
+			ck_assert_msg(got == want, "refill %d offset %zu", refill, off);
+		}
 }
 END_TEST
 
@@ -115,6 +170,8 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_rfc8439_2_3_2);
 	tcase_add_test(t, test_rfc8439_a1);
+	tcase_add_test(t, test_chacha8_zero);
+	tcase_add_test(t, test_generator_is_chacha8);
 	tcase_add_test(t, test_generator);
 	tcase_add_test(t, test_below);
 	suite_add_tcase(s, t);
