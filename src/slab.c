@@ -25,15 +25,12 @@
 #define _GNU_SOURCE
 #include "slab.h"
 
-#include <errno.h>
-#include <linux/futex.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "guard.h"
 #include "init.h"
+#include "lock.h"
 #include "meta.h"
 #include "os.h"
 #include "random.h"
@@ -64,7 +61,7 @@ struct slab {
 };
 
 struct slab_class {
-	_Atomic uint32_t lock; /* 0 free, 1 taken, 2 taken with waiters */
+	struct lock lock;
 	/* Geometry, fixed at start-up. */
 	uint32_t size, usable, slots, nwords, pages, page_shift;
 	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
@@ -92,45 +89,10 @@ struct slab_class {
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
 
-/* --- locking: a futex mutex (Drepper's), inlined on the fast path --------------- */
+/* --- locking (lock.h) ----------------------------------------------------------- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
-static noinline void lock_slow(_Atomic uint32_t *l)
-{
-	for (int spin = 0; spin < 64; spin++) {
-		uint32_t expected = 0;
-		if (atomic_compare_exchange_weak_explicit(l, &expected, 1, memory_order_acquire, memory_order_relaxed))
-			return;
-		cpu_relax();
-	}
-	while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
-		syscall(SYS_futex, l, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-}
-
-static inline void class_lock(struct slab_class *k)
-{
-	uint32_t expected = 0;
-	if (unlikely(!atomic_compare_exchange_strong_explicit(&k->lock, &expected, 1, memory_order_acquire,
-							      memory_order_relaxed)))
-		lock_slow(&k->lock);
-}
-
-static inline void class_unlock(struct slab_class *k)
-{
-	if (unlikely(atomic_exchange_explicit(&k->lock, 0, memory_order_release) == 2)) {
-		int saved = errno;
-		syscall(SYS_futex, &k->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-		errno = saved;
-	}
-}
+static inline void class_lock(struct slab_class *k) { lock_take(&k->lock); }
+static inline void class_unlock(struct slab_class *k) { lock_give(&k->lock); }
 
 /* --- arithmetic ------------------------------------------------------------------ */
 
@@ -561,7 +523,7 @@ bool slab_init(void)
 		struct slab_class *k = &classes[r];
 		unsigned c = r % SC_COUNT;
 		const struct sc_geometry *g = &geo[c];
-		atomic_store_explicit(&k->lock, 0, memory_order_relaxed);
+		lock_reset(&k->lock);
 		k->cls = c;
 		k->size = g->size;
 		k->usable = g->usable;
@@ -629,7 +591,7 @@ void slab_fork_child(void)
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++) {
 		struct slab_class *k = &ro.slab.classes[r];
-		atomic_store_explicit(&k->lock, 0, memory_order_relaxed);
+		lock_reset(&k->lock);
 		/* Parent and child must not share a future stream: reseed on next use. */
 		k->rnd.until_reseed = 0;
 		k->rnd.pos = RANDOM_BUF_BYTES;
