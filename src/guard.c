@@ -110,12 +110,23 @@ static void label(struct guard_region *r, const char *name)
 #endif
 }
 
-/* Close [p, p+len) without guard markers. */
+/* Close [p, p+len) without guard markers.
+ *
+ * A fresh MAP_FIXED PROT_NONE mapping blocks access and drops the pages in one call,
+ * and gives back the commit charge under strict overcommit, which mprotect never does
+ * once pages were written. But the fresh mapping has no anon_vma, and VMAs with
+ * different anon_vmas never merge: a span reopened later faults in an anon_vma of its
+ * own unless a neighbour lends one. For one large region that is harmless (closed
+ * regions with no anon_vma merge with their neighbours again); in a reservation whose
+ * spans open and close piecemeal (REGION_KEEP_ANON: slab regions) each reopened island
+ * becomes an anon_vma of its own that never merges with the next island (measured:
+ * slab churn under mprotect doubled the VMA count from the second round on). Those
+ * close with mprotect + MADV_DONTNEED, which keeps the one anon_vma of the region. */
 static bool close_protected(struct guard_region *r, void *p, size_t len)
 {
 	void *fixed = p;
-	/* One call that both blocks access and drops the pages. */
-	if (os_map(&fixed, len, PROT_NONE, OS_REPLACE) == 0) {
+	bool keep_anon = r->flags & REGION_KEEP_ANON;
+	if (!keep_anon && os_map(&fixed, len, PROT_NONE, OS_REPLACE) == 0) {
 		r->flags |= REGION_PROTECTED;
 		return true;
 	}
@@ -125,7 +136,10 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 		return false;
 	}
 	r->flags |= REGION_PROTECTED;
-	if (os_advise(p, len, MADV_DONTNEED)) r->flags |= REGION_RESIDUE; /* locked: pages stay */
+	/* Locked memory refuses MADV_DONTNEED; a fresh mapping over it still drops the
+	 * pages (returning them matters more than merging), unless RLIMIT_MEMLOCK says no. */
+	if (os_advise(p, len, MADV_DONTNEED) && (!keep_anon || os_map(&fixed, len, PROT_NONE, OS_REPLACE)))
+		r->flags |= REGION_RESIDUE; /* pages stay */
 	return true;
 }
 

@@ -27,6 +27,7 @@ enum {
 	REGION_MARKED = 2u,    /* markers may exist: reopening removes them */
 	REGION_PROTECTED = 4u, /* PROT_NONE spans may exist: reopening mprotects */
 	REGION_RESIDUE = 8u,   /* a close left pages behind (locked memory): reopening zeroes */
+	REGION_KEEP_ANON = 16u, /* spans open and close piecemeal: closes keep the anon_vma */
 };
 
 struct guard_region {

@@ -6,34 +6,39 @@
  *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened ]
  *
  * Slab positions are fixed-size steps from the area start, so a pointer decodes to
- * (position, slot) with two multiply-shift divisions. Every guard_period-th position
- * is a guard slab that is never usable. Under the madvise backend the area below the
- * high-water mark is one read-write span and guards / closed slabs are guard markers
- * (a class costs one VMA); under mprotect, slabs are opened one by one and guards are
- * simply never opened.
+ * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
+ * high-water mark skips: after every CONFIG_GUARD_SLAB_INTERVAL fresh slabs while the
+ * region closes spans with guard markers, after every CONFIG_GUARD_SLAB_INTERVAL_MPROTECT
+ * once it closes them with PROT_NONE (from start-up, or from the moment the madvise
+ * backend is latched off). A guard is never usable and its descriptor stays SLAB_NONE,
+ * so decoding a pointer needs no record of where the guards are. The area below the
+ * high-water mark grows as one read-write span in which guards and closed slabs are
+ * closed spans: guard markers (a class costs one VMA) or PROT_NONE holes.
  *
  * Descriptors live in metadata chunks of CHUNK slabs, found through a directory; the
  * per-class state (lock, lists, quarantines, generator) is one cache-aligned struct.
  *
  * Lists, by slab state:
  *   ACTIVE  open, 1..slots slots in use; on the partial list unless full
- *   EMPTY   open, no slot in use, in the small empty cache (contents are zero)
- *   CLOSED  closed through the guard layer; in the slab quarantine ring, then on the
- *           closed list from which it is reopened before fresh space is used
+ *   EMPTY   open, no slot in use, in the small empty cache (contents are zero), a
+ *           list sorted by position: the lowest is reused first, the highest closed
+ *           first, for the same reason as the closed set below
+ *   CLOSED  closed through the guard layer; in the slab quarantine ring, then in the
+ *           closed set from which the lowest position is reopened before fresh space
+ *           is used (so churn keeps reusing the same low slabs and the open ones stay
+ *           together: reused in any other order, the few slabs left open after a
+ *           wave of frees wander over the whole area and each splits it anew)
  *   NONE    never used, or a guard position
  */
 #define _GNU_SOURCE
 #include "slab.h"
 
-#include <errno.h>
-#include <linux/futex.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "guard.h"
 #include "init.h"
+#include "lock.h"
 #include "meta.h"
 #include "os.h"
 #include "random.h"
@@ -64,12 +69,11 @@ struct slab {
 };
 
 struct slab_class {
-	_Atomic uint32_t lock; /* 0 free, 1 taken, 2 taken with waiters */
+	struct lock lock;
 	/* Geometry, fixed at start-up. */
 	uint32_t size, usable, slots, nwords, pages, page_shift;
 	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
 	size_t slab_bytes;
-	uint32_t guard_period; /* position % period == period - 1 is a guard; 0 = none */
 	uint32_t max_pos;
 	uint32_t cls;
 	bool open_slabs;            /* false for the zero class: its memory never opens */
@@ -77,8 +81,11 @@ struct slab_class {
 	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
 	struct slab **dir;
 	/* State. */
-	uint32_t hwm; /* positions below were taken into use (or skipped as guards) */
-	uint32_t partial, empty, closed;
+	uint32_t hwm;         /* positions below were taken into use (or skipped as guards) */
+	uint32_t since_guard; /* fresh slabs taken since the last guard */
+	uint32_t partial, empty, empty_last;
+	uint32_t nclosed;          /* slabs in the closed set (out of the slab quarantine) */
+	uint64_t *closed_chunks;   /* bit per descriptor chunk: it has a slab in the closed set */
 	uint32_t nempty;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
@@ -92,45 +99,10 @@ struct slab_class {
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
 
-/* --- locking: a futex mutex (Drepper's), inlined on the fast path --------------- */
+/* --- locking (lock.h) ----------------------------------------------------------- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
-static noinline void lock_slow(_Atomic uint32_t *l)
-{
-	for (int spin = 0; spin < 64; spin++) {
-		uint32_t expected = 0;
-		if (atomic_compare_exchange_weak_explicit(l, &expected, 1, memory_order_acquire, memory_order_relaxed))
-			return;
-		cpu_relax();
-	}
-	while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
-		syscall(SYS_futex, l, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-}
-
-static inline void class_lock(struct slab_class *k)
-{
-	uint32_t expected = 0;
-	if (unlikely(!atomic_compare_exchange_strong_explicit(&k->lock, &expected, 1, memory_order_acquire,
-							      memory_order_relaxed)))
-		lock_slow(&k->lock);
-}
-
-static inline void class_unlock(struct slab_class *k)
-{
-	if (unlikely(atomic_exchange_explicit(&k->lock, 0, memory_order_release) == 2)) {
-		int saved = errno;
-		syscall(SYS_futex, &k->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-		errno = saved;
-	}
-}
+static inline void class_lock(struct slab_class *k) { lock_take(&k->lock); }
+static inline void class_unlock(struct slab_class *k) { lock_give(&k->lock); }
 
 /* --- arithmetic ------------------------------------------------------------------ */
 
@@ -196,38 +168,113 @@ static void partial_remove(struct slab_class *k, struct slab *s)
 
 /* --- slabs ----------------------------------------------------------------------- */
 
-static bool is_guard(const struct slab_class *k, uint32_t pos)
+/* Fresh slabs between two guard slabs, for the way the region closes spans now: a guard
+ * marker costs no VMA, a PROT_NONE guard up to two. Read at each guard decision, so a
+ * region that the EINVAL latch (mlockall) moves to PROT_NONE spaces its guards out. */
+static uint32_t guard_interval(const struct slab_class *k)
 {
-	return k->guard_period && pos % k->guard_period == k->guard_period - 1;
+	bool markers = (k->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+	return markers ? CONFIG_GUARD_SLAB_INTERVAL : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
 }
 
-/* Take the next never-used position into use; false on OOM. */
+/* Every position below the high-water mark must have a descriptor: live_slot reads it. */
+static bool have_desc(struct slab_class *k, uint32_t pos)
+{
+	if (k->dir[pos >> CHUNK_SHIFT]) return true;
+	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
+	 * chunk's bitmap of the closed set follows its descriptors. */
+	k->dir[pos >> CHUNK_SHIFT] = meta_alloc(CHUNK * sizeof(struct slab) + CHUNK / 8);
+	return k->dir[pos >> CHUNK_SHIFT] != NULL;
+}
+
+/* --- the closed set: a bit per position, a summary bit per chunk ------------------ */
+
+static inline uint64_t *closed_bits(const struct slab_class *k, uint32_t chunk)
+{
+	return (uint64_t *)(k->dir[chunk] + CHUNK);
+}
+
+static void closed_add(struct slab_class *k, uint32_t pos)
+{
+	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
+	closed_bits(k, c)[i >> 6] |= (uint64_t)1 << (i & 63);
+	k->closed_chunks[c >> 6] |= (uint64_t)1 << (c & 63);
+	k->nclosed++;
+}
+
+static void closed_remove(struct slab_class *k, uint32_t pos)
+{
+	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
+	uint64_t *bits = closed_bits(k, c), any = 0;
+	bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
+	for (uint32_t w = 0; w < CHUNK / 64; w++) any |= bits[w];
+	if (!any) k->closed_chunks[c >> 6] &= ~((uint64_t)1 << (c & 63));
+	k->nclosed--;
+}
+
+/* The lowest position in the closed set (which must not be empty). */
+static uint32_t closed_lowest(const struct slab_class *k)
+{
+	uint32_t w = 0;
+	while (!k->closed_chunks[w]) w++;
+	uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(k->closed_chunks[w]);
+	const uint64_t *bits = closed_bits(k, c);
+	for (w = 0; !bits[w]; w++) {}
+	return (c << CHUNK_SHIFT) + (w << 6) + (uint32_t)__builtin_ctzll(bits[w]);
+}
+
+/* Take the next never-used position into use, skipping a guard first when one is due;
+ * false on OOM. */
 static bool fresh_slab(struct slab_class *k, uint32_t *out)
 {
-	uint32_t pos = k->hwm;
-	if (is_guard(k, pos)) pos++;
-	if (pos >= k->max_pos) return false;
-	if (!k->dir[pos >> CHUNK_SHIFT]) {
-		/* Chunks of descriptors keep metadata mappings few. */
-		k->dir[pos >> CHUNK_SHIFT] = meta_alloc(CHUNK * sizeof(struct slab));
-		if (!k->dir[pos >> CHUNK_SHIFT]) return false;
-	}
+	uint32_t every = guard_interval(k);
+	bool guard = every && k->since_guard >= every;
+	uint32_t pos = k->hwm + guard;
+	if (pos >= k->max_pos || !have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
 	if (k->open_slabs) {
+		/* The guard opens with its slab and closes again at once, never handed out:
+		 * so it belongs to the read-write span (one anon_vma, see guard.c), and the
+		 * slab after it shares that anon_vma instead of faulting in one of its own,
+		 * which would keep the closed slabs on either side from ever merging. */
 		size_t start = (size_t)k->hwm * k->slab_bytes, end = (size_t)(pos + 1) * k->slab_bytes;
-		if (k->region.flags & REGION_MARKERS) {
-			/* Grow the one read-write span; the skipped guard becomes markers. */
-			if (!guard_extend(&k->region, start, end - start)) return false;
-			if (pos != k->hwm && !guard_close(&k->region, start, k->slab_bytes)) {
-				/* No marker and no VMA to spare: leave this guard open but never use it;
-				 * it is still a slab's worth of unused addresses between slabs. */
-			}
-		} else if (!guard_extend(&k->region, end - k->slab_bytes, k->slab_bytes)) {
-			return false;
+		if (!guard_extend(&k->region, start, end - start)) return false;
+		if (guard && !guard_close(&k->region, start, k->slab_bytes)) {
+			/* No marker and no VMA to spare: leave this guard open but never use it;
+			 * it is still a slab's worth of unused addresses between slabs. */
 		}
 	}
 	k->hwm = pos + 1;
+	k->since_guard = guard ? 1 : k->since_guard + 1;
 	*out = pos;
 	return true;
+}
+
+/* Into the empty list, in position order (it holds a few dozen slabs at most). */
+static void empty_insert(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	uint32_t prev = 0, next = k->empty;
+	while (next && next - 1 < pos) {
+		prev = next;
+		next = desc(k, next - 1)->next;
+	}
+	s->prev = prev;
+	s->next = next;
+	if (prev) desc(k, prev - 1)->next = pos + 1;
+	else k->empty = pos + 1;
+	if (next) desc(k, next - 1)->prev = pos + 1;
+	else k->empty_last = pos + 1;
+	s->state = SLAB_EMPTY;
+	k->nempty++;
+}
+
+static void empty_remove(struct slab_class *k, struct slab *s)
+{
+	if (s->prev) desc(k, s->prev - 1)->next = s->next;
+	else k->empty = s->next;
+	if (s->next) desc(k, s->next - 1)->prev = s->prev;
+	else k->empty_last = s->prev;
+	s->next = s->prev = 0;
+	k->nempty--;
 }
 
 /* A slab with a free slot, put on the partial list; false on OOM. */
@@ -238,13 +285,12 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 	if (k->empty) {
 		pos = k->empty - 1;
 		s = desc(k, pos);
-		k->empty = s->next;
-		k->nempty--;
-	} else if (k->closed) {
-		pos = k->closed - 1;
+		empty_remove(k, s);
+	} else if (k->nclosed) {
+		pos = closed_lowest(k);
 		s = desc(k, pos);
-		if (!guard_open(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
-		k->closed = s->next;
+		if (k->open_slabs && !guard_open(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
+		closed_remove(k, pos);
 	} else {
 		if (!fresh_slab(k, &pos)) return false;
 		s = desc(k, pos);
@@ -259,34 +305,41 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 	return true;
 }
 
-/* The last slot of a slab went back: cache it, or close it and quarantine it. */
-static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
+/* Close an empty slab into the slab quarantine; false when the kernel cannot now. The
+ * zero class's memory never opens, so its slabs close without a system call. */
+static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	if (k->nempty < CONFIG_SLAB_EMPTY_CACHE || (k->nempty + 1) * k->slab_bytes <= CONFIG_SLAB_EMPTY_CACHE_BYTES ||
-	    !k->open_slabs ||
-	    !guard_close(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) {
-		/* Kept open (also when the kernel cannot close it now): zero-filled already. */
-		s->state = SLAB_EMPTY;
-		s->next = k->empty;
-		k->empty = pos + 1;
-		k->nempty++;
-		return;
-	}
+	if (k->open_slabs && !guard_close(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
 	s->state = SLAB_CLOSED;
 #if CONFIG_SLAB_QUARANTINE
 	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {
 		uint32_t old = k->sq[k->sq_head];
 		k->sq_head = (k->sq_head + 1) % CONFIG_SLAB_QUARANTINE;
 		k->sq_count--;
-		desc(k, old)->next = k->closed;
-		k->closed = old + 1;
+		closed_add(k, old);
 	}
 	k->sq[(k->sq_head + k->sq_count) % CONFIG_SLAB_QUARANTINE] = pos;
 	k->sq_count++;
 #else
-	s->next = k->closed;
-	k->closed = pos + 1;
+	closed_add(k, pos);
 #endif
+	return true;
+}
+
+/* The last slot of a slab went back: cache it, or close a slab (contents are zero). */
+static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	bool room = k->nempty < CONFIG_SLAB_EMPTY_CACHE || (k->nempty + 1) * k->slab_bytes <= CONFIG_SLAB_EMPTY_CACHE_BYTES;
+	if (!room && k->empty_last > pos + 1) {
+		/* The lower one stays open: the open slabs stay together at the bottom. */
+		uint32_t hi = k->empty_last - 1;
+		struct slab *h = desc(k, hi);
+		empty_remove(k, h);
+		if (close_slab(k, hi, h)) room = true;
+		else empty_insert(k, hi, h);
+	}
+	/* Kept open also when the kernel cannot close it now. */
+	if (room || !close_slab(k, pos, s)) empty_insert(k, pos, s);
 }
 
 /* A slot goes back to its slab for good (it left the quarantine, or there is none). */
@@ -513,13 +566,6 @@ static uint32_t slot_q_half(uint32_t size)
 #endif
 }
 
-static uint32_t guard_period(void)
-{
-	unsigned every = guard_backend() == GUARD_MADVISE ? CONFIG_GUARD_SLAB_INTERVAL
-							  : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
-	return every ? every + 1 : 0;
-}
-
 bool slab_init(void)
 {
 	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
@@ -542,6 +588,7 @@ bool slab_init(void)
 		size_t bytes = (size_t)geo[c].pages * os_page;
 		size_t pos = MIN(region / bytes, (size_t)MAX_POSITIONS);
 		extra += ((pos + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
+		extra += ((pos + CHUNK - 1) / CHUNK + 63) / 64 * sizeof(uint64_t);
 		extra += 2 * (size_t)slot_q_half(geo[c].size) * sizeof(uintptr_t);
 		extra += CONFIG_SLAB_QUARANTINE * sizeof(uint32_t);
 		extra = align_up(extra, 8);
@@ -556,12 +603,11 @@ bool slab_init(void)
 		return false;
 	}
 
-	uint32_t period = guard_period();
 	for (unsigned r = 0; r < nregions; r++) {
 		struct slab_class *k = &classes[r];
 		unsigned c = r % SC_COUNT;
 		const struct sc_geometry *g = &geo[c];
-		atomic_store_explicit(&k->lock, 0, memory_order_relaxed);
+		lock_reset(&k->lock);
 		k->cls = c;
 		k->size = g->size;
 		k->usable = g->usable;
@@ -573,18 +619,19 @@ bool slab_init(void)
 		k->pages_magic = magic_of(g->pages);
 		k->slab_bytes = (size_t)g->pages * os_page;
 		k->open_slabs = c != 0;
-		k->guard_period = period;
 		for (uint32_t i = g->slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
 
 		/* The random guard area: up to 1/16 of the region, at least one page. */
 		size_t guard_pages = 1 + random_below(&seed, region / 16 / os_page);
 		uintptr_t area = all.base + (size_t)r * region + guard_pages * os_page;
 		k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
-		k->region = (struct guard_region){area, (size_t)k->max_pos * k->slab_bytes, all.flags};
+		k->region = (struct guard_region){area, (size_t)k->max_pos * k->slab_bytes, all.flags | REGION_KEEP_ANON};
 
 		size_t pos_all = MIN(region / k->slab_bytes, (size_t)MAX_POSITIONS);
 		k->dir = (struct slab **)mem;
 		mem += ((pos_all + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
+		k->closed_chunks = (uint64_t *)mem;
+		mem += ((pos_all + CHUNK - 1) / CHUNK + 63) / 64 * sizeof(uint64_t);
 		uint32_t half = slot_q_half(g->size);
 		if (half) {
 			k->qrand = (uintptr_t *)mem;
@@ -629,7 +676,7 @@ void slab_fork_child(void)
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++) {
 		struct slab_class *k = &ro.slab.classes[r];
-		atomic_store_explicit(&k->lock, 0, memory_order_relaxed);
+		lock_reset(&k->lock);
 		/* Parent and child must not share a future stream: reseed on next use. */
 		k->rnd.until_reseed = 0;
 		k->rnd.pos = RANDOM_BUF_BYTES;

@@ -8,8 +8,9 @@
  *    slab points anywhere: descriptors, bitmaps, quarantines and random state live
  *    in the metadata region.
  *  - Each region's slab area starts at a random page offset (the guard area below
- *    it is never opened). Slab positions at the guard interval are guard slabs: never
- *    opened (mprotect backend) or guard markers (madvise backend).
+ *    it is never opened). Guard slabs are positions skipped as the area grows, at the
+ *    interval of the way the region closes spans then: never usable, state SLAB_NONE,
+ *    closed (guard markers under madvise, PROT_NONE under mprotect).
  *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
  *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
  *    other pointer into the reservation is fatal.

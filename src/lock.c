@@ -1,0 +1,48 @@
+/*
+ * lock.c — the slow paths of the futex mutex (lock.h). Both keep errno: they run
+ * inside calls that succeed.
+ */
+#define _GNU_SOURCE
+#include "lock.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The holder usually leaves within a few hundred cycles: spinning first saves the
+ * two system calls of a sleep and a wake. */
+#define SPINS 64
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+void lock_wait(struct lock *l)
+{
+	for (int spin = 0; spin < SPINS; spin++) {
+		uint32_t expected = 0;
+		if (atomic_compare_exchange_weak_explicit(&l->word, &expected, 1, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		cpu_relax();
+	}
+	int saved = errno;
+	/* Taking it with 2 is conservative: another sleeper may remain, and the wake on
+	 * give costs one system call at worst. */
+	while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+		syscall(SYS_futex, &l->word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	errno = saved;
+}
+
+void lock_wake(struct lock *l)
+{
+	int saved = errno;
+	syscall(SYS_futex, &l->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = saved;
+}

@@ -1,0 +1,48 @@
+/*
+ * lock.h — the futex mutex behind each slab (arena, class) lock (Drepper, "Futexes
+ * are tricky", mutex 2). Uncontended take and give are one atomic each, inlined.
+ *
+ * Invariants:
+ *  - The word is 0 (free), 1 (taken, nobody waiting) or 2 (taken, a thread may be
+ *    asleep on it). A thread goes to sleep only after storing 2, and the holder that
+ *    gives back a 2 wakes one sleeper, so no wake-up is lost. Only the holder gives.
+ *  - errno is preserved: a wait answers EAGAIN (the word changed before the kernel
+ *    looked) or EINTR (a signal) as a matter of course, and a wake can fail in the same
+ *    ways; neither is a failure of the malloc or free that took the lock.
+ *  - Private futexes: a lock never lives in memory shared with another process.
+ *  - fork: the prepare handler takes every lock, the parent gives them back, the
+ *    child resets them with lock_reset() (the threads that might have been waiting do
+ *    not exist there, so a 2 would only cost a useless wake).
+ *  - Nothing here allocates; a lock is an aligned 32-bit word, zero means free.
+ */
+#ifndef RAMPART_LOCK_H
+#define RAMPART_LOCK_H
+
+#include <stdatomic.h>
+
+#include "common.h"
+
+struct lock {
+	_Atomic uint32_t word;
+};
+
+/* Contended paths, out of line: spin a little, then sleep; wake one sleeper. */
+void lock_wait(struct lock *l);
+void lock_wake(struct lock *l);
+
+static inline void lock_take(struct lock *l)
+{
+	uint32_t expected = 0;
+	if (unlikely(!atomic_compare_exchange_strong_explicit(&l->word, &expected, 1, memory_order_acquire,
+							      memory_order_relaxed)))
+		lock_wait(l);
+}
+
+static inline void lock_give(struct lock *l)
+{
+	if (unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)) lock_wake(l);
+}
+
+static inline void lock_reset(struct lock *l) { atomic_store_explicit(&l->word, 0, memory_order_relaxed); }
+
+#endif
