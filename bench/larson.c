@@ -9,9 +9,11 @@
  * of log-uniform random size in [MIN_SIZE, MAX_SIZE] (MIN_SIZE >= 16), fills
  * it, and swaps it with an atomic exchange into a slot picked at random: one
  * of its own half of the time, one of another thread's the other half.  The
- * block it gets back (if any) is checked and freed, so about half the frees
- * release a block that another thread allocated, and blocks keep moving
- * between threads the way requests and replies do in a server.  Each thread
+ * block it gets back (if any) is checked and freed.  A slot holds its owner's
+ * block half the time, so with 4 threads about two thirds of the frees
+ * release a block that another thread allocated (1/2 x 1/2 + 1/2 x 5/6), and
+ * blocks keep moving between threads the way requests and replies do in a
+ * server.  Each thread
  * makes ITERATIONS allocations; what is left in the slots at the end is
  * checked and freed by the main thread.
  *

@@ -2,9 +2,13 @@
 """rampart benchmark driver.
 
 Runs every workload under every available allocator (each loaded with
-LD_PRELOAD; glibc runs without a preload), interleaved round by round, and
-writes a Markdown report (median wall time, peak RSS, VMAs at peak, geometric
-mean time ratios) plus a gnuplot SVG chart of the time ratios against glibc.
+LD_PRELOAD; glibc runs without a preload; --extra adds more), interleaved
+round by round, then (unless --syscalls 0) once more under strace to count
+memory system calls, and writes a Markdown report (median wall time, peak RSS,
+VMAs at peak, page faults and memory system calls per operation, geometric
+mean ratios) plus a gnuplot SVG chart of the time ratios against glibc.  Only
+a full run writes bench/results/latest.*; a narrowed one writes
+BINDIR/partial.*.
 
 Usually started through `make bench` / `make bench QUICK=1`; see bench/README.md.
 """
@@ -913,7 +917,7 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, 
     return med
 
 
-def write_chart(svg_path, ctx, workloads, allocs, med, info, mode):
+def write_chart(svg_path, ctx, workloads, allocs, med, info, mode, partial=False):
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         print("bench: note: gnuplot not installed, no chart (make bench-deps installs it)")
@@ -945,7 +949,7 @@ def write_chart(svg_path, ctx, workloads, allocs, med, info, mode):
     ymax = max(vals + [2.0]) * 1.6
     ymin = min(vals + [0.5]) / 1.6
     title = "rampart bench%s: wall time / glibc time (log scale, lower is better) - %s, %s CPUs, %s" % (
-        " QUICK" if mode == "quick" else "", info["commit"].split()[0], info["ncpu"], info["date"][:10])
+        " QUICK" if mode == "quick" else " (partial run)" if partial else "", info["commit"].split()[0], info["ncpu"], info["date"][:10])
     palette = {"rampart": "#6a1b9a", "rampart-light": "#ba68c8", "scudo": "#2e7d32",
                "mimalloc": "#1e88e5", "jemalloc": "#ef6c00", "tcmalloc": "#fdd835"}
     spare = ["#757575", "#00897b", "#c62828", "#5d4037", "#3949ab", "#f06292", "#9e9d24"]
@@ -1175,7 +1179,7 @@ def main():
 
     info = machine_info()
     med = summarize(results, workloads, allocs, sysres)
-    have_svg = write_chart(out_svg + ".tmp", ctx, workloads, allocs, med, info, mode)
+    have_svg = write_chart(out_svg + ".tmp", ctx, workloads, allocs, med, info, mode, bool(partial))
     write_report(out_md, os.path.basename(out_svg) if have_svg else None, ctx, workloads, allocs,
                  results, sysres if syscalls else None, notes, info, rounds, mode, wall, partial)
     # The report and its chart are replaced together; a chart that could not
