@@ -9,7 +9,12 @@
 #   make bench-deps         install the compared allocators and the tools (apt-get)
 #
 # Optional knobs: BENCH_ROUNDS=n, BENCH_WORKLOADS=small,tree,...,
-# BENCH_ALLOCATORS=glibc,rampart,..., BENCH_TIMEOUT=seconds per run.
+# BENCH_ALLOCATORS=glibc,rampart,..., BENCH_TIMEOUT=seconds per run,
+# BENCH_EXTRA="name=/path/lib.so ..." (more allocators, as extra columns),
+# BENCH_SYSCALLS=0|1 (the strace pass counting memory system calls; default
+# on, off with QUICK=1).  A run narrowed by any of them (or with fewer than 3
+# rounds) is partial and writes out/bench/partial.md instead of the committed
+# bench/results/latest.*.
 
 BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
 BENCH_STANDALONE := $(if $(filter bench/bench.mk ./bench/bench.mk,$(firstword $(MAKEFILE_LIST))),1,)
@@ -19,14 +24,16 @@ LIB_SO_LIGHT ?= out/light/librampart.so
 BENCH_OUT := out/bench
 BENCH_CFLAGS ?= -O2 -Wall -Wextra
 BENCH_PYTHON ?= python3
-BENCH_PROGS := $(addprefix $(BENCH_OUT)/,launch churn prodcons tree realloc)
+BENCH_PROGS := $(addprefix $(BENCH_OUT)/,launch churn prodcons tree realloc list larson)
 
 BENCH_ARGS = --bindir $(BENCH_OUT) --rampart $(LIB_SO) --rampart-light $(LIB_SO_LIGHT) \
 	$(if $(filter-out 0,$(QUICK)),--quick) \
 	$(if $(BENCH_ROUNDS),--rounds $(BENCH_ROUNDS)) \
 	$(if $(BENCH_WORKLOADS),--workloads $(BENCH_WORKLOADS)) \
 	$(if $(BENCH_ALLOCATORS),--allocators $(BENCH_ALLOCATORS)) \
-	$(if $(BENCH_TIMEOUT),--timeout $(BENCH_TIMEOUT))
+	$(if $(BENCH_TIMEOUT),--timeout $(BENCH_TIMEOUT)) \
+	$(if $(BENCH_SYSCALLS),--syscalls $(BENCH_SYSCALLS)) \
+	$(if $(strip $(BENCH_EXTRA)),--extra "$(strip $(BENCH_EXTRA))")
 
 # Included: the library is a real prerequisite (the top-level Makefile knows
 # how to build it) and the light variant is built when missing or older than
@@ -61,7 +68,7 @@ bench-deps:
 	$(BENCH_SUDO) apt-get update -qq
 	$(BENCH_SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libclang-rt-14-dev \
-		sqlite3 gnuplot-nox python3 gcc
+		sqlite3 gnuplot-nox python3 gcc strace
 
 bench-clean:
 	rm -rf $(BENCH_OUT)

@@ -40,7 +40,7 @@ static void *run(void *arg)
         if (s->p != NULL) {
             block_check(s->p, s->n, s->tag);
             sum += s->tag ^ s->n;
-            free(s->p);
+            xfree(s->p);
         }
         s->n = rng_size(&rng, j->lo, j->hi);
         s->tag = mix64(j->seed ^ ((uint64_t)it << 20) ^ (uint64_t)(s - slots));
@@ -54,11 +54,12 @@ static void *run(void *arg)
         if (s->p != NULL) {
             block_check(s->p, s->n, s->tag);
             sum += s->tag ^ s->n;
-            free(s->p);
+            xfree(s->p);
         }
     }
-    free(slots);
+    xfree(slots);
     j->sum = sum;
+    ops_add();
     return NULL;
 }
 

@@ -6,7 +6,10 @@
  * prints a checksum that depends only on its parameters, never on addresses
  * or timing, so the driver can compare it across allocators.  It also prints
  * "vmas=N": the largest number of lines it saw in /proc/self/maps at the
- * points where it holds the most memory.
+ * points where it holds the most memory, and "ops=N": how many allocator
+ * calls (malloc, calloc, realloc, free, free(NULL) included) it made, which
+ * the driver divides page faults and memory system calls by.  Both lines are
+ * left out of the checksum comparison.
  */
 #ifndef RAMPART_BENCH_COMMON_H
 #define RAMPART_BENCH_COMMON_H
@@ -63,8 +66,13 @@ __attribute__((noreturn)) static inline void die_corrupt(const char *what, uint6
     exit(1);
 }
 
+/* Allocator calls made by this thread through the x* wrappers below; a thread
+ * adds its count to a shared total before it ends (see ops_add). */
+static _Thread_local uint64_t bench_thread_ops;
+
 static inline void *xmalloc(size_t n)
 {
+    bench_thread_ops++;
     void *p = malloc(n);
     if (p == NULL) {
         fprintf(stderr, "out of memory: malloc(%zu)\n", n);
@@ -75,6 +83,7 @@ static inline void *xmalloc(size_t n)
 
 static inline void *xcalloc(size_t n, size_t m)
 {
+    bench_thread_ops++;
     void *p = calloc(n, m);
     if (p == NULL) {
         fprintf(stderr, "out of memory: calloc(%zu, %zu)\n", n, m);
@@ -85,12 +94,29 @@ static inline void *xcalloc(size_t n, size_t m)
 
 static inline void *xrealloc(void *old, size_t n)
 {
+    bench_thread_ops++;
     void *p = realloc(old, n);
     if (p == NULL) {
         fprintf(stderr, "out of memory: realloc(%zu)\n", n);
         exit(2);
     }
     return p;
+}
+
+static inline void xfree(void *p)
+{
+    bench_thread_ops++;
+    free(p);
+}
+
+/* Total allocator calls of all threads: each thread calls ops_add() once,
+ * after its last allocator call. */
+static uint64_t bench_ops;
+
+static inline void ops_add(void)
+{
+    __atomic_fetch_add(&bench_ops, bench_thread_ops, __ATOMIC_RELAXED);
+    bench_thread_ops = 0;
 }
 
 /* Fill a block like a program that initialises what it asked for, without
@@ -185,10 +211,14 @@ static inline long arg_long(int argc, char **argv, int i, long dflt)
     return dflt;
 }
 
+/* The last output of a workload: checksum, VMAs at peak, allocator calls
+ * (the main thread's own count is added here). */
 static inline void report(const char *name, uint64_t checksum)
 {
     sample_vmas();
-    printf("%s checksum=%016" PRIx64 "\nvmas=%ld\n", name, checksum, bench_max_vmas);
+    ops_add();
+    printf("%s checksum=%016" PRIx64 "\nvmas=%ld\nops=%" PRIu64 "\n", name, checksum,
+           bench_max_vmas, __atomic_load_n(&bench_ops, __ATOMIC_RELAXED));
 }
 
 #endif

@@ -6,7 +6,9 @@
  * PRELOAD is "-") and executes PROGRAM.  On file descriptor 3 the launcher
  * writes "pid N" as soon as the child exists (so the driver can sample its
  * /proc/N/maps) and, once the child has been reaped, "done STATUS MAXRSS_KIB
- * ELAPSED_NS".  Exit status: 0, or 1 when the child could not be started.
+ * ELAPSED_NS MINFLT MAJFLT" (the page faults are those of the child and of
+ * the descendants it waited for, as wait4 reports them).  Exit status: 0, or
+ * 1 when the child could not be started.
  *
  * Why not spawn the workload straight from the Python driver: a child's
  * ru_maxrss counts the address space it had before exec, which for a process
@@ -74,7 +76,8 @@ int main(int argc, char **argv)
         }
     }
     long long elapsed = now_ns() - t0;
-    fprintf(report, "done %d %ld %lld\n", status, ru.ru_maxrss, elapsed);
+    fprintf(report, "done %d %ld %lld %ld %ld\n", status, ru.ru_maxrss, elapsed, ru.ru_minflt,
+            ru.ru_majflt);
     fclose(report);
     return 0;
 }

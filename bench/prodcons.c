@@ -89,6 +89,7 @@ static void *producer(void *arg)
         ring[i & (depth - 1)] = m;
         publish(&head, i + 1, &cons_waiting, &cons_target);
     }
+    ops_add();
     return NULL;
 }
 
@@ -117,11 +118,11 @@ static void *consumer(void *arg)
         if (m->n > 17 && p[16 + (tag >> 16) % (m->n - 17)] != (unsigned char)tag)
             die_corrupt("message body", p[16 + (tag >> 16) % (m->n - 17)], tag & 0xff);
         sum += tag ^ m->n;
-        free(m);
+        xfree(m);
 
         /* consumer-side scratch allocations, freed a few messages later */
         size_t k = (size_t)(i & 7);
-        free(window[k]);
+        xfree(window[k]);
         size_t sn = rng_size(&rng, 16, 256);
         window[k] = xmalloc(sn);
         memset(window[k], (int)(i & 0xff), sn);
@@ -129,8 +130,9 @@ static void *consumer(void *arg)
             sample_vmas();
     }
     for (size_t k = 0; k < 8; k++)
-        free(window[k]);
+        xfree(window[k]);
     consumed_sum = sum;
+    ops_add();
     return NULL;
 }
 
@@ -156,7 +158,7 @@ int main(int argc, char **argv)
     }
     pthread_join(pt, NULL);
     pthread_join(ct, NULL);
-    free(ring);
+    xfree(ring);
     report("prodcons", consumed_sum);
     return 0;
 }

@@ -88,14 +88,14 @@ int main(int argc, char **argv)
                     die_corrupt("realloc final", g[b].w[i], word_at(i, g[b].seed));
                 sum += g[b].w[i] >> 7;
             }
-            free(g[b].w);
+            xfree(g[b].w);
         }
         while (log != NULL) {
             struct record *next = log->next;
             if (log->v[5] != log->v[0] + 5)
                 die_corrupt("realloc record", log->v[5], log->v[0] + 5);
             sum += log->v[0];
-            free(log);
+            xfree(log);
             log = next;
         }
         sum += (uint64_t)steps;

@@ -2,9 +2,13 @@
 """rampart benchmark driver.
 
 Runs every workload under every available allocator (each loaded with
-LD_PRELOAD; glibc runs without a preload), interleaved round by round, and
-writes a Markdown report (median wall time, peak RSS, VMAs at peak, geometric
-mean time ratios) plus a gnuplot SVG chart of the time ratios against glibc.
+LD_PRELOAD; glibc runs without a preload; --extra adds more), interleaved
+round by round, then (unless --syscalls 0) once more under strace to count
+memory system calls, and writes a Markdown report (median wall time, peak RSS,
+VMAs at peak, page faults and memory system calls per operation, geometric
+mean ratios) plus a gnuplot SVG chart of the time ratios against glibc.  Only
+a full run writes bench/results/latest.*; a narrowed one writes
+BINDIR/partial.*.
 
 Usually started through `make bench` / `make bench QUICK=1`; see bench/README.md.
 """
@@ -130,6 +134,8 @@ def gen_c(path, nfuncs):
 class Workload:
     """name, description, parameters (full, quick) and how to run one."""
 
+    per_run = True  # no ops=N line: faults and syscalls are reported per run
+
     def __init__(self, name, what, full, quick, tree=False):
         self.name = name
         self.what = what
@@ -142,15 +148,22 @@ class Workload:
 
     def checksum(self, stdout):
         """The part of stdout that must be identical across allocators."""
-        return "\n".join(l for l in stdout.splitlines() if not l.startswith("vmas="))
+        return "\n".join(l for l in stdout.splitlines() if not l.startswith(("vmas=", "ops=")))
 
     @staticmethod
     def reported_vmas(stdout):
         m = re.search(r"^vmas=(\d+)$", stdout, re.M)
         return int(m.group(1)) if m else 0
 
+    @staticmethod
+    def reported_ops(stdout):
+        m = re.search(r"^ops=(\d+)$", stdout, re.M)
+        return int(m.group(1)) if m else None
+
 
 class CWorkload(Workload):
+    per_run = False  # prints ops=N (allocator calls)
+
     def __init__(self, name, what, binary, full, quick):
         super().__init__(name, what, full, quick)
         self.binary = binary
@@ -199,12 +212,20 @@ class GccWorkload(Workload):
 WORKLOADS = [
     CWorkload("small", "one thread: random malloc/free of 8 B - 1 KiB (log-uniform) over a fixed set of live slots",
               "churn", [25000000, 10000, 8, 1024], [40000, 1000, 8, 1024]),
-    CWorkload("mid", "one thread: random malloc/free of 1 - 64 KiB over a fixed set of live slots",
+    CWorkload("mid", "one thread: random malloc/free of 1 - 64 KiB over 1 000 live slots",
               "churn", [8000000, 1000, 1024, 65536], [10000, 100, 1024, 65536]),
     CWorkload("threads2", "two threads, each churning 8 B - 1 KiB over its own slots",
               "churn", [20000000, 10000, 8, 1024, 2], [20000, 1000, 8, 1024, 2]),
+    CWorkload("threads4", "four threads, each churning 8 B - 1 KiB over its own slots",
+              "churn", [10000000, 10000, 8, 1024, 4], [10000, 1000, 8, 1024, 4]),
+    CWorkload("larson", "server threads swap new 16 B - 1 KiB blocks into random slots (half their own, half "
+              "another thread's) with an atomic exchange and free the block they get back",
+              "larson", [4000000, 1000, 16, 1024, 4], [5000, 100, 16, 1024, 4]),
     CWorkload("prodcons", "a producer thread allocates 32 B - 2 KiB messages, a consumer thread checks and frees them",
               "prodcons", [6000000], [20000]),
+    CWorkload("list", "append N 48-byte nodes to a singly linked list, walk it, free it from the head "
+              "(free order = allocation order); every 64th node lives one round longer",
+              "list", [1000000, 10], [20000, 2]),
     CWorkload("tree", "build a binary search tree (a node and a name per key), rename half the nodes, tear it down",
               "tree", [500000, 3], [5000, 2]),
     CWorkload("realloc", "grow two buffers by 25% per realloc up to MAX and MAX/2 bytes, with small records in between",
@@ -222,7 +243,10 @@ PARAM_NAMES = {
     "small": ["iterations", "slots", "min", "max"],
     "mid": ["iterations", "slots", "min", "max"],
     "threads2": ["iterations/thread", "slots/thread", "min", "max", "threads"],
+    "threads4": ["iterations/thread", "slots/thread", "min", "max", "threads"],
+    "larson": ["allocations/thread", "slots/thread", "min", "max", "threads"],
     "prodcons": ["messages"],
+    "list": ["nodes", "rounds"],
     "tree": ["nodes", "rounds"],
     "realloc": ["rounds", "MAX"],
     "large": ["iterations", "slots", "min", "max"],
@@ -291,7 +315,18 @@ def discover_allocators(args):
     }
     only = set(args.allocators.split(",")) if args.allocators else None
     found, notes = [], []
-    for name, path in wanted:
+    extras = parse_extra(args.extra, [n for n, _ in wanted])
+    for name, path in wanted + extras:
+        if name in EXTRA_NAMES:
+            if not os.path.exists(path):
+                notes.append("skipping extra allocator %s: %s not found" % (name, path))
+                continue
+            err = preload_probe(path)
+            if err:
+                notes.append("skipping extra allocator %s: %s does not preload: %s" % (name, path, err))
+                continue
+            found.append((name, path))
+            continue
         if only is not None and name not in only:
             continue
         if name != "glibc":
@@ -305,6 +340,26 @@ def discover_allocators(args):
                 continue
         found.append((name, path))
     return found, notes
+
+
+EXTRA_NAMES = set()  # allocators added with --extra: their failures do not fail the run
+
+
+def parse_extra(spec, builtin):
+    """--extra "name=/path/lib.so name2=/path/other.so" (spaces or commas
+    between entries) -> [(name, absolute path)]."""
+    out = []
+    for item in re.split(r"[\s,]+", spec or ""):
+        if not item:
+            continue
+        name, eq, path = item.partition("=")
+        if not eq or not path or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
+            sys.exit("bench: --extra wants name=/path/to/lib.so entries, got %r" % item)
+        if name in builtin or name in EXTRA_NAMES:
+            sys.exit("bench: --extra: the name %s is already taken" % name)
+        EXTRA_NAMES.add(name)
+        out.append((name, os.path.abspath(os.path.expanduser(path))))
+    return out
 
 
 def preload_probe(path):
@@ -448,9 +503,12 @@ def run_one(ctx, wl, spec, alloc_path, timeout):
     except OSError:
         pass
     RUNNING.discard(lpid)
-    m = re.search(rb"^done (-?\d+) (\d+) (\d+)$", report, re.M)
+    m = re.search(rb"^done (-?\d+) (\d+) (\d+)(?: (\d+) (\d+))?$", report, re.M)
+    faults = None
     if m:
         status, rss_kib, elapsed = int(m.group(1)), int(m.group(2)), int(m.group(3)) / 1e9
+        if m.group(4) is not None:
+            faults = int(m.group(4)) + int(m.group(5))
     else:
         status, rss_kib, elapsed = None, 0, 0.0
 
@@ -462,14 +520,26 @@ def run_one(ctx, wl, spec, alloc_path, timeout):
         "time": elapsed,
         "rss_kib": rss_kib,
         "vmas": max(sampler.max_vmas if sampler else 0, wl.reported_vmas(stdout)),
+        "faults": faults,
+        "ops": wl.reported_ops(stdout),
         "stdout": stdout,
         "error": None,
     }
+    res["error"] = run_error(spec, stdout, stderr, status, timeout if timed_out else None,
+                             "launch helper failed (status %d)" % lstatus)
+    return res
+
+
+def run_error(spec, stdout, stderr, status, timed_out, no_status):
+    """What went wrong in a run (None when nothing did): STATUS is the wait
+    status of the workload, None when it is unknown (then NO_STATUS says why);
+    TIMED_OUT is the timeout in seconds when the run was killed for it."""
     last_err = telling_line(stderr)
+    res = {"error": None}
     if timed_out:
-        res["error"] = "timeout after %d s" % timeout
+        res["error"] = "timeout after %d s" % timed_out
     elif status is None:
-        res["error"] = "launch helper failed (status %d)%s" % (lstatus, ": " + last_err if last_err else "")
+        res["error"] = no_status + (": " + last_err if last_err else "")
     elif os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         res["error"] = "killed by signal %d (%s)%s" % (
@@ -481,6 +551,88 @@ def run_one(ctx, wl, spec, alloc_path, timeout):
         res["error"] = "preload failed: " + last_err
     elif "verify" in spec:
         res["error"] = spec["verify"](stdout)
+    return res["error"]
+
+
+def strace_probe(ctx):
+    """None when `strace -f -c --seccomp-bpf -e trace=%memory` works here, else why not."""
+    if not ctx.strace:
+        return "strace not installed (make bench-deps installs it)"
+    try:
+        r = subprocess.run([ctx.strace] + STRACE_ARGS + ["-o", "/dev/null", "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, env=ctx.clean_env)
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    if r.returncode != 0:
+        return "strace does not work here: " + (r.stderr.decode(errors="replace").strip()[:200]
+                                                 or "exit status %d" % r.returncode)
+    return None
+
+
+# -f: threads and child processes; -c: counts only; --seccomp-bpf: only the
+# traced calls stop the tracee, so the others run at full speed.
+STRACE_ARGS = ["-f", "-c", "-qq", "--seccomp-bpf", "-e", "trace=%memory"]
+
+
+def count_syscalls(ctx, wl, spec, alloc_path, timeout):
+    """The untimed syscall-counting run: the workload under strace, which
+    counts its memory-management system calls (brk, mmap, munmap, mprotect,
+    mremap, madvise, ...; threads and child processes included).  Returns
+    {"calls": total, "by": {name: calls}, "stdout": ..., "error": ...}."""
+    if "before" in spec:
+        spec["before"]()
+    out_path = os.path.join(ctx.bindir, "strace.stdout")
+    err_path = os.path.join(ctx.bindir, "strace.stderr")
+    st_path = os.path.join(ctx.bindir, "strace.counts")
+    if os.path.exists(st_path):
+        os.unlink(st_path)
+    argv = [ctx.strace] + STRACE_ARGS + ["-o", st_path]
+    if alloc_path:
+        argv += ["-E", "LD_PRELOAD=" + alloc_path]
+    argv += spec["argv"]
+    with open(spec.get("stdin", "/dev/null"), "rb") as fin, open(out_path, "wb") as fout, \
+            open(err_path, "wb") as ferr:
+        p = subprocess.Popen(argv, stdin=fin, stdout=fout, stderr=ferr, env=ctx.clean_env,
+                             start_new_session=True)
+        RUNNING.add(p.pid)
+        timed_out = None
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = timeout
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.wait()
+        RUNNING.discard(p.pid)
+    with open(out_path, "rb") as f:
+        stdout = f.read().decode(errors="replace")
+    with open(err_path, "rb") as f:
+        stderr = f.read().decode(errors="replace")
+    # strace exits with the tracee's exit status, or kills itself with its signal
+    rc = p.returncode
+    status = (-rc & 0x7f) if rc < 0 else (rc & 0xff) << 8
+    res = {"calls": None, "by": {}, "stdout": stdout, "error": None}
+    res["error"] = run_error(spec, stdout, stderr, status, timed_out, "")
+    by = {}
+    try:
+        with open(st_path) as f:
+            for line in f:
+                fields = line.split()
+                # "% time  seconds  usecs/call  calls  [errors]  syscall"
+                if len(fields) >= 5 and re.match(r"^[\d.]+$", fields[0]) and fields[3].isdigit():
+                    if fields[-1] == "total":
+                        res["calls"] = int(fields[3])
+                    else:
+                        by[fields[-1]] = int(fields[3])
+    except OSError:
+        pass
+    if res["calls"] is None:
+        res["calls"] = sum(by.values())
+    res["by"] = by
+    if res["error"] is None and not os.path.exists(st_path):
+        res["error"] = "strace wrote no counts: " + telling_line(stderr)
     return res
 
 
@@ -555,8 +707,9 @@ def package_of(path):
     return ""
 
 
-def summarize(results, workloads, allocs):
-    """results[(wl, alloc)] = list of run dicts -> med[(wl, alloc)] = dict or error."""
+def summarize(results, workloads, allocs, sysres=None):
+    """results[(wl, alloc)] = list of run dicts -> med[(wl, alloc)] = dict or error.
+    sysres[(wl, alloc)] = the syscall-counting run, when there was one."""
     med = {}
     for w in workloads:
         for a, _ in allocs:
@@ -565,12 +718,23 @@ def summarize(results, workloads, allocs):
             if errs:
                 med[(w.name, a)] = {"error": errs[0]}
             elif runs:
-                med[(w.name, a)] = {
+                m = {
                     "time": statistics.median(r["time"] for r in runs),
                     "rss": statistics.median(r["rss_kib"] for r in runs) / 1024.0,
                     "vmas": statistics.median(r["vmas"] for r in runs),
                     "error": None,
                 }
+                # per operation for the C workloads (ops=N), per run for the others
+                ops = runs[0]["ops"] if not w.per_run else None
+                div = ops if ops else 1
+                if all(r["faults"] is not None for r in runs):
+                    m["faults"] = statistics.median(r["faults"] for r in runs) / div
+                sr = (sysres or {}).get((w.name, a))
+                if sr is not None:
+                    m["sys_error"] = sr["error"]
+                    if not sr["error"]:
+                        m["sys"] = sr["calls"] / div
+                med[(w.name, a)] = m
     return med
 
 
@@ -578,17 +742,28 @@ def ratio_vs(med, workloads, a, base, key):
     rs = []
     for w in workloads:
         x, y = med.get((w.name, a)), med.get((w.name, base))
-        if x and y and not x["error"] and not y["error"] and y[key] > 0:
+        if x and y and not x["error"] and not y["error"] and x.get(key) is not None and y.get(key):
             rs.append(x[key] / y[key])
     return geomean(rs), len(rs)
 
 
-def write_report(path, svg_rel, ctx, workloads, allocs, results, notes, info, rounds, mode, wall):
-    med = summarize(results, workloads, allocs)
+def fmt_rate(v):
+    """Faults or system calls per operation (or per run): 3 significant digits."""
+    return "%.0f" % v if v >= 1000 else "%.3g" % v
+
+
+def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, info, rounds, mode,
+                 wall, partial):
+    med = summarize(results, workloads, allocs, sysres)
     names = [a for a, _ in allocs]
     lines = []
     L = lines.append
-    L("# rampart benchmark results%s" % (" (QUICK run: small parameters, not for comparison)" if mode == "quick" else ""))
+    if mode == "quick":
+        L("# rampart benchmark results (QUICK run: small parameters, not for comparison)")
+    elif partial:
+        L("# rampart benchmark results (partial run: %s)" % "; ".join(partial))
+    else:
+        L("# rampart benchmark results")
     L("")
     L("Written by `bench/run.py` (`make bench%s`); every figure below was measured by it, none typed in." % (" QUICK=1" if mode == "quick" else ""))
     L("")
@@ -605,6 +780,8 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, notes, info, ro
     for a, p in allocs:
         if p is None:
             L("  - glibc: the system malloc, no preload")
+        elif a in EXTRA_NAMES:
+            L("  - %s: `%s` (extra, from `BENCH_EXTRA`; its failures do not fail the run)" % (a, p))
         else:
             pkg = package_of(p) if not a.startswith("rampart") else ""
             L("  - %s: `%s`%s" % (a, p, " (" + pkg + ")" if pkg else ""))
@@ -612,7 +789,7 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, notes, info, ro
         L("  - %s" % n)
     L("")
 
-    def table(title, key, fmt, ratio_rows):
+    def table(title, key, fmt, ratio_rows, per_op=False):
         L("## " + title)
         L("")
         L("| workload | " + " | ".join(names) + " |")
@@ -623,11 +800,14 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, notes, info, ro
                 m = med.get((w.name, a))
                 if m is None:
                     cells.append("–")
-                elif m["error"]:
+                elif m["error"] or (key == "sys" and m.get("sys_error")):
                     cells.append("FAIL")
+                elif m.get(key) is None:
+                    cells.append("–")
                 else:
                     cells.append(fmt(m[key]))
-            L("| %s | %s |" % (w.name, " | ".join(cells)))
+            label = w.name + (" (per run)" if per_op and w.per_run else "")
+            L("| %s | %s |" % (label, " | ".join(cells)))
         for label, base in ratio_rows:
             if base not in names:
                 continue
@@ -668,14 +848,53 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, notes, info, ro
     table("Peak RSS (MiB, median)", "rss", lambda v: "%.1f" % v,
           [("geomean RSS vs glibc", "glibc"), ("geomean RSS vs rampart", "rampart")])
     table("VMAs at peak (lines of /proc/PID/maps, median)", "vmas", lambda v: "%d" % v, [])
+    table("Page faults per operation (minor + major, median)", "faults", fmt_rate,
+          [("geomean faults vs glibc", "glibc"), ("geomean faults vs rampart", "rampart")], per_op=True)
+    L("An operation is one allocator call (malloc, calloc, realloc or free) made by the C workload, "
+      "which prints how many it made; rows marked (per run) count the whole program run instead "
+      "(python, sqlite and gcc: for gcc, its child processes too). Process start-up is included.")
+    L("")
+    if sysres:
+        table("Memory system calls per operation (one untimed run under strace)", "sys", fmt_rate,
+              [("geomean syscalls vs glibc", "glibc"), ("geomean syscalls vs rampart", "rampart")],
+              per_op=True)
+        L("Counted by `strace -f -c --seccomp-bpf -e trace=%memory` (brk, mmap, munmap, mprotect, "
+          "mremap, madvise, ...) in a separate run of each workload under each allocator after the "
+          "timed rounds; threads and child processes are included, and so is process start-up "
+          "(the dynamic loader's mappings: a few dozen calls). A geometric mean leaves out zero counts.")
+        L("")
+        totals = {}
+        for (wn, a), sr in sysres.items():
+            if sr["error"]:
+                continue
+            for sc, n in sr["by"].items():
+                totals.setdefault(sc, {}).setdefault(a, 0)
+                totals[sc][a] += n
+        if totals:
+            L("### Memory system calls by name (all workloads of the counting runs, totals)")
+            L("")
+            L("| system call | " + " | ".join(names) + " |")
+            L("|---|" + "---:|" * len(names))
+            for sc in sorted(totals, key=lambda k: -sum(totals[k].values())):
+                L("| %s | %s |" % (sc, " | ".join("%d" % totals[sc].get(a, 0) for a in names)))
+            L("")
+    else:
+        L("Memory system calls were not counted in this run (`BENCH_SYSCALLS=1` turns the "
+          "counting pass on).")
+        L("")
 
     fails = [(w.name, a, r) for (w_name, a), runs in sorted(results.items())
              for w in workloads if w.name == w_name for r in runs if r["error"]]
-    if fails:
+    sfails = [(wn, a, sr) for (wn, a), sr in sorted((sysres or {}).items()) if sr["error"]]
+    if fails or sfails:
         L("## Failures")
         L("")
         for wn, a, r in fails:
-            L("- %s under %s, round %d: %s" % (wn, a, r["round"], r["error"]))
+            L("- %s under %s%s, round %d: %s" % (wn, a, " (extra)" if a in EXTRA_NAMES else "",
+                                                r["round"], r["error"]))
+        for wn, a, sr in sfails:
+            L("- %s under %s%s, syscall-counting run: %s" % (wn, a, " (extra)" if a in EXTRA_NAMES else "",
+                                                             sr["error"]))
         L("")
     L("## Workloads")
     L("")
@@ -690,15 +909,15 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, notes, info, ro
     L("Peak RSS is the child's `ru_maxrss` from `wait4` (for gcc: its largest process). VMAs are "
       "sampled from `/proc/PID/maps` by the driver while the workload runs (every 5 ms or more), "
       "and for the C workloads also counted by the workload itself at its points of peak memory; "
-      "the larger count is kept. Wall time includes process start-up and exit.")
+      "the larger count is kept. Wall time includes process start-up and exit. Page faults are "
+      "`ru_minflt + ru_majflt` from `wait4`.")
     L("")
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines))
-    os.replace(path + ".tmp", path)
     return med
 
 
-def write_chart(svg_path, ctx, workloads, allocs, med, info, mode):
+def write_chart(svg_path, ctx, workloads, allocs, med, info, mode, partial=False):
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         print("bench: note: gnuplot not installed, no chart (make bench-deps installs it)")
@@ -730,10 +949,19 @@ def write_chart(svg_path, ctx, workloads, allocs, med, info, mode):
     ymax = max(vals + [2.0]) * 1.6
     ymin = min(vals + [0.5]) / 1.6
     title = "rampart bench%s: wall time / glibc time (log scale, lower is better) - %s, %s CPUs, %s" % (
-        " QUICK" if mode == "quick" else "", info["commit"].split()[0], info["ncpu"], info["date"][:10])
+        " QUICK" if mode == "quick" else " (partial run)" if partial else "", info["commit"].split()[0], info["ncpu"], info["date"][:10])
     palette = {"rampart": "#6a1b9a", "rampart-light": "#ba68c8", "scudo": "#2e7d32",
                "mimalloc": "#1e88e5", "jemalloc": "#ef6c00", "tcmalloc": "#fdd835"}
-    colors = " ".join(palette.get(a, "#757575") for a in names)
+    spare = ["#757575", "#00897b", "#c62828", "#5d4037", "#3949ab", "#f06292", "#9e9d24"]
+    k = 0
+    cl = []
+    for a in names:
+        if a in palette:
+            cl.append(palette[a])
+        else:
+            cl.append(spare[k % len(spare)])
+            k += 1
+    colors = " ".join(cl)
     m = len(names)
     # Bars grow from the 1.0 line: up when slower than glibc, down when faster.
     script = """
@@ -780,16 +1008,23 @@ def main():
     ap.add_argument("--bindir", default="out/bench", help="built workloads and scratch files")
     ap.add_argument("--rampart", default="out/librampart.so")
     ap.add_argument("--rampart-light", default="out/light/librampart.so")
-    ap.add_argument("--output", default=None, help="report path (default bench/results/latest.md, "
-                    "QUICK: BINDIR/quick.md); the chart goes next to it as .svg")
+    ap.add_argument("--output", default=None, help="report path (default: bench/results/latest.md for a "
+                    "full run, BINDIR/partial.md for a partial one, BINDIR/quick.md for QUICK); the "
+                    "chart goes next to it as .svg")
     ap.add_argument("--workloads", default="", help="comma-separated subset of workloads")
-    ap.add_argument("--allocators", default="", help="comma-separated subset of allocators")
+    ap.add_argument("--allocators", default="", help="comma-separated subset of the built-in allocators")
+    ap.add_argument("--extra", default="", help='more allocators to compare: "name=/path/lib.so '
+                    'name2=/path/other.so"; their failures are reported but do not fail the run')
+    ap.add_argument("--syscalls", type=int, choices=(0, 1), default=None,
+                    help="1: count memory system calls per workload and allocator in an extra "
+                    "untimed run under strace (default: 1, QUICK 0)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per run (default 600, QUICK 120)")
     args = ap.parse_args()
 
     mode = "quick" if args.quick else "full"
     rounds = args.rounds or (1 if args.quick else 3)
     timeout = args.timeout or (120 if args.quick else 600)
+    syscalls = bool(args.syscalls) if args.syscalls is not None else not args.quick
     ctx = Ctx()
     ctx.bindir = os.path.abspath(args.bindir)
     os.makedirs(ctx.bindir, exist_ok=True)
@@ -801,14 +1036,7 @@ def main():
     ctx.python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else shutil.which("python3")
     ctx.sqlite3 = shutil.which("sqlite3")
     ctx.gcc = shutil.which("gcc")
-    if args.output:
-        out_md = os.path.abspath(args.output)
-    elif args.quick:
-        out_md = os.path.join(ctx.bindir, "quick.md")
-    else:
-        out_md = os.path.join(HERE, "results", "latest.md")
-    os.makedirs(os.path.dirname(out_md), exist_ok=True)
-    out_svg = os.path.splitext(out_md)[0] + ".svg"
+    ctx.strace = shutil.which("strace")
 
     workloads = WORKLOADS
     if args.workloads:
@@ -828,24 +1056,80 @@ def main():
 
     allocs, anotes = discover_allocators(args)
     notes = anotes + notes
+    if syscalls:
+        why = strace_probe(ctx)
+        if why:
+            notes.append("memory system calls not counted: " + why)
+            syscalls = False
     for n in notes:
         print("bench: note: " + n)
     if not allocs or not workloads:
         sys.exit("bench: nothing to run")
 
-    print("bench: %s run: %d workload(s) x %d allocator(s) x %d round(s); allocators: %s"
-          % (mode, len(workloads), len(allocs), rounds, " ".join(a for a, _ in allocs)), flush=True)
+    # Only a complete full run may replace the committed results.
+    partial = []
+    if mode == "full":
+        def which(have, of, what):
+            missing = [x for x in of if x not in have]
+            if not missing:
+                return
+            if len(missing) > len(of) // 2:
+                partial.append("%s %s only" % (what, ", ".join(x for x in of if x in have) or "none"))
+            else:
+                partial.append("%s left out: %s" % (what, ", ".join(missing)))
+        which([w.name for w in workloads], [w.name for w in WORKLOADS], "workloads")
+        which([a for a, _ in allocs],
+              ["glibc", "rampart", "rampart-light", "scudo", "mimalloc", "jemalloc", "tcmalloc"],
+              "allocators")
+        extra = [a for a, _ in allocs if a in EXTRA_NAMES]
+        if extra:
+            partial.append("extra allocators: " + ", ".join(extra))
+        if rounds < 3:
+            partial.append("%d round%s (a full run has 3 or more)" % (rounds, "s" if rounds != 1 else ""))
+        if not syscalls:
+            partial.append("no syscall-counting pass")
+    if args.output:
+        out_md = os.path.abspath(args.output)
+    elif args.quick:
+        out_md = os.path.join(ctx.bindir, "quick.md")
+    elif partial:
+        out_md = os.path.join(ctx.bindir, "partial.md")
+    else:
+        out_md = os.path.join(HERE, "results", "latest.md")
+    os.makedirs(os.path.dirname(out_md), exist_ok=True)
+    out_svg = os.path.splitext(out_md)[0] + ".svg"
+    if partial:
+        print("bench: partial run (%s): results go to %s; only a full run (all workloads, all "
+              "built-in allocators, no extras, 3 or more rounds, syscalls counted) writes "
+              "bench/results/latest.md" % ("; ".join(partial), os.path.relpath(out_md)), flush=True)
+
+    print("bench: %s run: %d workload(s) x %d allocator(s) x %d round(s)%s; allocators: %s"
+          % (mode, len(workloads), len(allocs), rounds, " + syscall counting" if syscalls else "",
+             " ".join(a + ("(extra)" if a in EXTRA_NAMES else "") for a, _ in allocs)), flush=True)
     specs = {}
     for w in workloads:
         specs[w.name] = w.setup(ctx, w.params[mode])
 
     results = {}
-    reference = {}
+    reference = {}  # workload -> (allocator, checksum); set by built-in allocators only
+    unchecked = []  # (workload, run, checksum) of extras that ran before any reference
     dead = set()
-    total = len(workloads) * len(allocs) * rounds
+    total = len(workloads) * len(allocs) * (rounds + (1 if syscalls else 0))
     done = 0
     t_start = time.perf_counter()
     ctx.load_start = os.getloadavg()[0]
+
+    def check_output(w, a, r):
+        if r["error"]:
+            return
+        cs = w.checksum(r["stdout"])
+        if a in EXTRA_NAMES and w.name not in reference:
+            unchecked.append((w, r, cs))
+            return
+        ref = reference.setdefault(w.name, (a, cs))
+        if cs != ref[1]:
+            r["error"] = "wrong output %r (%s printed %r)" % (cs[:60], ref[0], ref[1][:60])
+
     for rnd in range(1, rounds + 1):
         for w in workloads:
             for a, path in allocs:
@@ -854,26 +1138,60 @@ def main():
                     continue
                 r = run_one(ctx, w, specs[w.name], path, timeout)
                 r["round"] = rnd
-                if not r["error"]:
-                    cs = w.checksum(r["stdout"])
-                    ref = reference.setdefault(w.name, (a, cs))
-                    if cs != ref[1]:
-                        r["error"] = "wrong output %r (%s printed %r)" % (cs[:60], ref[0], ref[1][:60])
+                check_output(w, a, r)
                 results.setdefault((w.name, a), []).append(r)
                 status = "ok" if not r["error"] else "FAILED: " + r["error"]
-                print("bench: [%3d/%d] %-9s %-14s round %d/%d %8.3f s %8.1f MiB %6d VMAs  %s  (elapsed %.0f s)"
+                if r["faults"] is None or r["error"]:
+                    flt = "%19s" % ""
+                elif r["ops"] and not w.per_run:
+                    flt = "%9s faults/op" % fmt_rate(r["faults"] / r["ops"])
+                else:
+                    flt = "%9d faults/run" % r["faults"]
+                print("bench: [%3d/%d] %-9s %-14s round %d/%d %8.3f s %8.1f MiB %6d VMAs %s  %s  (elapsed %.0f s)"
                       % (done, total, w.name, a, rnd, rounds, r["time"], r["rss_kib"] / 1024.0,
-                         r["vmas"], status, time.perf_counter() - t_start), flush=True)
+                         r["vmas"], flt, status, time.perf_counter() - t_start), flush=True)
                 if r["error"]:
                     dead.add((w.name, a))
+
+    sysres = {}
+    if syscalls:
+        for w in workloads:
+            for a, path in allocs:
+                done += 1
+                if (w.name, a) in dead:
+                    continue
+                sr = count_syscalls(ctx, w, specs[w.name], path, timeout * 3)
+                check_output(w, a, sr)
+                sysres[(w.name, a)] = sr
+                status = "ok" if not sr["error"] else "FAILED: " + sr["error"]
+                ops = w.reported_ops(sr["stdout"]) if not w.per_run else None
+                if ops:
+                    rate = "%9s mem syscalls/op" % fmt_rate(sr["calls"] / ops)
+                else:
+                    rate = "%9d mem syscalls/run" % sr["calls"]
+                print("bench: [%3d/%d] %-9s %-14s syscalls %s  %s  (elapsed %.0f s)"
+                      % (done, total, w.name, a, rate, status, time.perf_counter() - t_start), flush=True)
+    for w, r, cs in unchecked:
+        ref = reference.get(w.name)
+        if ref and cs != ref[1]:
+            r["error"] = "wrong output %r (%s printed %r)" % (cs[:60], ref[0], ref[1][:60])
     wall = time.perf_counter() - t_start
 
     info = machine_info()
-    med = summarize(results, workloads, allocs)
-    have_svg = write_chart(out_svg, ctx, workloads, allocs, med, info, mode)
+    med = summarize(results, workloads, allocs, sysres)
+    have_svg = write_chart(out_svg + ".tmp", ctx, workloads, allocs, med, info, mode, bool(partial))
     write_report(out_md, os.path.basename(out_svg) if have_svg else None, ctx, workloads, allocs,
-                 results, notes, info, rounds, mode, wall)
-    print("bench: wrote %s%s" % (os.path.relpath(out_md), " and " + os.path.relpath(out_svg) if have_svg else ""))
+                 results, sysres if syscalls else None, notes, info, rounds, mode, wall, partial)
+    # The report and its chart are replaced together; a chart that could not
+    # be drawn leaves no stale one beside the new report.
+    os.replace(out_md + ".tmp", out_md)
+    if have_svg:
+        os.replace(out_svg + ".tmp", out_svg)
+    elif os.path.exists(out_svg):
+        os.unlink(out_svg)
+    print("bench: wrote %s%s%s" % (os.path.relpath(out_md), " and " + os.path.relpath(out_svg) if have_svg else "",
+                                   " (partial run: bench/results/latest.md left as it was)"
+                                   if partial and not args.output else ""))
 
     line = []
     for a, _ in allocs:
@@ -883,11 +1201,17 @@ def main():
     if line:
         print("bench: geomean time vs glibc: " + ", ".join(line))
 
-    passed = sum(1 for runs in results.values() for r in runs if not r["error"])
-    failed = sum(1 for runs in results.values() for r in runs if r["error"])
-    pairs_failed = sorted({k for k, runs in results.items() for r in runs if r["error"]})
+    runs = [(k, r) for k, rs in results.items() for r in rs] + list(sysres.items())
+    passed = sum(1 for (wn, a), r in runs if not r["error"] and a not in EXTRA_NAMES)
+    failed = sum(1 for (wn, a), r in runs if r["error"] and a not in EXTRA_NAMES)
+    pairs_failed = sorted({k for k, r in runs if r["error"]})
     for wn, a in pairs_failed:
-        print("bench: FAILED %s under %s" % (wn, a))
+        print("bench: FAILED %s under %s%s" % (wn, a, " (extra allocator: not counted in the exit status)"
+                                               if a in EXTRA_NAMES else ""))
+    if EXTRA_NAMES & {a for a, _ in allocs}:
+        print("bench: extra allocators: %d passed, %d failed (not counted below)"
+              % (sum(1 for (wn, a), r in runs if not r["error"] and a in EXTRA_NAMES),
+                 sum(1 for (wn, a), r in runs if r["error"] and a in EXTRA_NAMES)))
     print("bench: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

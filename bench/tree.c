@@ -106,11 +106,11 @@ int main(int argc, char **argv)
             if (n->right != NULL)
                 push(&sp, n->right);
             check_name(n);
-            free(n->name);
-            free(n);
+            xfree(n->name);
+            xfree(n);
         }
     }
-    free(stack);
+    xfree(stack);
     report("tree", sum);
     return 0;
 }
