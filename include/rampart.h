@@ -20,7 +20,10 @@ void free_sized(void *ptr, size_t size);
 void free_aligned_sized(void *ptr, size_t alignment, size_t size);
 
 /* An upper bound of the bytes accessible from ptr (which may point inside an
- * allocation) to the end of its allocation; 0 for freed or foreign pointers. */
+ * allocation) to the end of its allocation; 0 for pointers that are not rampart's
+ * and for a pointer at or past the usable end of a live block. A pointer into
+ * rampart's slab memory that is not inside a live block (freed, never handed out,
+ * a guard) is heap corruption: fatal. */
 size_t malloc_object_size(const void *ptr);
 
 /* The guard backend in use: "madvise" or "mprotect". */

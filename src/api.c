@@ -77,10 +77,11 @@ API void *calloc(size_t n, size_t size)
 		return NULL;
 	}
 	void *p = alloc_or_enomem(total, 0);
-	/* Large blocks come from fresh or reopened pages, which the kernel zeroed; slots
-	 * are zero when zero-on-free is on (fresh pages, or wiped when freed and checked
-	 * when handed out again). */
-#if !CONFIG_ZERO_ON_FREE
+	/* Large blocks come from fresh or reopened pages, which the kernel zeroed. A slot
+	 * is known zero only where zero-on-free wiped it and the write-after-free check
+	 * proved nothing wrote to it since: without that check a stale pointer may have,
+	 * and calloc must return zeros to a correct program whatever a buggy one did. */
+#if !CONFIG_ZERO_ON_FREE || !CONFIG_WRITE_AFTER_FREE_CHECK
 	if (p && slab_contains(p)) memset(p, 0, total);
 #endif
 	return p;

@@ -12,6 +12,7 @@
 
 struct options {
 	enum guard_backend guard; /* guard=auto|madvise|mprotect */
+	bool check_at_exit;       /* check_at_exit=0|1: verify live slots' canaries at exit */
 };
 
 /* Parse text (may be NULL) into o; unknown keys or values are reported on stderr. */

@@ -129,8 +129,9 @@ static inline struct slab_class *class_at(uintptr_t a)
 	return &ro.slab.classes[(a - ro.slab.base) >> ro.slab.region_shift];
 }
 
-/* 16 random bits from the class's generator: a ChaCha block serves many choices. */
-static inline uint32_t rand16(struct slab_class *k)
+/* 16 random bits from the class's generator: a ChaCha block serves many choices.
+ * (Unused where neither random slot choice nor the slot quarantine is built: light.) */
+static inline __attribute__((unused)) uint32_t rand16(struct slab_class *k)
 {
 	if (unlikely(!k->rleft)) {
 		k->rbits = random_u64(&k->rnd);
@@ -430,24 +431,33 @@ void *slab_alloc(unsigned c)
 	uint32_t i = pick_slot(k, s);
 	s->used[i >> 6] |= (uint64_t)1 << (i & 63);
 	if (++s->nused == k->slots) partial_remove(k, s);
-	uint64_t canary = s->canary;
-	class_unlock(k);
-
-	/* The slot is ours now: check and stamp it outside the lock. */
 	char *p = (char *)slab_start(k, pos) + (size_t)i * k->size;
+#if CONFIG_SLOT_CANARY
+	/* Stamped under the lock: a free of a neighbour checks the canary of every live
+	 * slot next to it, and must never see this one live without its canary. */
 	if (k->open_slabs) {
 #if CONFIG_WRITE_AFTER_FREE_CHECK
-		const uint64_t *w = (const uint64_t *)p;
-		uint64_t acc = 0;
-		for (size_t n = 0; n < k->size / 8; n += 2) acc |= w[n] | w[n + 1];
-		if (unlikely(acc)) fatal("write after free", p);
+		uint64_t old;
+		memcpy(&old, p + k->usable, 8);
+		if (unlikely(old)) die(k, "write after free", p);
 #endif
-#if CONFIG_SLOT_CANARY
-		memcpy(p + k->usable, &canary, 8);
-#else
-		(void)canary;
-#endif
+		memcpy(p + k->usable, &s->canary, 8);
 	}
+#endif
+	class_unlock(k);
+
+#if CONFIG_WRITE_AFTER_FREE_CHECK
+	/* The usable part is ours alone now (no neighbour check reads a live slot's
+	 * data), so the scan for stale writes runs outside the lock. */
+	if (k->open_slabs) {
+		const uint64_t *w = (const uint64_t *)p;
+		size_t words = k->usable / 8, n = 0;
+		uint64_t acc = 0;
+		for (; n + 2 <= words; n += 2) acc |= w[n] | w[n + 1];
+		if (n < words) acc |= w[n];
+		if (unlikely(acc)) fatal("write after free", p);
+	}
+#endif
 	return p;
 }
 
@@ -486,6 +496,45 @@ static inline void check_canary(struct slab_class *k, const struct slab *s, uint
 #endif
 }
 
+static inline bool slot_live(const struct slab *s, uint32_t i)
+{
+	return (s->used[i >> 6] & ~s->quar[i >> 6]) >> (i & 63) & 1;
+}
+
+/* A free also checks what a bug in the freed block can have damaged without touching
+ * its own canary: the slot before it (an underflow ends in that slot's canary) and a
+ * free slot after it (an overflow that stepped over the canary). A live slot after it
+ * holds data nobody can judge; it is checked at its own free. Lock held, so a live
+ * neighbour's canary is already stamped (slab_alloc stamps it under the lock). */
+static inline void check_neighbours(struct slab_class *k, const struct slab *s, uintptr_t a, uint32_t i)
+{
+	if (i > 0) {
+		uint64_t v;
+		memcpy(&v, (const char *)a - 8, 8);
+		if (slot_live(s, i - 1)) {
+#if CONFIG_SLOT_CANARY
+			if (unlikely(v != s->canary))
+				die(k, "neighbour slot canary overwritten (heap overflow or underflow)", (void *)(a - k->size));
+#endif
+		}
+#if CONFIG_ZERO_ON_FREE
+		else if (unlikely(v)) {
+			die(k, "free neighbour slot written (heap overflow, underflow or write after free)",
+			    (void *)(a - k->size));
+		}
+#endif
+	}
+#if CONFIG_ZERO_ON_FREE
+	if (i + 1 < k->slots && !slot_live(s, i + 1)) {
+		uint64_t v[2];
+		memcpy(v, (const char *)a + k->size, 16);
+		if (unlikely(v[0] | v[1]))
+			die(k, "free neighbour slot written (heap overflow, underflow or write after free)",
+			    (void *)(a + k->size));
+	}
+#endif
+}
+
 void slab_free(void *p, bool sized, unsigned c_claimed)
 {
 	uintptr_t a = (uintptr_t)p;
@@ -496,6 +545,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	if (unlikely(sized && c_claimed != k->cls)) die(k, "sized free with a wrong size or alignment", p);
 	if (k->open_slabs) {
 		check_canary(k, s, a);
+		check_neighbours(k, s, a, i);
 #if CONFIG_ZERO_ON_FREE
 		memset(p, 0, k->size);
 #endif
@@ -532,22 +582,93 @@ unsigned slab_class_of_live(const void *p)
 
 size_t slab_object_size(const void *p)
 {
+	static const char what[] = "malloc_object_size of a pointer into rampart's memory that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
 	struct slab_class *k = class_at(a);
-	size_t n = 0, off = a - k->region.base;
-	if (off >= k->region.size) return 0;
-	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
+	size_t off = a - k->region.base;
 	class_lock(k);
-	if (pos < k->hwm && desc(k, pos)->state == SLAB_ACTIVE) {
-		struct slab *s = desc(k, pos);
-		uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
-		uint32_t i = div32(in, k->size, k->slot_magic), at = in - i * k->size;
-		uint64_t bit = (uint64_t)1 << (i & 63);
-		if (i < k->slots && (s->used[i >> 6] & bit) && !(s->quar[i >> 6] & bit) && at < k->usable)
-			n = k->usable - at;
+	/* Everything in the reservation belongs to some slot's life cycle or to a guard:
+	 * a question about anything but a live slot means the caller holds a stale or
+	 * forged pointer, like a free of one would. */
+	if (unlikely(off >= k->region.size)) die(k, what, p);
+	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
+	if (unlikely(pos >= k->hwm || desc(k, pos)->state != SLAB_ACTIVE)) die(k, what, p);
+	struct slab *s = desc(k, pos);
+	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
+	uint32_t i = div32(in, k->size, k->slot_magic), at = in - i * k->size;
+	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, what, p);
+	class_unlock(k);
+	/* From the end of the usable part to the end of the slot (the canary) the pointer
+	 * is still the block's, one past its end included: nothing left to access. */
+	return at < k->usable ? k->usable - at : 0;
+}
+
+/* --- the check at exit (RAMPART_OPTIONS=check_at_exit=1) -------------------------- */
+
+#if CONFIG_SLOT_CANARY
+/* "rampart: fatal: <what> at <addr>" without aborting, so that every damaged slot is
+ * named before the process aborts; a fixed buffer, nothing allocated. */
+static void report_line(const char *what, uintptr_t addr)
+{
+	char line[160];
+	size_t n = 0;
+	for (const char *w = "rampart: fatal: "; *w;) line[n++] = *w++;
+	for (const char *w = what; *w && n < sizeof line - 24;) line[n++] = *w++;
+	for (const char *w = " at 0x"; *w;) line[n++] = *w++;
+	int digits = 1;
+	while (digits < 16 && addr >> (4 * digits)) digits++;
+	while (digits--) line[n++] = "0123456789abcdef"[(addr >> (4 * digits)) & 15];
+	line[n++] = '\n';
+	for (const char *w = line; n;) {
+		ssize_t done = write(STDERR_FILENO, w, n);
+		if (done < 0 && errno == EINTR) continue;
+		if (done <= 0) break;
+		w += done;
+		n -= (size_t)done;
+	}
+}
+
+#define EXIT_CANARY_MSG "live slot canary overwritten, found at exit (heap overflow)"
+
+/* Report every live slot of k whose canary is damaged except the last one found,
+ * which is left in *last for the caller to report as it aborts. */
+static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
+{
+	class_lock(k);
+	for (uint32_t pos = 0; pos < k->hwm; pos++) {
+		if (!k->dir[pos >> CHUNK_SHIFT]) continue; /* a guard position alone in its chunk */
+		const struct slab *s = desc(k, pos);
+		if (s->state != SLAB_ACTIVE) continue;
+		uintptr_t start = slab_start(k, pos);
+		for (uint32_t i = 0; i < k->slots; i++) {
+			if (!slot_live(s, i)) continue;
+			uint64_t v;
+			memcpy(&v, (const char *)start + (size_t)i * k->size + k->usable, 8);
+			if (likely(v == s->canary)) continue;
+			if (*last) report_line(EXIT_CANARY_MSG, *last);
+			*last = start + (size_t)i * k->size;
+		}
 	}
 	class_unlock(k);
-	return n;
+}
+#endif
+
+/* A destructor, so the check runs when the program exits normally (returning from
+ * main or calling exit), after its own atexit handlers, without registering anything
+ * at run time (registration may allocate). It lives here rather than in a file of its
+ * own because a static link pulls in only archive members something refers to, and
+ * every program that allocates refers to this one. */
+__attribute__((destructor)) static void slab_check_at_exit(void)
+{
+#if CONFIG_SLOT_CANARY
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !ro.opt.check_at_exit)
+		return;
+	uintptr_t last = 0;
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++)
+		if (ro.slab.classes[r].open_slabs) check_class_at_exit(&ro.slab.classes[r], &last);
+	if (last) fatal(EXIT_CANARY_MSG, (void *)last);
+#endif
 }
 
 /* --- start-up and fork ------------------------------------------------------------- */

@@ -15,6 +15,8 @@
  *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
  *    other pointer into the reservation is fatal.
  *  - With zero-on-free, a slot that is not live reads as zero (its canary too).
+ *  - A live slot's canary is in place whenever the class lock is free: slab_alloc
+ *    stamps it before unlocking, so a free may check the canary of a live neighbour.
  *  - Each (arena, class) has its own lock and random generator; the meta lock nests
  *    inside class locks, and class locks are taken before the large lock.
  */
@@ -37,7 +39,8 @@ void *slab_alloc(unsigned c);
 void slab_free(void *p, bool sized, unsigned c_claimed);
 /* Usable bytes of a live slot (fatal otherwise). */
 size_t slab_usable_size(const void *p);
-/* Bytes from p to the end of the live slot's usable part; 0 if none. */
+/* Bytes from p to the end of the usable part of the live slot p points into; 0 from
+ * the usable end to the slot's end. Fatal if p is not inside a live slot. */
 size_t slab_object_size(const void *p);
 /* Check the canary of a live slot and return its class (fatal if not live). */
 unsigned slab_class_of_live(const void *p);

@@ -24,7 +24,7 @@ run() { # name, command...
 }
 
 for backend in madvise mprotect; do
-	for bin in "$T"/unit/* "$T"/fault/* "$T"/death/* "$T"/system/*; do
+	for bin in "$T"/unit/* "$T"/fault/* "$T"/death/* "$T"/system/* "$T"/light/*; do
 		[ -x "$bin" ] || continue
 		# A hung program fails (timeout exits 124, or 137 after the kill) instead of
 		# blocking the suite; every program is meant to finish well within a minute.

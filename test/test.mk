@@ -5,6 +5,7 @@
 #   test/fault/*.c    cmocka programs; test/fault/fake_kernel.c wraps the kernel calls (-Wl,--wrap=)
 #   test/death/*.c    one death-test harness: each case commits a bug, the test passes on the right signal
 #   test/system/*.c   whole-program checks (stress, fork, mlockall, VMA counts) linked like a user program
+#   test/light/*.c    black-box programs linked with the light variant's librampart.a
 TEST_OUT := $(OUT)/test
 TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
@@ -15,7 +16,8 @@ UNIT_BINS := $(patsubst test/unit/%.c,$(TEST_OUT)/unit/%,$(wildcard test/unit/*.
 FAULT_BINS := $(patsubst test/fault/%.c,$(TEST_OUT)/fault/%,$(filter-out test/fault/fake_kernel.c,$(wildcard test/fault/*.c)))
 DEATH_BINS := $(patsubst test/death/%.c,$(TEST_OUT)/death/%,$(wildcard test/death/*.c))
 SYSTEM_BINS := $(patsubst test/system/%.c,$(TEST_OUT)/system/%,$(wildcard test/system/*.c))
-TEST_BINS := $(UNIT_BINS) $(FAULT_BINS) $(DEATH_BINS) $(SYSTEM_BINS)
+LIGHT_BINS := $(patsubst test/light/%.c,$(TEST_OUT)/light/%,$(wildcard test/light/*.c))
+TEST_BINS := $(UNIT_BINS) $(FAULT_BINS) $(DEATH_BINS) $(SYSTEM_BINS) $(LIGHT_BINS)
 
 $(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
@@ -32,6 +34,23 @@ $(TEST_OUT)/death/%: test/death/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 $(TEST_OUT)/system/%: test/system/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+
+# The light variant's library, for test/light: built by a sub-make of its own (its
+# CONFIG_* differ), into OUT/light, so a scratch OUT (make OUT=out-clang CC=clang)
+# keeps its light build beside it. The sub-make decides whether anything is stale.
+ifeq ($(VARIANT),light)
+LIGHT_LIB := $(OUT)/librampart.a
+else
+LIGHT_LIB := $(OUT)/light/librampart.a
+$(LIGHT_LIB): FORCE
+	@$(MAKE) --no-print-directory VARIANT=light OUT=$(OUT)/light lib
+endif
+# Black-box programs: only the public header, no CONFIG_* of either variant.
+LIGHT_TEST_CFLAGS := $(filter-out -D% -Isrc,$(TEST_CFLAGS))
+
+$(TEST_OUT)/light/%: test/light/%.c $(LIGHT_LIB) include/rampart.h
+	@mkdir -p $(@D)
+	$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $< $(LIGHT_LIB)
 
 .PHONY: test test-build
 test-build: lib $(TEST_BINS) $(OUT)/demo

@@ -56,17 +56,14 @@ static void stack_free(void)
 
 static void global_free(void) { free(global_buffer); }
 
-/* A slot start that was never handed out: a free neighbour of a live slot. */
+/* A slot start that was never handed out: the neighbour, in the same slab, of the only
+ * block of class 14336 (4 slots per slab, 3.5 pages apart: an even slot starts on a
+ * page and has its same-slab neighbour above it, an odd slot below it). */
 static void unused_slot_free(void)
 {
-	char *p = malloc(2000); /* class 2048: 32 slots per slab */
-	for (int k = -31; k < 32; k++) {
-		char *q = p + k * 2048;
-		if (k && ((uintptr_t)q >> 16) == ((uintptr_t)p >> 16) && malloc_object_size(q) == 0) {
-			free(q);
-			return;
-		}
-	}
+	char *p = malloc(14000);
+	long page = sysconf(_SC_PAGESIZE);
+	free((uintptr_t)p % (uintptr_t)page == 0 ? p + 14336 : p - 14336);
 }
 
 static void overflow_one_byte(void)

@@ -13,8 +13,8 @@
 
 #include "options.h"
 
-/* Parse text with stderr captured; returns the guard choice, warning text in warn. */
-static enum guard_backend parse(const char *text, char *warn, size_t cap)
+/* Parse text with stderr captured into warn; returns the options. */
+static struct options parse_all(const char *text, char *warn, size_t cap)
 {
 	int pfd[2];
 	ck_assert_int_eq(pipe(pfd), 0);
@@ -29,8 +29,10 @@ static enum guard_backend parse(const char *text, char *warn, size_t cap)
 	ssize_t n = read(pfd[0], warn, cap - 1);
 	warn[n > 0 ? n : 0] = 0;
 	close(pfd[0]);
-	return o.guard;
+	return o;
 }
+
+static enum guard_backend parse(const char *text, char *warn, size_t cap) { return parse_all(text, warn, cap).guard; }
 
 START_TEST(test_parse)
 {
@@ -64,6 +66,42 @@ START_TEST(test_parse)
 		ck_assert_msg(!!strstr(warn, "rampart: warning:") == cases[i].warns, "'%s': stderr '%s'",
 			      cases[i].text, warn);
 	}
+}
+END_TEST
+
+START_TEST(test_parse_check_at_exit)
+{
+	static const struct {
+		const char *text;
+		bool want;
+		enum guard_backend guard;
+		bool warns;
+	} cases[] = {
+		{NULL, false, GUARD_AUTO, false},
+		{"check_at_exit=1", true, GUARD_AUTO, false},
+		{"check_at_exit=0", false, GUARD_AUTO, false},
+		{"check_at_exit=1,check_at_exit=0", false, GUARD_AUTO, false},
+		{"guard=mprotect,check_at_exit=1", true, GUARD_MPROTECT, false},
+		{"check_at_exit=1,guard=madvise", true, GUARD_MADVISE, false},
+		{"check_at_exit=1,frobnicate=2,guard=mprotect", true, GUARD_MPROTECT, true},
+		{"check_at_exit=yes", false, GUARD_AUTO, true},
+		{"check_at_exit=2", false, GUARD_AUTO, true},
+		{"check_at_exit=", false, GUARD_AUTO, true},
+		{"check_at_exit", false, GUARD_AUTO, true},
+		{"check_at_exit=1,check_at_exit=x", true, GUARD_AUTO, true}, /* a bad entry changes nothing */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char warn[512];
+		struct options o = parse_all(cases[i].text, warn, sizeof warn);
+		ck_assert_msg(o.check_at_exit == cases[i].want, "'%s': check_at_exit %d", cases[i].text, o.check_at_exit);
+		ck_assert_msg(o.guard == cases[i].guard, "'%s': guard %d", cases[i].text, o.guard);
+		ck_assert_msg(!!strstr(warn, "rampart: warning:") == cases[i].warns, "'%s': stderr '%s'",
+			      cases[i].text, warn);
+	}
+	/* A warning names the bad entry alone, not the entries after it. */
+	char warn[512];
+	parse_all("bogus=1,guard=mprotect", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "bogus=1") && !strstr(warn, "guard=mprotect"), "stderr '%s'", warn);
 }
 END_TEST
 
@@ -137,6 +175,7 @@ static Suite *suite(void)
 	TCase *t = tcase_create("options");
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_parse);
+	tcase_add_test(t, test_parse_check_at_exit);
 	tcase_add_test(t, test_read_env);
 	tcase_add_test(t, test_at_secure_ignores_env);
 	suite_add_tcase(s, t);

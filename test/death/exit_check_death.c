@@ -1,0 +1,131 @@
+/*
+ * exit_check_death — RAMPART_OPTIONS=check_at_exit=1: damage to a block that is never
+ * freed is reported when the program exits, one "rampart: fatal:" line per damaged
+ * slot, then SIGABRT; without the option the same program exits quietly.
+ *
+ * The options are read once, at the first allocation, so each case re-executes this
+ * program with check_at_exit=1 appended to whatever RAMPART_OPTIONS the test runner
+ * set (both guard backends get exercised) or without it. The re-executed program
+ * prints the addresses of the blocks it damaged on stdout and returns from main.
+ */
+#include "../harness.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "rampart.h"
+
+/* --- the re-executed program ------------------------------------------------------ */
+
+static int child_main(const char *mode)
+{
+	static void *keep[100];
+	for (int i = 0; i < 100; i++) keep[i] = malloc((size_t)(i * 37 % 3000) + 1); /* live, intact */
+	for (int i = 0; i < 100; i += 3) free(keep[i]);
+	if (strcmp(mode, "overflow") == 0) {
+		/* Two live blocks of different classes, never freed: one byte of each canary. */
+		char *a = malloc(24), *b = malloc(1000);
+		a[malloc_usable_size(a) + 3] ^= 0x5a;
+		b[malloc_usable_size(b) + 7] ^= 0x01;
+		printf("%p\n%p\n", (void *)a, (void *)b);
+	}
+	fflush(stdout);
+	return 0; /* from main: exit handlers and destructors run */
+}
+
+/* --- the test ------------------------------------------------------------------- */
+
+struct outcome {
+	int status;
+	char out[512], err[4096];
+};
+
+static void drain(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(fd, buf + len, cap - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR) continue;
+			break;
+		}
+		len += (size_t)n;
+		if (len == cap - 1) break;
+	}
+	buf[len] = 0;
+}
+
+/* Run this program in mode with RAMPART_OPTIONS = the runner's, plus extra if any. */
+static void run(const char *mode, const char *extra, struct outcome *o)
+{
+	int out[2], err[2];
+	if (pipe(out) || pipe(err)) abort();
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(out[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		close(out[0]), close(err[0]), close(out[1]), close(err[1]);
+		quiet_child();
+		if (extra) {
+			const char *base = getenv("RAMPART_OPTIONS");
+			static char opts[512];
+			snprintf(opts, sizeof opts, "%s%s%s", base ? base : "", base && *base ? "," : "", extra);
+			setenv("RAMPART_OPTIONS", opts, 1);
+		}
+		execl("/proc/self/exe", "exit_check_death", mode, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]), close(err[1]);
+	/* Small outputs: the child never fills a pipe, so reading one after the other is safe. */
+	drain(out[0], o->out, sizeof o->out);
+	drain(err[0], o->err, sizeof o->err);
+	close(out[0]), close(err[0]);
+	while (waitpid(pid, &o->status, 0) < 0 && errno == EINTR) {}
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+	return n;
+}
+
+static int failures;
+
+static void report(bool ok, const char *name, const struct outcome *o)
+{
+	printf("%s  %s (status %#x)\n", ok ? "ok  " : "FAIL", name, o->status);
+	if (*o->err) printf("      child stderr: %s", o->err);
+	failures += !ok;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2) return child_main(argv[1]);
+	struct outcome o;
+
+	/* The overflows, checked at exit: SIGABRT after one line per damaged block, each
+	 * naming the block. */
+	run("overflow", "check_at_exit=1", &o);
+	char a[32] = "", b[32] = "";
+	sscanf(o.out, "%31s %31s", a, b);
+	bool ok = WIFSIGNALED(o.status) && WTERMSIG(o.status) == SIGABRT && count(o.err, "rampart: fatal:") == 2 &&
+		  count(o.err, "canary") == 2 && *a && *b && strstr(o.err, a) && strstr(o.err, b);
+	report(ok, "check_at_exit=1: two damaged live blocks reported at exit, then SIGABRT", &o);
+
+	run("clean", "check_at_exit=1", &o);
+	report(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0 && !strstr(o.err, "rampart:"),
+	       "check_at_exit=1: no damage, exit 0 and nothing said", &o);
+
+	run("overflow", NULL, &o);
+	report(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0 && !strstr(o.err, "rampart:"),
+	       "without the option: the same damage goes unreported at exit", &o);
+
+	run("overflow", "check_at_exit=0", &o);
+	report(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0 && !strstr(o.err, "rampart:"),
+	       "check_at_exit=0: the same damage goes unreported at exit", &o);
+
+	printf("exit_check_death: %d failed\n", failures);
+	return failures ? 1 : 0;
+}
