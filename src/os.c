@@ -207,15 +207,30 @@ static __attribute__((noreturn)) void die(const char *line, size_t n)
 	abort();
 }
 
+/* "rampart: fatal: <what> at <addr>" into line; returns its length. */
+static size_t fatal_line(char *line, size_t cap, const char *what, const void *addr)
+{
+	size_t n = put_str(line, 0, cap - 1, "rampart: fatal: ");
+	n = put_str(line, n, cap - 1, what);
+	n = put_str(line, n, cap - 1, " at ");
+	n = put_hex(line, n, cap - 1, (uintptr_t)addr);
+	line[n++] = '\n';
+	return n;
+}
+
+void fatal_report(const char *what, const void *addr)
+{
+	char line[256];
+	size_t n = fatal_line(line, sizeof line, what, addr);
+	int saved = errno;
+	write_all(line, n);
+	errno = saved;
+}
+
 void fatal(const char *what, const void *addr)
 {
 	char line[256];
-	size_t n = put_str(line, 0, sizeof line - 1, "rampart: fatal: ");
-	n = put_str(line, n, sizeof line - 1, what);
-	n = put_str(line, n, sizeof line - 1, " at ");
-	n = put_hex(line, n, sizeof line - 1, (uintptr_t)addr);
-	line[n++] = '\n';
-	die(line, n);
+	die(line, fatal_line(line, sizeof line, what, addr));
 }
 
 void os_unexpected(const char *call, int err, const void *addr)

@@ -49,6 +49,9 @@ static inline bool os_is_oom(int err) { return err == 12 /* ENOMEM */ || err == 
 
 /* Abort with "rampart: fatal: <what> at <addr>" on stderr. Never allocates. */
 cold __attribute__((noreturn)) void fatal(const char *what, const void *addr);
+/* The same line without aborting, for reports that name several places before the
+ * last one goes through fatal(). */
+cold void fatal_report(const char *what, const void *addr);
 /* A kernel error that is not "no memory" during an operation that must not fail. */
 cold __attribute__((noreturn)) void os_unexpected(const char *call, int err, const void *addr);
 /* One line on stderr, no allocation. */

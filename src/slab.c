@@ -606,28 +606,6 @@ size_t slab_object_size(const void *p)
 /* --- the check at exit (RAMPART_OPTIONS=check_at_exit=1) -------------------------- */
 
 #if CONFIG_SLOT_CANARY
-/* "rampart: fatal: <what> at <addr>" without aborting, so that every damaged slot is
- * named before the process aborts; a fixed buffer, nothing allocated. */
-static void report_line(const char *what, uintptr_t addr)
-{
-	char line[160];
-	size_t n = 0;
-	for (const char *w = "rampart: fatal: "; *w;) line[n++] = *w++;
-	for (const char *w = what; *w && n < sizeof line - 24;) line[n++] = *w++;
-	for (const char *w = " at 0x"; *w;) line[n++] = *w++;
-	int digits = 1;
-	while (digits < 16 && addr >> (4 * digits)) digits++;
-	while (digits--) line[n++] = "0123456789abcdef"[(addr >> (4 * digits)) & 15];
-	line[n++] = '\n';
-	for (const char *w = line; n;) {
-		ssize_t done = write(STDERR_FILENO, w, n);
-		if (done < 0 && errno == EINTR) continue;
-		if (done <= 0) break;
-		w += done;
-		n -= (size_t)done;
-	}
-}
-
 #define EXIT_CANARY_MSG "live slot canary overwritten, found at exit (heap overflow)"
 
 /* Report every live slot of k whose canary is damaged except the last one found,
@@ -645,7 +623,7 @@ static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
 			uint64_t v;
 			memcpy(&v, (const char *)start + (size_t)i * k->size + k->usable, 8);
 			if (likely(v == s->canary)) continue;
-			if (*last) report_line(EXIT_CANARY_MSG, *last);
+			if (*last) fatal_report(EXIT_CANARY_MSG, (const void *)*last);
 			*last = start + (size_t)i * k->size;
 		}
 	}

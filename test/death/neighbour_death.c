@@ -94,11 +94,11 @@ static void controls(void)
 }
 
 static const struct death_case cases[] = {
-	{"overflow past the canary into a free next slot, caught at its free", overflow_into_free_next, DIE_FATAL},
-	{"overflow rewriting the canary, into a free next slot", linear_overflow_keeping_canary, DIE_FATAL},
-	{"underflow into a live previous slot's canary, caught at its free", underflow_into_live_canary, DIE_FATAL},
-	{"underflow into a free previous slot, caught at its free", underflow_into_free_prev, DIE_FATAL},
-	{"adjacent slots freed in both orders without a bug", controls, DIE_NOT},
+	{"overflow past the canary into a free next slot, caught at its free", overflow_into_free_next, DIE_FATAL, NULL},
+	{"overflow rewriting the canary, into a free next slot", linear_overflow_keeping_canary, DIE_FATAL, NULL},
+	{"underflow into a live previous slot's canary, caught at its free", underflow_into_live_canary, DIE_FATAL, NULL},
+	{"underflow into a free previous slot, caught at its free", underflow_into_free_prev, DIE_FATAL, NULL},
+	{"adjacent slots freed in both orders without a bug", controls, DIE_NOT, NULL},
 };
 
 int main(void) { return death_run_all(cases, sizeof cases / sizeof *cases); }

@@ -86,13 +86,13 @@ static void live_answers(void)
 }
 
 static const struct death_case cases[] = {
-	{"malloc_object_size of a freed block", freed_start, DIE_FATAL},
-	{"malloc_object_size inside a freed block", freed_interior, DIE_FATAL},
-	{"malloc_object_size of a freed block after churn", freed_then_churned, DIE_FATAL},
-	{"malloc_object_size of a never-used slot", never_used_slot, DIE_FATAL},
-	{"malloc_object_size in a class's guard area", guard_area, DIE_FATAL},
-	{"malloc_object_size of a freed malloc(0)", freed_zero_size, DIE_FATAL},
-	{"malloc_object_size of live, past-the-end and foreign pointers", live_answers, DIE_NOT},
+	{"malloc_object_size of a freed block", freed_start, DIE_FATAL, NULL},
+	{"malloc_object_size inside a freed block", freed_interior, DIE_FATAL, NULL},
+	{"malloc_object_size of a freed block after churn", freed_then_churned, DIE_FATAL, NULL},
+	{"malloc_object_size of a never-used slot", never_used_slot, DIE_FATAL, NULL},
+	{"malloc_object_size in a class's guard area", guard_area, DIE_FATAL, NULL},
+	{"malloc_object_size of a freed malloc(0)", freed_zero_size, DIE_FATAL, NULL},
+	{"malloc_object_size of live, past-the-end and foreign pointers", live_answers, DIE_NOT, NULL},
 };
 
 int main(void) { return death_run_all(cases, sizeof cases / sizeof *cases); }
