@@ -38,17 +38,19 @@ static inline unsigned class_for(size_t size, size_t align)
 	return c < SC_COUNT && sc_usable(c) <= SMALL_MAX + SC_CANARY ? c : SC_COUNT;
 }
 
-static void *alloc(size_t size, size_t align)
+/* Large blocks come from fresh or reopened pages, which the kernel zeroed; a slot is
+ * cleared by the slab allocator as far as it cannot prove it zero. */
+static void *alloc(size_t size, size_t align, bool zero)
 {
 	if (unlikely(!rampart_ready())) return NULL;
 	unsigned c = class_for(size, align);
-	if (likely(c < SC_COUNT)) return slab_alloc(c);
+	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero);
 	return large_alloc(size, align > os_page ? align : 0);
 }
 
 static void *alloc_or_enomem(size_t size, size_t align)
 {
-	void *p = alloc(size, align);
+	void *p = alloc(size, align, false);
 	if (unlikely(!p)) errno = ENOMEM;
 	return p;
 }
@@ -76,26 +78,20 @@ API void *calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	void *p = alloc_or_enomem(total, 0);
-	/* Large blocks come from fresh or reopened pages, which the kernel zeroed. A slot
-	 * is known zero only where zero-on-free wiped it and the write-after-free check
-	 * proved nothing wrote to it since: without that check a stale pointer may have,
-	 * and calloc must return zeros to a correct program whatever a buggy one did. */
-#if !CONFIG_ZERO_ON_FREE || !CONFIG_WRITE_AFTER_FREE_CHECK
-	if (p && slab_contains(p)) memset(p, 0, total);
-#endif
+	void *p = alloc(total, 0, true);
+	if (unlikely(!p)) errno = ENOMEM;
 	return p;
 }
 
 /* Move a block into a new allocation of size bytes, copying what both can hold. */
-static void *realloc_move(void *p, size_t old_usable, size_t size)
+static void *realloc_move(void *p, size_t old_used, size_t size)
 {
-	void *q = alloc(size, 0);
+	void *q = alloc(size, 0, false);
 	if (unlikely(!q)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	memcpy(q, p, MIN(old_usable, size));
+	memcpy(q, p, MIN(old_used, size));
 	release(p, false, 0, 0);
 	return q;
 }
@@ -112,9 +108,9 @@ API void *realloc(void *p, size_t size)
 	if (unlikely(!rampart_ready())) fatal("realloc of a pointer rampart never handed out", p);
 	if (slab_contains(p)) {
 		/* Checks that p is live and its canary intact before anything else. */
-		unsigned c = slab_class_of_live(p);
-		if (size <= SMALL_MAX && sc_of(size) == c) return p;
-		return realloc_move(p, sc_usable(c), size);
+		size_t copy;
+		if (slab_resize(p, size <= SMALL_MAX ? sc_of(size) : SC_COUNT, size, &copy)) return p;
+		return realloc_move(p, copy, size);
 	}
 	if (size <= SMALL_MAX)
 		return realloc_move(p, large_usable_size(p, "realloc of a pointer that is not a live allocation"), size);
@@ -161,7 +157,7 @@ API int posix_memalign(void **out, size_t align, size_t size)
 {
 	if (!is_pow2(align) || align % sizeof(void *)) return EINVAL;
 	if (align > MAX_ALIGN) return ENOMEM;
-	void *p = alloc(size, align);
+	void *p = alloc(size, align, false);
 	if (!p) return ENOMEM;
 	*out = p;
 	return 0;

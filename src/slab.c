@@ -58,14 +58,23 @@
 
 enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
 
-/* Hot fields first: an allocation touches only the first cache line. */
+/* Classes with at most this many slots a slab keep a dirty extent per slot (slab.h). */
+#define SLAB_EXTENT_SLOTS 32u
+/* Extents are kept in 16-byte units: a slot of 128 KiB is 8192 units. */
+#define EXTENT_UNIT 16u
+
+/* Hot fields first: an allocation touches the first two cache lines. */
 struct slab {
 	uint64_t used[SLAB_WORDS]; /* handed out or quarantined; bits past `slots` are set */
 	uint64_t canary;           /* leading (lowest-address) byte zero */
 	uint32_t next, prev;       /* list links: position + 1, 0 = none */
 	uint16_t nused;
 	uint8_t state;
-	uint64_t quar[SLAB_WORDS] __attribute__((aligned(64))); /* in the slot quarantine */
+	uint64_t fresh[SLAB_WORDS]; /* not handed out since the slab was opened: all zero */
+	uint64_t quar[SLAB_WORDS];  /* in the slot quarantine */
+	/* Live: the units the program may have written. Not live: the units the free wiped,
+	 * which the next allocation checks. */
+	uint16_t extent[SLAB_EXTENT_SLOTS];
 };
 
 struct slab_class {
@@ -77,6 +86,7 @@ struct slab_class {
 	uint32_t max_pos;
 	uint32_t cls;
 	bool open_slabs;            /* false for the zero class: its memory never opens */
+	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
 	struct guard_region region; /* base = slab position 0 */
 	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
 	struct slab **dir;
@@ -122,6 +132,22 @@ static inline struct slab *desc(const struct slab_class *k, uint32_t pos)
 static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
 {
 	return k->region.base + (size_t)pos * k->slab_bytes;
+}
+
+/* Bytes of slot i that may be dirty (live) or that were wiped (not live). */
+static inline size_t extent_of(const struct slab_class *k, const struct slab *s, uint32_t i)
+{
+	return k->track_extent ? MIN((size_t)s->extent[i] * EXTENT_UNIT, (size_t)k->usable) : k->usable;
+}
+
+static inline void set_extent(const struct slab_class *k, struct slab *s, uint32_t i, size_t n)
+{
+	if (k->track_extent) s->extent[i] = (uint16_t)((MIN(n, (size_t)k->usable) + EXTENT_UNIT - 1) / EXTENT_UNIT);
+}
+
+static inline void grow_extent(const struct slab_class *k, struct slab *s, uint32_t i, size_t n)
+{
+	if (n > extent_of(k, s, i)) set_extent(k, s, i, n);
 }
 
 static inline struct slab_class *class_at(uintptr_t a)
@@ -296,6 +322,11 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 		if (!fresh_slab(k, &pos)) return false;
 		s = desc(k, pos);
 	}
+	if (s->state != SLAB_EMPTY) {
+		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
+		 * that stayed open keeps its record: its slots were wiped only as far as used. */
+		for (uint32_t w = 0; w < SLAB_WORDS; w++) s->fresh[w] = ~k->tail[w];
+	}
 	memcpy(s->used, k->tail, sizeof s->used);
 	memset(s->quar, 0, sizeof s->quar);
 	s->nused = 0;
@@ -414,7 +445,7 @@ static unsigned assign_arena(void)
 	return a;
 }
 
-void *slab_alloc(unsigned c)
+void *slab_alloc(unsigned c, size_t size, bool zero)
 {
 	unsigned a = tls_arena;
 	if (unlikely(!a)) a = assign_arena();
@@ -429,9 +460,15 @@ void *slab_alloc(unsigned c)
 	}
 	struct slab *s = desc(k, pos);
 	uint32_t i = pick_slot(k, s);
-	s->used[i >> 6] |= (uint64_t)1 << (i & 63);
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	s->used[i >> 6] |= bit;
 	if (++s->nused == k->slots) partial_remove(k, s);
 	char *p = (char *)slab_start(k, pos) + (size_t)i * k->size;
+	bool fresh = s->fresh[i >> 6] & bit;
+	s->fresh[i >> 6] &= ~bit;
+	/* What the last free wiped; nothing to look at in a fresh slot. */
+	size_t wiped = fresh ? k->usable : extent_of(k, s, i);
+	set_extent(k, s, i, size);
 #if CONFIG_SLOT_CANARY
 	/* Stamped under the lock: a free of a neighbour checks the canary of every live
 	 * slot next to it, and must never see this one live without its canary. */
@@ -445,19 +482,25 @@ void *slab_alloc(unsigned c)
 	}
 #endif
 	class_unlock(k);
+	if (fresh || !k->open_slabs) return p;
 
 #if CONFIG_WRITE_AFTER_FREE_CHECK
-	/* The usable part is ours alone now (no neighbour check reads a live slot's
-	 * data), so the scan for stale writes runs outside the lock. */
-	if (k->open_slabs) {
-		const uint64_t *w = (const uint64_t *)p;
-		size_t words = k->usable / 8, n = 0;
-		uint64_t acc = 0;
-		for (; n + 2 <= words; n += 2) acc |= w[n] | w[n + 1];
-		if (n < words) acc |= w[n];
-		if (unlikely(acc)) fatal("write after free", p);
-	}
+	/* The slot is ours alone now (no neighbour check reads a live slot's data), so the
+	 * scan for stale writes runs outside the lock, over what the last free wiped. */
+	const uint64_t *w = (const uint64_t *)p;
+	size_t words = wiped / 8, n = 0;
+	uint64_t acc = 0;
+	for (; n + 2 <= words; n += 2) acc |= w[n] | w[n + 1];
+	if (n < words) acc |= w[n];
+	if (unlikely(acc)) fatal("write after free", p);
+	size_t known_zero = wiped;
+#else
+	/* Without the check a stale pointer may have written since the wipe: calloc must
+	 * return zeros to a correct program whatever a buggy one did. */
+	size_t known_zero = 0;
+	(void)wiped;
 #endif
+	if (zero && size > known_zero) memset(p + known_zero, 0, size - known_zero);
 	return p;
 }
 
@@ -547,7 +590,10 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		check_canary(k, s, a);
 		check_neighbours(k, s, a, i);
 #if CONFIG_ZERO_ON_FREE
-		memset(p, 0, k->size);
+		/* What the program could have written, and the canary; the extent stays as
+		 * the record of what the next allocation must find zero. */
+		memset(p, 0, extent_of(k, s, i));
+		memset((char *)p + k->usable, 0, SC_CANARY);
 #endif
 	}
 #if CONFIG_SLOT_QUARANTINE
@@ -564,20 +610,24 @@ size_t slab_usable_size(const void *p)
 	struct slab_class *k = class_at((uintptr_t)p);
 	class_lock(k);
 	uint32_t pos, i;
-	(void)live_slot(k, (uintptr_t)p, &pos, &i, "malloc_usable_size of a pointer that is not a live allocation");
+	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "malloc_usable_size of a pointer that is not a live allocation");
+	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
 	return k->usable;
 }
 
-unsigned slab_class_of_live(const void *p)
+bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 {
 	struct slab_class *k = class_at((uintptr_t)p);
 	class_lock(k);
 	uint32_t pos, i;
 	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "realloc of a pointer that is not a live allocation");
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p);
+	bool stays = c_new == k->cls;
+	if (stays) grow_extent(k, s, i, size);
+	*copy = extent_of(k, s, i);
 	class_unlock(k);
-	return k->cls;
+	return stays;
 }
 
 size_t slab_object_size(const void *p)
@@ -597,6 +647,7 @@ size_t slab_object_size(const void *p)
 	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
 	uint32_t i = div32(in, k->size, k->slot_magic), at = in - i * k->size;
 	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, what, p);
+	if (at < k->usable) set_extent(k, s, i, k->usable); /* told it may use all of it */
 	class_unlock(k);
 	/* From the end of the usable part to the end of the slot (the canary) the pointer
 	 * is still the block's, one past its end included: nothing left to access. */
@@ -718,6 +769,7 @@ bool slab_init(void)
 		k->pages_magic = magic_of(g->pages);
 		k->slab_bytes = (size_t)g->pages * os_page;
 		k->open_slabs = c != 0;
+		k->track_extent = g->slots <= SLAB_EXTENT_SLOTS;
 		for (uint32_t i = g->slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
 
 		/* The random guard area: up to 1/16 of the region, at least one page. */

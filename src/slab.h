@@ -14,7 +14,16 @@
  *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
  *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
  *    other pointer into the reservation is fatal.
- *  - With zero-on-free, a slot that is not live reads as zero (its canary too).
+ *  - Cost follows use. A slot never handed out since its slab was opened (fresh) is
+ *    known zero: it is neither checked nor wiped. Otherwise the slot's dirty extent is
+ *    what the program asked for, widened to the usable size once it learns that
+ *    (malloc_usable_size, malloc_object_size, an in-place realloc); a free wipes the
+ *    extent and the canary, and the next allocation checks that much. Classes of up to
+ *    SLAB_EXTENT_SLOTS slots a slab keep the extent per slot; smaller slots count as
+ *    wholly dirty (tracking would cost more than wiping them).
+ *  - With zero-on-free, a slot that is not live reads as zero over its last wiped
+ *    extent and its canary; beyond that only an overflow inside the slot's own slack
+ *    can have left bytes (calloc clears them).
  *  - A live slot's canary is in place whenever the class lock is free: slab_alloc
  *    stamps it before unlocking, so a free may check the canary of a live neighbour.
  *  - Each (arena, class) has its own lock and random generator; the meta lock nests
@@ -33,17 +42,20 @@ must_check bool slab_init(void);
 /* Is p inside the slab reservation? (Then only slab_* may handle it.) */
 static inline bool slab_contains(const void *p);
 
-/* A slot of class c (c < SC_COUNT) from the calling thread's arena; NULL on OOM. */
-void *slab_alloc(unsigned c);
+/* A slot of class c (c < SC_COUNT) for size bytes from the calling thread's arena, all
+ * of them zero with zero; NULL on OOM. */
+void *slab_alloc(unsigned c, size_t size, bool zero);
 /* Free a live slot; with sized, c_claimed is the class the caller's size maps to. */
 void slab_free(void *p, bool sized, unsigned c_claimed);
-/* Usable bytes of a live slot (fatal otherwise). */
+/* Usable bytes of a live slot (fatal otherwise); the program may now use them all. */
 size_t slab_usable_size(const void *p);
 /* Bytes from p to the end of the usable part of the live slot p points into; 0 from
  * the usable end to the slot's end. Fatal if p is not inside a live slot. */
 size_t slab_object_size(const void *p);
-/* Check the canary of a live slot and return its class (fatal if not live). */
-unsigned slab_class_of_live(const void *p);
+/* realloc of a live slot (its canary checked; fatal if not live) to size bytes of class
+ * c_new (SC_COUNT: a large block): true when the slot serves it in place, its extent
+ * grown to size; false when the block must move, with *copy the bytes to carry over. */
+bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy);
 
 void slab_fork_prepare(void);
 void slab_fork_parent(void);

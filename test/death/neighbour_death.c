@@ -62,7 +62,7 @@ static void underflow_into_live_canary(void)
 {
 	char *a, *b;
 	adjacent_pair(&a, &b);
-	b[-3] = 'x'; /* a byte of A's canary */
+	b[-3] ^= 0x5a; /* a byte of A's canary */
 	free(b);
 }
 

@@ -76,7 +76,7 @@ static void overflow_one_byte(void)
 static void overflow_eighth_byte(void)
 {
 	char *p = malloc(100);
-	p[malloc_usable_size(p) + 7] = 'x';
+	p[malloc_usable_size(p) + 7] ^= 0x5a; /* a constant would match the random byte 1 time in 256 */
 	free(p);
 }
 
@@ -100,6 +100,22 @@ static void write_after_free(void)
 	for (int i = 0; i < CHURN; i++) v[i] = malloc(48); /* then free them: pushes p out */
 	for (int i = 0; i < CHURN; i++) free(v[i]);
 	for (int i = 0; i < FILL; i++) v[i] = malloc(48); /* some allocation gets p's slot */
+}
+
+/* The same in a class with a dirty extent per slot: a write inside what the program
+ * asked for is found when the slot is handed out again. */
+static void write_after_free_big(void)
+{
+	enum { NEIGHBOURS = 12, CHURN = 300, FILL = 3000 };
+	static void *keep[NEIGHBOURS], *v[FILL];
+	for (int i = 0; i < NEIGHBOURS; i++) keep[i] = malloc(5000);
+	sink = (char)(uintptr_t)keep[NEIGHBOURS - 1];
+	char *p = malloc(5000);
+	free(p);
+	p[4000] = 'x';
+	for (int i = 0; i < CHURN; i++) v[i] = malloc(5000);
+	for (int i = 0; i < CHURN; i++) free(v[i]);
+	for (int i = 0; i < FILL; i++) v[i] = malloc(5000);
 }
 
 static void zero_size_read(void)
@@ -174,6 +190,7 @@ static const struct death_case cases[] = {
 	{"8th byte past malloc_usable_size, then free", overflow_eighth_byte, SIGABRT, 0},
 	{"overflow, then realloc", overflow_then_realloc, SIGABRT, 0},
 	{"write after free, detected on reuse", write_after_free, SIGABRT, 1},
+	{"write after free in a 5 KiB slot, detected on reuse", write_after_free_big, SIGABRT, 1},
 	{"read of a malloc(0) pointer", zero_size_read, SIGSEGV, 0},
 	{"write to a malloc(0) pointer", zero_size_write, SIGSEGV, 0},
 	{"free_sized with a bigger size", sized_free_wrong_size, SIGABRT, 0},
