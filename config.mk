@@ -51,8 +51,14 @@ CONFIG_GUARD_SLAB_INTERVAL_MPROTECT ?= 8
 # Empty slabs kept open per (arena, class) for quick reuse; more are closed.
 CONFIG_SLAB_EMPTY_CACHE ?= 1
 # ... and beyond that count, while the empty slabs kept open total at most this many bytes
-# (big classes have one slot per slab: without it every free would close a slab).
+# (big classes have few slots per slab: without it nearly every free would close a slab).
+# That is the floor of the budget; it grows while a class churns (see the next two).
 CONFIG_SLAB_EMPTY_CACHE_BYTES ?= 262144
+# The budget grows by a slab each time a class reopens a slab within this many ms of
+# closing one, and its part above the floor halves every this many ms without churn.
+CONFIG_SLAB_EMPTY_DECAY_MS ?= 1000
+# Above the floor, empty slabs kept open are at most 1/N of the class's slabs in use.
+CONFIG_SLAB_EMPTY_MAX_FRACTION ?= 4
 # Closed empty slabs wait in a FIFO of this many per (arena, class) before reuse (0 = off).
 CONFIG_SLAB_QUARANTINE ?= 16
 

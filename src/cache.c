@@ -12,16 +12,8 @@
 #include "cache.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "stats.h"
-
-uint64_t cache_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 void cache_init(struct region_cache *c, struct cache_entry *storage, size_t max_entries, size_t max_bytes,
 		uint64_t decay_ms)

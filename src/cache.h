@@ -51,7 +51,5 @@ bool cache_contains(const struct region_cache *c, uintptr_t a);
 /* Unmap everything; returns how many regions went. */
 size_t cache_flush(struct region_cache *c);
 
-/* Milliseconds from a coarse monotonic clock (vDSO: no system call). */
-uint64_t cache_now_ms(void);
 
 #endif

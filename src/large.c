@@ -126,7 +126,7 @@ static size_t lead_of(const struct large_entry *e) { return e->data - e->region.
 static void retire_region(struct large_state *s, struct guard_region *r)
 {
 	if (r->flags & REGION_RESIDUE) (void)guard_unmap(r);
-	else cache_put(&s->cache, r, cache_now_ms());
+	else cache_put(&s->cache, r, os_now_ms());
 }
 
 bool large_init(void)
@@ -156,7 +156,7 @@ bool large_init(void)
  * Aligned requests are not served here. */
 static bool take_cached(struct large_state *s, struct guard_region *r, size_t lead, size_t len, size_t align)
 {
-	cache_decay(&s->cache, cache_now_ms());
+	cache_decay(&s->cache, os_now_ms());
 	if (align > os_page) return false;
 	size_t trail_max = max_guard(len);
 	size_t waste_max = len / 100 * CONFIG_CACHE_MAX_WASTE_PERCENT;

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PR_SET_VMA
@@ -126,6 +127,13 @@ void os_random(void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	errno = saved;
+}
+
+uint64_t os_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 long os_read_long(const char *path)

@@ -41,6 +41,8 @@ size_t os_one_mapping(void *addr, size_t len);
 bool os_label(void *addr, size_t len, const char *name);
 /* Fill buf with random bytes from the kernel; fatal if the kernel refuses. */
 void os_random(void *buf, size_t len);
+/* Milliseconds from a coarse monotonic clock (vDSO: no system call). */
+uint64_t os_now_ms(void);
 /* Read a small decimal number from a /proc file; -1 when unreadable. */
 long os_read_long(const char *path);
 

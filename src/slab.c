@@ -55,6 +55,8 @@
 #define MIN_REGION_SHIFT 26u
 /* Slot quarantine entries per class: at most this many (rand16 indexes it). */
 #define SLOT_Q_MAX 4096u
+/* ... and at least this many in each half (random array and FIFO). */
+#define SLOT_Q_MIN_HALF 4u
 
 enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
 
@@ -97,6 +99,10 @@ struct slab_class {
 	uint32_t nclosed;          /* slabs in the closed set (out of the slab quarantine) */
 	uint64_t *closed_chunks;   /* bit per descriptor chunk: it has a slab in the closed set */
 	uint32_t nempty;
+	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
+	 * soon after closing one (churn) and decays towards its floor when it does not. */
+	uint32_t empty_max, empty_floor, nactive;
+	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
 	uintptr_t *qrand, *qring; /* slot quarantine */
@@ -304,6 +310,15 @@ static void empty_remove(struct slab_class *k, struct slab *s)
 	k->nempty--;
 }
 
+/* A slab must be reopened or taken fresh: if one was closed a moment ago the budget was
+ * too small for this churn, so it grows (bounded by a fraction of the slabs in use). */
+static void grow_empty_budget(struct slab_class *k)
+{
+	uint64_t now = os_now_ms();
+	uint32_t cap = k->empty_floor + k->nactive / CONFIG_SLAB_EMPTY_MAX_FRACTION;
+	if (now - k->closed_at_ms < CONFIG_SLAB_EMPTY_DECAY_MS && k->empty_max < cap) k->empty_max++;
+}
+
 /* A slab with a free slot, put on the partial list; false on OOM. */
 static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 {
@@ -314,14 +329,17 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 		s = desc(k, pos);
 		empty_remove(k, s);
 	} else if (k->nclosed) {
+		if (k->open_slabs) grow_empty_budget(k);
 		pos = closed_lowest(k);
 		s = desc(k, pos);
 		if (k->open_slabs && !guard_open(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
 		closed_remove(k, pos);
 	} else {
+		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
 		if (!fresh_slab(k, &pos)) return false;
 		s = desc(k, pos);
 	}
+	k->nactive++;
 	if (s->state != SLAB_EMPTY) {
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used. */
@@ -358,20 +376,43 @@ static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 	return true;
 }
 
+/* Close the highest empty slab; false when the kernel cannot now. */
+static bool close_highest_empty(struct slab_class *k)
+{
+	uint32_t hi = k->empty_last - 1;
+	struct slab *h = desc(k, hi);
+	empty_remove(k, h);
+	if (close_slab(k, hi, h)) {
+		k->closed_at_ms = os_now_ms();
+		return true;
+	}
+	empty_insert(k, hi, h);
+	return false;
+}
+
+/* Every CONFIG_SLAB_EMPTY_DECAY_MS the budget above the floor halves, and the empty slabs
+ * beyond it close at once: a class that stopped churning gives its memory back. */
+static void decay_empty_budget(struct slab_class *k, uint64_t now)
+{
+	if (now < k->decay_at_ms) return;
+	k->decay_at_ms = now + CONFIG_SLAB_EMPTY_DECAY_MS;
+	k->empty_max = k->empty_floor + (k->empty_max - k->empty_floor) / 2;
+	while (k->nempty > k->empty_max && close_highest_empty(k)) {}
+}
+
 /* The last slot of a slab went back: cache it, or close a slab (contents are zero). */
 static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	bool room = k->nempty < CONFIG_SLAB_EMPTY_CACHE || (k->nempty + 1) * k->slab_bytes <= CONFIG_SLAB_EMPTY_CACHE_BYTES;
+	k->nactive--;
+	if (k->open_slabs) decay_empty_budget(k, os_now_ms());
+	bool room = k->nempty < k->empty_max;
 	if (!room && k->empty_last > pos + 1) {
 		/* The lower one stays open: the open slabs stay together at the bottom. */
-		uint32_t hi = k->empty_last - 1;
-		struct slab *h = desc(k, hi);
-		empty_remove(k, h);
-		if (close_slab(k, hi, h)) room = true;
-		else empty_insert(k, hi, h);
+		room = close_highest_empty(k);
 	}
 	/* Kept open also when the kernel cannot close it now. */
 	if (room || !close_slab(k, pos, s)) empty_insert(k, pos, s);
+	else k->closed_at_ms = os_now_ms();
 }
 
 /* A slot goes back to its slab for good (it left the quarantine, or there is none). */
@@ -438,6 +479,24 @@ static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 	die(k, "slab metadata inconsistent", s);
 }
 
+#if CONFIG_WRITE_AFTER_FREE_CHECK
+/* Are the n bytes at p (16-byte aligned, n a multiple of 8) all zero? 64 bytes a step in
+ * 16-byte vectors, which every x86_64 (SSE2) and arm64 (NEON) has: this scan is most of
+ * what a write-after-free check costs. */
+typedef uint64_t zero_vec __attribute__((vector_size(16), aligned(16), may_alias));
+static inline bool all_zero(const void *p, size_t n)
+{
+	const zero_vec *v = p;
+	zero_vec acc = {0, 0};
+	size_t i = 0;
+	for (; i + 4 <= n / 16; i += 4) acc |= v[i] | v[i + 1] | v[i + 2] | v[i + 3];
+	for (; i < n / 16; i++) acc |= v[i];
+	uint64_t tail = 0;
+	if (n % 16) memcpy(&tail, (const char *)p + n - 8, 8);
+	return !(acc[0] | acc[1] | tail);
+}
+#endif
+
 static unsigned assign_arena(void)
 {
 	unsigned a = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % ro.slab.arenas + 1;
@@ -487,12 +546,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 #if CONFIG_WRITE_AFTER_FREE_CHECK
 	/* The slot is ours alone now (no neighbour check reads a live slot's data), so the
 	 * scan for stale writes runs outside the lock, over what the last free wiped. */
-	const uint64_t *w = (const uint64_t *)p;
-	size_t words = wiped / 8, n = 0;
-	uint64_t acc = 0;
-	for (; n + 2 <= words; n += 2) acc |= w[n] | w[n + 1];
-	if (n < words) acc |= w[n];
-	if (unlikely(acc)) fatal("write after free", p);
+	if (unlikely(!all_zero(p, wiped))) fatal("write after free", p);
 	size_t known_zero = wiped;
 #else
 	/* Without the check a stale pointer may have written since the wipe: calloc must
@@ -709,7 +763,9 @@ static uint32_t slot_q_half(uint32_t size)
 #if CONFIG_SLOT_QUARANTINE
 	uint32_t want = (uint32_t)(CONFIG_SLOT_QUARANTINE_BYTES / size) / 2;
 	uint32_t n = want ? (uint32_t)1 << (31 - __builtin_clz(want)) : 0;
-	return n < 1 ? 1 : n > SLOT_Q_MAX / 2 ? SLOT_Q_MAX / 2 : n;
+	/* Big slots get a few entries all the same: with one, a freed slot would come back
+	 * after a fixed number of frees. */
+	return n < SLOT_Q_MIN_HALF ? SLOT_Q_MIN_HALF : n > SLOT_Q_MAX / 2 ? SLOT_Q_MAX / 2 : n;
 #else
 	(void)size;
 	return 0;
@@ -770,6 +826,8 @@ bool slab_init(void)
 		k->slab_bytes = (size_t)g->pages * os_page;
 		k->open_slabs = c != 0;
 		k->track_extent = g->slots <= SLAB_EXTENT_SLOTS;
+		k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
+		k->empty_max = k->empty_floor;
 		for (uint32_t i = g->slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
 
 		/* The random guard area: up to 1/16 of the region, at least one page. */

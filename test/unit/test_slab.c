@@ -225,17 +225,24 @@ START_TEST(fresh_slot_untouched)
 }
 END_TEST
 
-/* Get slot `want` back from malloc(n) (or calloc): allocate and free until it comes (the
- * frees push it out of the slot quarantine). NULL if it never does within the bound. */
+/* Get slot `want` back from malloc(n) (or calloc): allocate and hold, freeing every
+ * other held block (the frees push `want` out of the slot quarantine, the held blocks
+ * fill the slabs until its slab is reached). NULL if it never comes within the bound. */
 static unsigned char *get_slot_back(const void *want, size_t n, bool zeroed)
 {
-	for (int tries = 0; tries < 200000; tries++) {
+	enum { TRIES = 20000 };
+	static unsigned char *held[TRIES];
+	size_t first = 0, count = 0;
+	unsigned char *got = NULL;
+	for (int tries = 0; tries < TRIES && !got; tries++) {
 		unsigned char *q = zeroed ? calloc(1, n) : malloc(n);
 		ck_assert_ptr_nonnull(q);
-		if (q == want) return q;
-		free(q);
+		if (q == want) got = q;
+		else held[count++] = q;
+		if (tries % 2 && first < count) free(held[first++]);
 	}
-	return NULL;
+	while (first < count) free(held[first++]);
+	return got;
 }
 
 /* A free wipes what the program asked for; bytes an overflow left in the slot's own
