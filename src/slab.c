@@ -20,9 +20,9 @@
  *
  * Lists, by slab state:
  *   ACTIVE  open, 1..slots slots in use; on the partial list unless full
- *   EMPTY   open, no slot in use, in the small empty cache (contents are zero), a
- *           list sorted by position: the lowest is reused first, the highest closed
- *           first, for the same reason as the closed set below
+ *   EMPTY   open, no slot in use, in the empty set (a budget that follows use; the
+ *           contents are zero): the lowest is reused first, the highest closed first,
+ *           for the same reason as the closed set below
  *   CLOSED  closed through the guard layer; in the slab quarantine ring, then in the
  *           closed set from which the lowest position is reopened before fresh space
  *           is used (so churn keeps reusing the same low slabs and the open ones stay
@@ -95,10 +95,13 @@ struct slab_class {
 	/* State. */
 	uint32_t hwm;         /* positions below were taken into use (or skipped as guards) */
 	uint32_t since_guard; /* fresh slabs taken since the last guard */
-	uint32_t partial, empty, empty_last;
-	uint32_t nclosed;          /* slabs in the closed set (out of the slab quarantine) */
-	uint64_t *closed_chunks;   /* bit per descriptor chunk: it has a slab in the closed set */
-	uint32_t nempty;
+	uint32_t partial;
+	/* The closed set (closed slabs out of the slab quarantine) and the empty set (empty
+	 * slabs kept open): a bit per position in its descriptor chunk, a summary bit per
+	 * chunk, so the lowest and the highest member are found in a few loads. */
+	uint64_t *set_chunks[2];
+	uint32_t set_words; /* summary words per set */
+	uint32_t nclosed, nempty;
 	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
 	 * soon after closing one (churn) and decays towards its floor when it does not. */
 	uint32_t empty_max, empty_floor, nactive;
@@ -215,45 +218,65 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 {
 	if (k->dir[pos >> CHUNK_SHIFT]) return true;
 	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
-	 * chunk's bitmap of the closed set follows its descriptors. */
-	k->dir[pos >> CHUNK_SHIFT] = meta_alloc(CHUNK * sizeof(struct slab) + CHUNK / 8);
+	 * chunk's bitmaps of the closed and the empty set follow its descriptors. */
+	k->dir[pos >> CHUNK_SHIFT] = meta_alloc(CHUNK * sizeof(struct slab) + 2 * CHUNK / 8);
 	return k->dir[pos >> CHUNK_SHIFT] != NULL;
 }
 
-/* --- the closed set: a bit per position, a summary bit per chunk ------------------ */
+/* --- position sets: the closed set and the empty set ------------------------------ */
 
-static inline uint64_t *closed_bits(const struct slab_class *k, uint32_t chunk)
+enum { SET_CLOSED, SET_EMPTY };
+
+static inline uint64_t *set_bits(const struct slab_class *k, unsigned set, uint32_t chunk)
 {
-	return (uint64_t *)(k->dir[chunk] + CHUNK);
+	return (uint64_t *)(k->dir[chunk] + CHUNK) + set * (CHUNK / 64);
 }
 
-static void closed_add(struct slab_class *k, uint32_t pos)
+static inline uint32_t *set_count(struct slab_class *k, unsigned set)
 {
-	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
-	closed_bits(k, c)[i >> 6] |= (uint64_t)1 << (i & 63);
-	k->closed_chunks[c >> 6] |= (uint64_t)1 << (c & 63);
-	k->nclosed++;
+	return set == SET_CLOSED ? &k->nclosed : &k->nempty;
 }
 
-static void closed_remove(struct slab_class *k, uint32_t pos)
+static void set_add(struct slab_class *k, unsigned set, uint32_t pos)
 {
 	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
-	uint64_t *bits = closed_bits(k, c), any = 0;
+	set_bits(k, set, c)[i >> 6] |= (uint64_t)1 << (i & 63);
+	k->set_chunks[set][c >> 6] |= (uint64_t)1 << (c & 63);
+	++*set_count(k, set);
+}
+
+static void set_remove(struct slab_class *k, unsigned set, uint32_t pos)
+{
+	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
+	uint64_t *bits = set_bits(k, set, c), any = 0;
 	bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
 	for (uint32_t w = 0; w < CHUNK / 64; w++) any |= bits[w];
-	if (!any) k->closed_chunks[c >> 6] &= ~((uint64_t)1 << (c & 63));
-	k->nclosed--;
+	if (!any) k->set_chunks[set][c >> 6] &= ~((uint64_t)1 << (c & 63));
+	--*set_count(k, set);
 }
 
-/* The lowest position in the closed set (which must not be empty). */
-static uint32_t closed_lowest(const struct slab_class *k)
+/* The lowest member (the set must not be empty). */
+static uint32_t set_lowest(const struct slab_class *k, unsigned set)
 {
+	const uint64_t *sum = k->set_chunks[set];
 	uint32_t w = 0;
-	while (!k->closed_chunks[w]) w++;
-	uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(k->closed_chunks[w]);
-	const uint64_t *bits = closed_bits(k, c);
+	while (!sum[w]) w++;
+	uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(sum[w]);
+	const uint64_t *bits = set_bits(k, set, c);
 	for (w = 0; !bits[w]; w++) {}
 	return (c << CHUNK_SHIFT) + (w << 6) + (uint32_t)__builtin_ctzll(bits[w]);
+}
+
+/* The highest member (the set must not be empty). */
+static uint32_t set_highest(const struct slab_class *k, unsigned set)
+{
+	const uint64_t *sum = k->set_chunks[set];
+	uint32_t w = k->set_words - 1;
+	while (!sum[w]) w--;
+	uint32_t c = (w << 6) + 63 - (uint32_t)__builtin_clzll(sum[w]);
+	const uint64_t *bits = set_bits(k, set, c);
+	for (w = CHUNK / 64 - 1; !bits[w]; w--) {}
+	return (c << CHUNK_SHIFT) + (w << 6) + 63 - (uint32_t)__builtin_clzll(bits[w]);
 }
 
 /* Take the next never-used position into use, skipping a guard first when one is due;
@@ -282,32 +305,10 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 	return true;
 }
 
-/* Into the empty list, in position order (it holds a few dozen slabs at most). */
 static void empty_insert(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	uint32_t prev = 0, next = k->empty;
-	while (next && next - 1 < pos) {
-		prev = next;
-		next = desc(k, next - 1)->next;
-	}
-	s->prev = prev;
-	s->next = next;
-	if (prev) desc(k, prev - 1)->next = pos + 1;
-	else k->empty = pos + 1;
-	if (next) desc(k, next - 1)->prev = pos + 1;
-	else k->empty_last = pos + 1;
+	set_add(k, SET_EMPTY, pos);
 	s->state = SLAB_EMPTY;
-	k->nempty++;
-}
-
-static void empty_remove(struct slab_class *k, struct slab *s)
-{
-	if (s->prev) desc(k, s->prev - 1)->next = s->next;
-	else k->empty = s->next;
-	if (s->next) desc(k, s->next - 1)->prev = s->prev;
-	else k->empty_last = s->prev;
-	s->next = s->prev = 0;
-	k->nempty--;
 }
 
 /* A slab must be reopened or taken fresh: if one was closed a moment ago the budget was
@@ -324,16 +325,16 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 {
 	uint32_t pos;
 	struct slab *s;
-	if (k->empty) {
-		pos = k->empty - 1;
+	if (k->nempty) {
+		pos = set_lowest(k, SET_EMPTY);
 		s = desc(k, pos);
-		empty_remove(k, s);
+		set_remove(k, SET_EMPTY, pos);
 	} else if (k->nclosed) {
 		if (k->open_slabs) grow_empty_budget(k);
-		pos = closed_lowest(k);
+		pos = set_lowest(k, SET_CLOSED);
 		s = desc(k, pos);
 		if (k->open_slabs && !guard_open(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
-		closed_remove(k, pos);
+		set_remove(k, SET_CLOSED, pos);
 	} else {
 		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
 		if (!fresh_slab(k, &pos)) return false;
@@ -366,12 +367,12 @@ static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 		uint32_t old = k->sq[k->sq_head];
 		k->sq_head = (k->sq_head + 1) % CONFIG_SLAB_QUARANTINE;
 		k->sq_count--;
-		closed_add(k, old);
+		set_add(k, SET_CLOSED, old);
 	}
 	k->sq[(k->sq_head + k->sq_count) % CONFIG_SLAB_QUARANTINE] = pos;
 	k->sq_count++;
 #else
-	closed_add(k, pos);
+	set_add(k, SET_CLOSED, pos);
 #endif
 	return true;
 }
@@ -379,9 +380,9 @@ static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 /* Close the highest empty slab; false when the kernel cannot now. */
 static bool close_highest_empty(struct slab_class *k)
 {
-	uint32_t hi = k->empty_last - 1;
+	uint32_t hi = set_highest(k, SET_EMPTY);
 	struct slab *h = desc(k, hi);
-	empty_remove(k, h);
+	set_remove(k, SET_EMPTY, hi);
 	if (close_slab(k, hi, h)) {
 		k->closed_at_ms = os_now_ms();
 		return true;
@@ -406,7 +407,7 @@ static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 	k->nactive--;
 	if (k->open_slabs) decay_empty_budget(k, os_now_ms());
 	bool room = k->nempty < k->empty_max;
-	if (!room && k->empty_last > pos + 1) {
+	if (!room && k->nempty && set_highest(k, SET_EMPTY) > pos) {
 		/* The lower one stays open: the open slabs stay together at the bottom. */
 		room = close_highest_empty(k);
 	}
@@ -794,7 +795,7 @@ bool slab_init(void)
 		size_t bytes = (size_t)geo[c].pages * os_page;
 		size_t pos = MIN(region / bytes, (size_t)MAX_POSITIONS);
 		extra += ((pos + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
-		extra += ((pos + CHUNK - 1) / CHUNK + 63) / 64 * sizeof(uint64_t);
+		extra += 2 * (((pos + CHUNK - 1) / CHUNK + 63) / 64 * sizeof(uint64_t));
 		extra += 2 * (size_t)slot_q_half(geo[c].size) * sizeof(uintptr_t);
 		extra += CONFIG_SLAB_QUARANTINE * sizeof(uint32_t);
 		extra = align_up(extra, 8);
@@ -839,8 +840,11 @@ bool slab_init(void)
 		size_t pos_all = MIN(region / k->slab_bytes, (size_t)MAX_POSITIONS);
 		k->dir = (struct slab **)mem;
 		mem += ((pos_all + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
-		k->closed_chunks = (uint64_t *)mem;
-		mem += ((pos_all + CHUNK - 1) / CHUNK + 63) / 64 * sizeof(uint64_t);
+		k->set_words = (uint32_t)(((pos_all + CHUNK - 1) / CHUNK + 63) / 64);
+		for (unsigned set = 0; set < 2; set++) {
+			k->set_chunks[set] = (uint64_t *)mem;
+			mem += k->set_words * sizeof(uint64_t);
+		}
 		uint32_t half = slot_q_half(g->size);
 		if (half) {
 			k->qrand = (uintptr_t *)mem;
