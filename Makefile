@@ -18,6 +18,15 @@ ALL_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) $(
 	$(CONFIG_CPPFLAGS) -Iinclude $(CFLAGS)
 LDFLAGS_SO := -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack -Wl,--as-needed
 
+# Quiet build lines ("CC src/api.c"); `make V=1` shows every command in full.
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '%-4s %s\n' '$(1)' '$(2)';
+endif
+
 SRCS := $(wildcard src/*.c)
 OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(SRCS))
 
@@ -33,17 +42,16 @@ FORCE:
 
 $(OUT)/obj/%.o: src/%.c $(wildcard src/*.h) include/rampart.h $(OUT)/config.stamp
 	@mkdir -p $(@D)
-	@echo 'CC $<'
-	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 # The C++ operators let std::bad_alloc (and new-handler exceptions) unwind through them.
 $(OUT)/obj/cxx.o: ALL_CFLAGS += -fexceptions
 
 $(OUT)/librampart.so: $(OBJS)
-	$(CC) $(LDFLAGS_SO) -o $@ $(OBJS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS_SO) -o $@ $(OBJS)
 
 $(OUT)/librampart.a: $(OBJS)
-	rm -f $@
-	ar rcs $@ $(OBJS)
+	$(Q)rm -f $@
+	$(call say,AR,$@)ar rcs $@ $(OBJS)
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
@@ -58,7 +66,7 @@ uninstall:
 # `make run` shows the demo; `make run CMD='python3 -c "print(42)"'` runs any command.
 CMD ?= $(OUT)/demo
 $(OUT)/demo: test/demo.c $(OUT)/librampart.so
-	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Iinclude -o $@ $<
+	$(call say,CC,$<)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Iinclude -o $@ $<
 run: $(OUT)/librampart.so $(OUT)/demo
 	LD_PRELOAD=$(abspath $(OUT)/librampart.so) $(CMD)
 
