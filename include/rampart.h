@@ -10,6 +10,12 @@
 
 #include <stddef.h>
 
+/* The version of this header; rampart_version() gives the library's. */
+#define RAMPART_VERSION_MAJOR 1
+#define RAMPART_VERSION_MINOR 0
+#define RAMPART_VERSION_PATCH 0
+#define RAMPART_VERSION "1.0.0"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

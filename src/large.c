@@ -142,9 +142,12 @@ bool large_init(void)
 	pthread_mutex_init(&s->lock, NULL);
 	random_reseed(&s->rnd);
 	s->hash_mul = random_u64(&s->rnd) | 1;
+	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
 	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
-			CONFIG_REGION_QUARANTINE_FIFO, CONFIG_REGION_QUARANTINE_BYTES);
-	cache_init(&s->cache, s->cache_slots, CONFIG_CACHE_ENTRIES, CONFIG_CACHE_BYTES, CONFIG_CACHE_DECAY_MS);
+			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
+			ro.opt.large_quarantine_bytes);
+	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
+		   ro.opt.large_cache_bytes, ro.opt.large_cache_decay_ms);
 	ro.large = s;
 	return true;
 }
