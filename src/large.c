@@ -369,6 +369,24 @@ bool large_trim(void)
 	return any;
 }
 
+void large_figures(struct large_figures *f)
+{
+	struct large_state *s = ro.large;
+	*f = (struct large_figures){0};
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->cap; i++) {
+		if (s->table[i].data && s->table[i].state == ENTRY_LIVE) {
+			f->live++;
+			f->live_bytes += s->table[i].usable;
+		}
+	}
+	f->quarantined = s->quarantine.count;
+	f->quarantined_bytes = s->quarantine.bytes;
+	f->cached = s->cache.count;
+	f->cached_bytes = s->cache.bytes;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void large_fork_prepare(void) { pthread_mutex_lock(&ro.large->lock); }
 void large_fork_parent(void) { pthread_mutex_unlock(&ro.large->lock); }
 void large_fork_child(void)

@@ -56,3 +56,9 @@ void out_num(struct out *o, unsigned long v);
 /* v / 10^decimals with that many decimals (v scaled by the caller). */
 void out_fixed(struct out *o, unsigned long v, unsigned decimals);
 void out_flush(struct out *o);
+
+struct rampart_heap_stats;
+/* Gather the figures (takes each class lock and the large lock in turn). */
+void stats_gather(struct rampart_heap_stats *h);
+/* The report of RAMPART_OPTIONS=stats=text|json, and of malloc_stats(), written to fd. */
+void stats_report(int fd, int json);
