@@ -14,7 +14,7 @@ bench=0
 now() { t=$(date +%s%N); echo $((t / 100000000)); }
 
 # How many runs there will be, for the [n/N] count.
-total=$((1 + 2 * bench))
+total=$((2 + 2 * bench))
 for bin in "$T"/unit/* "$T"/fault/* "$T"/death/* "$T"/system/* "$T"/light/*; do
 	[ -x "$bin" ] && total=$((total + 2))
 done
@@ -52,6 +52,8 @@ for backend in madvise mprotect; do
 	done
 done
 run "demo (make run)" env LD_PRELOAD="$(pwd)/$OUT/librampart.so" "$OUT/demo"
+run "make install DESTDIR=... PREFIX=/usr: pkg-config, a program built with it, rampart-run, uninstall" \
+	env OUT="$OUT" sh test/packaging/install_check.sh
 
 if [ $bench = 1 ]; then
 	run "bench QUICK=1" make --no-print-directory bench QUICK=1

@@ -61,7 +61,7 @@ test-deps:
 
 test: test-deps
 	@$(MAKE) --no-print-directory test-build
-	@OUT=$(OUT) sh test/run.sh
+	@OUT=$(OUT) CC=$(CC) sh test/run.sh
 
 # C++ operators (src/cxx.c), from C++ programs: test/cxx/*. cxx_test runs linked with
 # librampart.a and with librampart.so; cxx_dlopen is a C program that dlopens a C++
