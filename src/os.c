@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -300,7 +301,7 @@ struct exec_range {
 
 /* Does the instruction before ra look like a call? (ra lies in a readable range, at
  * least 8 bytes from its start.) */
-static bool after_call(uintptr_t ra)
+static __attribute__((no_sanitize_address)) bool after_call(uintptr_t ra)
 {
 #if defined(__x86_64__)
 	const unsigned char *b = (const unsigned char *)ra;
@@ -319,30 +320,42 @@ static bool after_call(uintptr_t ra)
 #endif
 }
 
-static noinline void print_trace(void)
-{
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+/* The working storage is static, not on the stack: a thread with a small stack must
+ * still abort with SIGABRT. One thread at a time; a second fatal error racing the
+ * first prints its line without callers. */
+static struct {
 	struct exec_range ranges[TRACE_RANGES];
+	struct maps_reader m;
+	struct maps_line l;
+	char names[TRACE_FRAMES][TRACE_NAME];
+} trace_space;
+static atomic_flag trace_busy = ATOMIC_FLAG_INIT;
+
+static noinline __attribute__((no_sanitize_address)) void print_trace(void)
+{
+	if (atomic_flag_test_and_set(&trace_busy)) return;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	struct exec_range *ranges = trace_space.ranges;
 	size_t nranges = 0;
 	uintptr_t stack_end = 0, base = 0;
 	char last_path[TRACE_NAME] = "";
-	struct maps_reader m;
-	struct maps_line l;
+	struct maps_reader *mp = &trace_space.m;
+	struct maps_line *lp = &trace_space.l;
 
 	/* Pass 1: the stack's mapping, and the executable file ranges with their base. */
-	if (!maps_open(&m)) return;
-	while (maps_next(&m, &l)) {
-		if (sp >= l.start && sp < l.end) stack_end = l.end;
-		if (!l.path[0] || l.path[0] == '[') continue;
-		if (strncmp(l.path, last_path, sizeof last_path - 1) != 0) { /* a module's first mapping */
-			base = l.start - l.offset;
+	if (!maps_open(mp)) return;
+	while (maps_next(mp, lp)) {
+		if (sp >= lp->start && sp < lp->end) stack_end = lp->end;
+		if (!lp->path[0] || lp->path[0] == '[') continue;
+		if (strncmp(lp->path, last_path, sizeof last_path - 1) != 0) { /* a module's first mapping */
+			base = lp->start - lp->offset;
 			size_t k = 0;
-			for (; l.path[k] && k < sizeof last_path - 1; k++) last_path[k] = l.path[k];
+			for (; lp->path[k] && k < sizeof last_path - 1; k++) last_path[k] = lp->path[k];
 			last_path[k] = 0;
 		}
-		if (l.r && l.x && nranges < TRACE_RANGES) ranges[nranges++] = (struct exec_range){l.start, l.end, base};
+		if (lp->r && lp->x && nranges < TRACE_RANGES) ranges[nranges++] = (struct exec_range){lp->start, lp->end, base};
 	}
-	close(m.fd);
+	close(mp->fd);
 	if (!stack_end) return;
 
 	/* The scan: words on this thread's stack that return just after a call. */
@@ -366,17 +379,17 @@ static noinline void print_trace(void)
 	/* Pass 2: the module names, then the lines. */
 	static const char heading[] = "rampart: callers (return addresses found on the stack, innermost first):\n";
 	write_all(heading, sizeof heading - 1);
-	char names[TRACE_FRAMES][TRACE_NAME];
+	char (*names)[TRACE_NAME] = trace_space.names;
 	for (size_t f = 0; f < nframes; f++) names[f][0] = 0;
-	if (maps_open(&m)) {
-		while (maps_next(&m, &l))
+	if (maps_open(mp)) {
+		while (maps_next(mp, lp))
 			for (size_t f = 0; f < nframes; f++)
-				if (frames[f] >= l.start && frames[f] < l.end) {
+				if (frames[f] >= lp->start && frames[f] < lp->end) {
 					size_t k = 0;
-					for (; l.path[k] && k < TRACE_NAME - 1; k++) names[f][k] = l.path[k];
+					for (; lp->path[k] && k < TRACE_NAME - 1; k++) names[f][k] = lp->path[k];
 					names[f][k] = 0;
 				}
-		close(m.fd);
+		close(mp->fd);
 	}
 	for (size_t f = 0; f < nframes; f++) {
 		char line[TRACE_NAME + 64];
