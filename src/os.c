@@ -406,6 +406,12 @@ static noinline __attribute__((no_sanitize_address)) void print_trace(void)
 
 static __attribute__((noreturn)) void die(const char *line, size_t n)
 {
+	/* A reader that stops reading stderr (a closed pipe) must not turn the abort into
+	 * a death by SIGPIPE: the writes then fail with EPIPE instead. */
+	sigset_t pipe_only;
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_only, NULL);
 	write_all(line, n);
 	print_trace();
 	/* The heap is not trustworthy any more: no user SIGABRT handler may run on it. */
