@@ -137,6 +137,17 @@ START_TEST(test_grammar)
 }
 END_TEST
 
+/* Field by field: padding bytes are not part of the value. */
+static bool same_options(const struct options *a, const struct options *b)
+{
+	return a->guard == b->guard && a->check_at_exit == b->check_at_exit && a->stats == b->stats &&
+	       a->verbose == b->verbose && a->help == b->help &&
+	       a->large_quarantine_bytes == b->large_quarantine_bytes &&
+	       a->large_quarantine_entries == b->large_quarantine_entries &&
+	       a->large_cache_bytes == b->large_cache_bytes && a->large_cache_entries == b->large_cache_entries &&
+	       a->large_cache_decay_ms == b->large_cache_decay_ms;
+}
+
 /* stats, verbose and the large-block bounds, and what the messages name. */
 START_TEST(test_knobs)
 {
@@ -189,7 +200,7 @@ START_TEST(test_knobs)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		o = parse_all(bad[i], warn, sizeof warn);
-		ck_assert_msg(memcmp(&o, &d, sizeof o) == 0, "'%s' changed the options", bad[i]);
+		ck_assert_msg(same_options(&o, &d), "'%s' changed the options", bad[i]);
 		const char *v = strchr(bad[i], '=') + 1;
 		char want[128];
 		snprintf(want, sizeof want, "bad value '%s' for %.*s", v, (int)(v - 1 - bad[i]), bad[i]);
