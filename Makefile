@@ -3,6 +3,15 @@ include config.mk
 
 CC ?= cc
 PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# The version is the header's (RAMPART_VERSION); the SONAME carries its major number.
+VERSION := $(shell sed -n 's/^\#define RAMPART_VERSION "\(.*\)"/\1/p' include/rampart.h)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME := librampart.so.$(SOMAJOR)
 OUT ?= out$(if $(filter light,$(VARIANT)),/light)
 
 LIB_SO := out/librampart.so
@@ -16,49 +25,83 @@ NOBUILTIN := -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-b
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) $(NOBUILTIN) \
 	$(CONFIG_CPPFLAGS) -Iinclude $(CFLAGS)
-LDFLAGS_SO := -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack -Wl,--as-needed
+LDFLAGS_SO := -shared -Wl,-soname,$(SONAME) -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack -Wl,--as-needed
+
+# Quiet build lines ("CC src/api.c"); `make V=1` shows every command in full.
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '%-4s %s\n' '$(1)' '$(2)';
+endif
 
 SRCS := $(wildcard src/*.c)
 OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(SRCS))
 
 .PHONY: all lib install uninstall run test check-flags clean
 all: lib
-lib: $(OUT)/librampart.so $(OUT)/librampart.a
+lib: $(OUT)/librampart.so $(OUT)/librampart.a $(OUT)/$(SONAME)
 
 # Rebuild everything when the configuration changes.
 $(OUT)/config.stamp: FORCE
 	@mkdir -p $(@D)
 	@echo '$(CC) $(ALL_CFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS)' > $@
 FORCE:
+# Relink when the link flags (the SONAME) change.
+$(OUT)/link.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(LDFLAGS_SO)' | cmp -s - $@ || echo '$(LDFLAGS_SO)' > $@
 
 $(OUT)/obj/%.o: src/%.c $(wildcard src/*.h) include/rampart.h $(OUT)/config.stamp
 	@mkdir -p $(@D)
-	@echo 'CC $<'
-	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 # The C++ operators let std::bad_alloc (and new-handler exceptions) unwind through them.
 $(OUT)/obj/cxx.o: ALL_CFLAGS += -fexceptions
 
-$(OUT)/librampart.so: $(OBJS)
-	$(CC) $(LDFLAGS_SO) -o $@ $(OBJS)
+$(OUT)/librampart.so: $(OBJS) $(OUT)/link.stamp
+	$(call say,LD,$@)$(CC) $(LDFLAGS_SO) -o $@ $(OBJS)
+# Programs linked with -L$(OUT) -lrampart need the SONAME at run time.
+$(OUT)/$(SONAME): $(OUT)/librampart.so
+	$(Q)ln -sf librampart.so $@
 
 $(OUT)/librampart.a: $(OBJS)
-	rm -f $@
-	ar rcs $@ $(OBJS)
+	$(Q)rm -f $@
+	$(call say,AR,$@)ar rcs $@ $(OBJS)
 
+# Installed: librampart.so.X.Y.Z with the SONAME and development symlinks, the static
+# library, the header, rampart.pc, rampart-run and the man pages (DESTDIR honoured).
 install: lib
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
-	install -m 755 $(OUT)/librampart.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(OUT)/librampart.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/rampart.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 755 $(OUT)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION)
+	ln -sf librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librampart.so
+	install -m 644 $(OUT)/librampart.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 include/rampart.h $(DESTDIR)$(INCLUDEDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+		-e 's|@VERSION@|$(VERSION)|g' pkg/rampart.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc
+	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart-run.in \
+		> $(DESTDIR)$(BINDIR)/rampart-run
+	chmod 755 $(DESTDIR)$(BINDIR)/rampart-run
+	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart.3 \
+		> $(DESTDIR)$(MANDIR)/man3/rampart.3
+	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart-run.1 \
+		> $(DESTDIR)$(MANDIR)/man1/rampart-run.1
+	chmod 644 $(DESTDIR)$(MANDIR)/man3/rampart.3 $(DESTDIR)$(MANDIR)/man1/rampart-run.1
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/librampart.so $(DESTDIR)$(PREFIX)/lib/librampart.a \
-		$(DESTDIR)$(PREFIX)/include/rampart.h
+	rm -f $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.a \
+		$(DESTDIR)$(INCLUDEDIR)/rampart.h $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc \
+		$(DESTDIR)$(BINDIR)/rampart-run $(DESTDIR)$(MANDIR)/man3/rampart.3 \
+		$(DESTDIR)$(MANDIR)/man1/rampart-run.1
 
 # `make run` shows the demo; `make run CMD='python3 -c "print(42)"'` runs any command.
 CMD ?= $(OUT)/demo
 $(OUT)/demo: test/demo.c $(OUT)/librampart.so
-	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Iinclude -o $@ $<
+	$(call say,CC,$<)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Iinclude -o $@ $<
 run: $(OUT)/librampart.so $(OUT)/demo
 	LD_PRELOAD=$(abspath $(OUT)/librampart.so) $(CMD)
 

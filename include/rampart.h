@@ -10,6 +10,12 @@
 
 #include <stddef.h>
 
+/* The version of this header; rampart_version() gives the library's. */
+#define RAMPART_VERSION_MAJOR 1
+#define RAMPART_VERSION_MINOR 0
+#define RAMPART_VERSION_PATCH 0
+#define RAMPART_VERSION "1.0.0"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,6 +55,54 @@ struct rampart_stats {
 	unsigned long realloc_moved;       /* large reallocs moved with mremap */
 };
 void rampart_get_stats(struct rampart_stats *out);
+
+/* The state of the heap, gathered under rampart's locks (one class at a time, so
+ * figures of different classes may be from slightly different moments). Nothing is
+ * counted on the allocation fast paths: every figure is derived from the allocator's
+ * own state when asked for. Costs a walk over the slab descriptors and the large-block
+ * table: call it now and then, not per allocation. */
+#define RAMPART_STATS_CLASSES 64
+
+struct rampart_class_stats {
+	size_t slot_size;    /* bytes per slot, the 8-byte canary included */
+	size_t usable;       /* what malloc_usable_size reports for this class */
+	size_t slab_bytes;   /* bytes per slab (0 for the zero-size class: never opened) */
+	size_t live;         /* slots handed out and not freed */
+	size_t quarantined;  /* freed slots waiting in the slot quarantine */
+	size_t free;         /* slots ready to be handed out in open slabs */
+	size_t slabs_active; /* open slabs with slots in use */
+	size_t slabs_empty;  /* open slabs kept empty for reuse (malloc_trim closes them) */
+	size_t slabs_closed; /* closed slabs (no memory, any access faults) awaiting reuse */
+	size_t bytes_open;   /* (slabs_active + slabs_empty) * slab_bytes: read-write memory */
+	size_t bytes_live;   /* live * slot_size */
+};
+
+struct rampart_heap_stats {
+	const char *version;       /* rampart_version() */
+	const char *guard_backend; /* "madvise" or "mprotect" */
+	size_t classes;            /* entries of size_class[] in use: class i serves sizes up to size_class[i].usable */
+	struct rampart_class_stats size_class[RAMPART_STATS_CLASSES];
+	/* Small blocks: the sums over the classes. */
+	size_t slab_live, slab_live_bytes, slab_quarantined, slab_quarantined_bytes;
+	size_t slab_free_bytes; /* bytes_open - live - quarantined slot bytes: free slots, empty slabs, slack */
+	size_t slab_open_bytes, slabs_active, slabs_empty, slabs_closed;
+	/* Large blocks. */
+	size_t large_live, large_live_bytes;   /* live blocks, their usable bytes (all read-write) */
+	size_t large_quarantined, large_quarantined_bytes; /* freed regions held closed (address space) */
+	size_t large_cached, large_cached_bytes;           /* closed regions kept for reuse (address space) */
+	unsigned long cache_hits, cache_misses;  /* large requests served from the cache, or not */
+	unsigned long cache_waste_bytes;         /* bytes beyond the request in regions reused */
+	unsigned long cache_evictions;           /* cached regions unmapped (bounds or decay) */
+	/* The guard layer. */
+	unsigned long guard_fallbacks;  /* guards that madvise refused and mprotect made */
+	unsigned long guard_latches;    /* times the madvise backend was switched off */
+	unsigned long unmaps_refused;   /* regions closed instead of unmapped (VMA limit) */
+	unsigned long spans_leaked;     /* spans neither unmapped nor closed */
+};
+void rampart_get_heap_stats(struct rampart_heap_stats *out);
+
+/* The library's version ("1.0.0"); compare with RAMPART_VERSION from this header. */
+const char *rampart_version(void);
 
 #ifdef __cplusplus
 }

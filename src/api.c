@@ -7,7 +7,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,7 @@
 #include "large.h"
 #include "os.h"
 #include "slab.h"
+#include "stats.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -201,11 +204,136 @@ API size_t malloc_object_size(const void *p)
 	return large_object_size(p);
 }
 
+/* Gives back what rampart holds without weakening any protection: the empty slabs kept
+ * open for reuse are closed, and the large-region reuse cache is unmapped. The slot and
+ * region quarantines are never flushed early. 1 if anything was released. */
 API int malloc_trim(size_t pad)
 {
 	(void)pad;
 	if (!rampart_ready()) return 0;
-	return large_trim();
+	bool slabs = slab_trim() > 0;
+	bool large = large_trim();
+	return slabs || large;
+}
+
+/* --- glibc's introspection (see README, Introspection) ---------------------------- */
+
+#ifdef __GLIBC__
+static struct mallinfo2 info_of(const struct rampart_heap_stats *h)
+{
+	size_t free_slots = 0;
+	for (size_t c = 1; c < h->classes; c++) free_slots += h->size_class[c].free;
+	return (struct mallinfo2){
+		.arena = h->slab_open_bytes,            /* read-write slab memory */
+		.ordblks = free_slots,                  /* slots ready to be handed out */
+		.smblks = h->slab_quarantined,          /* freed slots held in the quarantine */
+		.hblks = h->large_live,
+		.hblkhd = h->large_live_bytes,
+		.usmblks = 0,
+		.fsmblks = h->slab_quarantined_bytes,
+		.uordblks = h->slab_live_bytes,
+		.fordblks = h->slab_open_bytes - h->slab_live_bytes,
+		.keepcost = 0,
+	};
+}
+
+API struct mallinfo2 mallinfo2(void)
+{
+	struct rampart_heap_stats h;
+	if (!rampart_ready()) return (struct mallinfo2){0};
+	int saved = errno;
+	stats_gather(&h);
+	errno = saved;
+	return info_of(&h);
+}
+
+static int clamp(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
+
+API struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	return (struct mallinfo){
+		.arena = clamp(m.arena), .ordblks = clamp(m.ordblks), .smblks = clamp(m.smblks),
+		.hblks = clamp(m.hblks), .hblkhd = clamp(m.hblkhd), .usmblks = clamp(m.usmblks),
+		.fsmblks = clamp(m.fsmblks), .uordblks = clamp(m.uordblks), .fordblks = clamp(m.fordblks),
+		.keepcost = clamp(m.keepcost),
+	};
+}
+
+/* XML after glibc's malloc_info, with rampart's own elements. The figures are gathered
+ * first (under the locks, one at a time); only then is anything printed, with no lock
+ * held, because stdio may allocate. */
+API int malloc_info(int options, FILE *fp)
+{
+	if (options != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!rampart_ready()) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int saved = errno;
+	struct rampart_heap_stats h;
+	stats_gather(&h);
+	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
+		h.version, h.guard_backend);
+	for (size_t c = 0; c < h.classes; c++) {
+		const struct rampart_class_stats *k = &h.size_class[c];
+		fprintf(fp,
+			"  <class index=\"%zu\" size=\"%zu\" usable=\"%zu\" live=\"%zu\" quarantined=\"%zu\" free=\"%zu\""
+			" slabs_active=\"%zu\" slabs_empty=\"%zu\" slabs_closed=\"%zu\" bytes_open=\"%zu\" bytes_live=\"%zu\"/>\n",
+			c, k->slot_size, k->usable, k->live, k->quarantined, k->free, k->slabs_active, k->slabs_empty,
+			k->slabs_closed, k->bytes_open, k->bytes_live);
+	}
+	fprintf(fp, "</sizes>\n"
+		"<slab live=\"%zu\" live_bytes=\"%zu\" quarantined=\"%zu\" quarantined_bytes=\"%zu\" free_bytes=\"%zu\""
+		" open_bytes=\"%zu\" slabs_active=\"%zu\" slabs_empty=\"%zu\" slabs_closed=\"%zu\"/>\n"
+		"<large live=\"%zu\" bytes=\"%zu\"/>\n"
+		"<quarantine count=\"%zu\" bytes=\"%zu\"/>\n"
+		"<cache count=\"%zu\" bytes=\"%zu\" hits=\"%lu\" misses=\"%lu\" waste_bytes=\"%lu\" evictions=\"%lu\"/>\n"
+		"<guard backend=\"%s\" fallbacks=\"%lu\" latches=\"%lu\" unmaps_refused=\"%lu\" spans_leaked=\"%lu\"/>\n"
+		"<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
+		"<system type=\"current\" size=\"%zu\"/>\n"
+		"<aspace type=\"total\" size=\"%zu\"/>\n"
+		"</heap>\n</malloc>\n",
+		h.slab_live, h.slab_live_bytes, h.slab_quarantined, h.slab_quarantined_bytes, h.slab_free_bytes,
+		h.slab_open_bytes, h.slabs_active, h.slabs_empty, h.slabs_closed, h.large_live, h.large_live_bytes,
+		h.large_quarantined, h.large_quarantined_bytes, h.large_cached, h.large_cached_bytes, h.cache_hits,
+		h.cache_misses, h.cache_waste_bytes, h.cache_evictions, h.guard_backend, h.guard_fallbacks,
+		h.guard_latches, h.unmaps_refused, h.spans_leaked, h.large_live, h.large_live_bytes,
+		h.slab_open_bytes + h.large_live_bytes, h.slab_open_bytes + h.large_live_bytes);
+	errno = saved;
+	return 0;
+}
+
+/* glibc's parameters; the few rampart can honour are those that ask for what it does
+ * anyway. Everything else (thresholds, arena counts, perturbation) would need a heap
+ * shaped like glibc's: 0, the documented answer for "not done". */
+API int mallopt(int param, int value)
+{
+	switch (param) {
+	case M_MXFAST: return value == 0;          /* no fast bins: "disable them" holds */
+	case M_PERTURB: return value == 0;         /* freed memory is zeroed, never filled with a byte */
+	case M_CHECK_ACTION: return (value & 3) == 3; /* print a line and abort: what rampart does */
+	default: return 0;
+	}
+}
+#endif
+
+/* Also under musl: a report on stderr (glibc prints its arenas' figures there). */
+API void malloc_stats(void)
+{
+	if (!rampart_ready()) return;
+	stats_report(2, 0);
+}
+
+/* RAMPART_OPTIONS=stats=1|json: the report when the program exits (a destructor, like
+ * the exit check in slab.c; this file is in every program that allocates). */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !ro.opt.stats) return;
+	stats_report(2, ro.opt.stats == STATS_JSON);
 }
 
 API const char *rampart_guard_backend(void)

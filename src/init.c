@@ -12,6 +12,8 @@
 #include "meta.h"
 #include "os.h"
 #include "slab.h"
+#include "stats.h"
+#include "../include/rampart.h"
 
 /* The roots sit alone on their page so that page can be made read-only. */
 _Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
@@ -47,6 +49,30 @@ static void fork_child(void)
 	slab_fork_child();
 }
 
+/* RAMPART_OPTIONS=verbose=1: one line on what start-up chose. */
+static void say_choices(void)
+{
+	struct out o = {.fd = 2};
+	out_str(&o, "rampart: version " RAMPART_VERSION "; guard backend ");
+	out_str(&o, guard_backend_name());
+	out_str(&o, "; slab arenas ");
+	out_num(&o, ro.slab.arenas);
+	out_str(&o, "; large quarantine ");
+	out_num(&o, ro.opt.large_quarantine_entries);
+	out_str(&o, " entries, ");
+	out_num(&o, ro.opt.large_quarantine_bytes);
+	out_str(&o, " bytes; large cache ");
+	out_num(&o, ro.opt.large_cache_entries);
+	out_str(&o, " entries, ");
+	out_num(&o, ro.opt.large_cache_bytes);
+	out_str(&o, " bytes, decay ");
+	out_num(&o, ro.opt.large_cache_decay_ms);
+	out_str(&o, " ms; stats ");
+	out_str(&o, ro.opt.stats == STATS_JSON ? "json" : ro.opt.stats == STATS_TEXT ? "text" : "off");
+	out_str(&o, ro.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
+	out_flush(&o);
+}
+
 static void protect_roots(void)
 {
 	if (os_page != RO_ALIGN) return; /* larger pages: the roots share a page, leave it */
@@ -66,6 +92,7 @@ bool rampart_init_slow(void)
 		ok = (ro.meta || meta_init()) && (ro.slab.classes || slab_init()) && (ro.large || large_init());
 		if (ok) {
 			protect_roots();
+			if (ro.opt.verbose) say_choices();
 			/* The fork handlers exist before any other thread can take one of the
 			 * allocator's locks: those wait for the ready flag, set only after. */
 			if (!fork_handlers_registered) {

@@ -142,9 +142,12 @@ bool large_init(void)
 	pthread_mutex_init(&s->lock, NULL);
 	random_reseed(&s->rnd);
 	s->hash_mul = random_u64(&s->rnd) | 1;
+	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
 	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
-			CONFIG_REGION_QUARANTINE_FIFO, CONFIG_REGION_QUARANTINE_BYTES);
-	cache_init(&s->cache, s->cache_slots, CONFIG_CACHE_ENTRIES, CONFIG_CACHE_BYTES, CONFIG_CACHE_DECAY_MS);
+			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
+			ro.opt.large_quarantine_bytes);
+	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
+		   ro.opt.large_cache_bytes, ro.opt.large_cache_decay_ms);
 	ro.large = s;
 	return true;
 }
@@ -364,6 +367,24 @@ bool large_trim(void)
 	bool any = cache_flush(&s->cache) > 0;
 	pthread_mutex_unlock(&s->lock);
 	return any;
+}
+
+void large_figures(struct large_figures *f)
+{
+	struct large_state *s = ro.large;
+	*f = (struct large_figures){0};
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->cap; i++) {
+		if (s->table[i].data && s->table[i].state == ENTRY_LIVE) {
+			f->live++;
+			f->live_bytes += s->table[i].usable;
+		}
+	}
+	f->quarantined = s->quarantine.count;
+	f->quarantined_bytes = s->quarantine.bytes;
+	f->cached = s->cache.count;
+	f->cached_bytes = s->cache.bytes;
+	pthread_mutex_unlock(&s->lock);
 }
 
 void large_fork_prepare(void) { pthread_mutex_lock(&ro.large->lock); }

@@ -31,6 +31,14 @@ size_t large_object_size(const void *p);
 /* Drop what can be dropped without weakening protection; true if anything was. */
 bool large_trim(void);
 
+/* Introspection: read under the large lock. */
+struct large_figures {
+	size_t live, live_bytes;               /* live blocks and their usable bytes */
+	size_t quarantined, quarantined_bytes; /* regions in the quarantine (address space) */
+	size_t cached, cached_bytes;           /* regions in the reuse cache (address space) */
+};
+void large_figures(struct large_figures *f);
+
 void large_fork_prepare(void);
 void large_fork_parent(void);
 void large_fork_child(void);

@@ -9,12 +9,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -204,9 +206,222 @@ void os_warn(const char *msg, const char *detail)
 	errno = saved;
 }
 
+
+/* --- the callers of a fatal error ---------------------------------------------------
+ *
+ * After the fatal line, the return addresses found on the calling thread's stack, as
+ * "module+offset". Chosen so that nothing can allocate, take a lock the program might
+ * hold, or read anything a heap bug may have damaged:
+ *  - no unwinder (libgcc's allocates and takes locks) and no frame-pointer chain
+ *    (rampart and most distribution code are built without frame pointers, so the
+ *    chain would be garbage): the stack is scanned for words that point just after a
+ *    call instruction in an executable, readable file mapping;
+ *  - no dladdr or dl_iterate_phdr: their link maps live in the heap that is corrupt.
+ *    Modules come from /proc/self/maps (kernel data), read with raw system calls into
+ *    a fixed buffer (openat directly, so an interposed or wrapped open() is not used);
+ *  - the scan covers only the mapping that holds the stack pointer (the thread's
+ *    stack), upwards from it, at most TRACE_SCAN bytes and TRACE_FRAMES frames.
+ * A scan can also show stale return addresses left by earlier calls: the heading says
+ * so. The offset is from the module's first mapping (its load base): what
+ * addr2line -e module expects for shared objects and PIE programs. */
+#define TRACE_FRAMES 16
+#define TRACE_RANGES 256
+#define TRACE_SCAN (64u * 1024u)
+#define TRACE_NAME 160
+
+struct maps_reader {
+	int fd;
+	size_t len, pos;
+	char buf[2048];
+};
+
+struct maps_line {
+	uintptr_t start, end, offset;
+	bool r, x;
+	const char *path; /* points into line[]; "" for anonymous mappings */
+	char line[512];
+};
+
+static bool maps_open(struct maps_reader *m)
+{
+	m->fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	m->len = m->pos = 0;
+	return m->fd >= 0;
+}
+
+static uintptr_t parse_hex(const char **p)
+{
+	uintptr_t v = 0;
+	for (;; (*p)++) {
+		char c = **p;
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+		if (d == 16) return v;
+		v = v << 4 | d;
+	}
+}
+
+/* The next line of /proc/self/maps, parsed; false at the end. Long lines are cut. */
+static bool maps_next(struct maps_reader *m, struct maps_line *l)
+{
+	size_t n = 0;
+	for (;;) {
+		if (m->pos == m->len) {
+			ssize_t r = read(m->fd, m->buf, sizeof m->buf);
+			if (r <= 0) {
+				if (!n) return false;
+				break;
+			}
+			m->len = (size_t)r;
+			m->pos = 0;
+		}
+		char c = m->buf[m->pos++];
+		if (c == '\n') break;
+		if (n < sizeof l->line - 1) l->line[n++] = c;
+	}
+	l->line[n] = 0;
+	/* start-end perms offset dev inode path */
+	const char *p = l->line;
+	l->start = parse_hex(&p);
+	if (*p == '-') p++;
+	l->end = parse_hex(&p);
+	while (*p == ' ') p++;
+	l->r = p[0] == 'r';
+	l->x = p[0] && p[1] && p[2] == 'x';
+	for (int field = 0; field < 2 && *p; field++) { /* perms, then offset */
+		while (*p && *p != ' ') p++;
+		while (*p == ' ') p++;
+		if (field == 0) {
+			l->offset = parse_hex(&p);
+			p--; /* let the loop skip the rest of the field */
+		}
+	}
+	for (int field = 0; field < 2 && *p; field++) { /* dev, inode */
+		while (*p && *p != ' ') p++;
+		while (*p == ' ') p++;
+	}
+	l->path = p;
+	return true;
+}
+
+struct exec_range {
+	uintptr_t start, end, base;
+};
+
+/* Does the instruction before ra look like a call? (ra lies in a readable range, at
+ * least 8 bytes from its start.) */
+static __attribute__((no_sanitize_address)) bool after_call(uintptr_t ra)
+{
+#if defined(__x86_64__)
+	const unsigned char *b = (const unsigned char *)ra;
+	if (b[-5] == 0xe8) return true; /* call rel32 */
+	static const int back[] = {2, 3, 4, 6, 7};
+	for (size_t i = 0; i < sizeof back / sizeof *back; i++) /* call r/m64: ff /2 */
+		if (b[-back[i]] == 0xff && ((b[-back[i] + 1] >> 3) & 7) == 2) return true;
+	return false;
+#elif defined(__aarch64__)
+	uint32_t insn;
+	memcpy(&insn, (const void *)(ra - 4), 4);
+	return (insn & 0xfc000000u) == 0x94000000u || (insn & 0xfffffc1fu) == 0xd63f0000u; /* bl, blr */
+#else
+	(void)ra;
+	return false;
+#endif
+}
+
+/* The working storage is static, not on the stack: a thread with a small stack must
+ * still abort with SIGABRT. One thread at a time; a second fatal error racing the
+ * first prints its line without callers. */
+static struct {
+	struct exec_range ranges[TRACE_RANGES];
+	struct maps_reader m;
+	struct maps_line l;
+	char names[TRACE_FRAMES][TRACE_NAME];
+} trace_space;
+static atomic_flag trace_busy = ATOMIC_FLAG_INIT;
+
+static noinline __attribute__((no_sanitize_address)) void print_trace(void)
+{
+	if (atomic_flag_test_and_set(&trace_busy)) return;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	struct exec_range *ranges = trace_space.ranges;
+	size_t nranges = 0;
+	uintptr_t stack_end = 0, base = 0;
+	char last_path[TRACE_NAME] = "";
+	struct maps_reader *mp = &trace_space.m;
+	struct maps_line *lp = &trace_space.l;
+
+	/* Pass 1: the stack's mapping, and the executable file ranges with their base. */
+	if (!maps_open(mp)) return;
+	while (maps_next(mp, lp)) {
+		if (sp >= lp->start && sp < lp->end) stack_end = lp->end;
+		if (!lp->path[0] || lp->path[0] == '[') continue;
+		if (strncmp(lp->path, last_path, sizeof last_path - 1) != 0) { /* a module's first mapping */
+			base = lp->start - lp->offset;
+			size_t k = 0;
+			for (; lp->path[k] && k < sizeof last_path - 1; k++) last_path[k] = lp->path[k];
+			last_path[k] = 0;
+		}
+		if (lp->r && lp->x && nranges < TRACE_RANGES) ranges[nranges++] = (struct exec_range){lp->start, lp->end, base};
+	}
+	close(mp->fd);
+	if (!stack_end) return;
+
+	/* The scan: words on this thread's stack that return just after a call. */
+	uintptr_t frames[TRACE_FRAMES], bases[TRACE_FRAMES];
+	size_t nframes = 0;
+	uintptr_t top = stack_end - sp > TRACE_SCAN ? sp + TRACE_SCAN : stack_end;
+	for (uintptr_t a = align_up(sp, sizeof(uintptr_t)); a + sizeof(uintptr_t) <= top && nframes < TRACE_FRAMES;
+	     a += sizeof(uintptr_t)) {
+		uintptr_t v = *(const uintptr_t *)a;
+		for (size_t i = 0; i < nranges; i++) {
+			if (v < ranges[i].start + 8 || v >= ranges[i].end) continue;
+			if (after_call(v)) {
+				frames[nframes] = v;
+				bases[nframes++] = ranges[i].base;
+			}
+			break;
+		}
+	}
+	if (!nframes) return;
+
+	/* Pass 2: the module names, then the lines. */
+	static const char heading[] = "rampart: callers (return addresses found on the stack, innermost first):\n";
+	write_all(heading, sizeof heading - 1);
+	char (*names)[TRACE_NAME] = trace_space.names;
+	for (size_t f = 0; f < nframes; f++) names[f][0] = 0;
+	if (maps_open(mp)) {
+		while (maps_next(mp, lp))
+			for (size_t f = 0; f < nframes; f++)
+				if (frames[f] >= lp->start && frames[f] < lp->end) {
+					size_t k = 0;
+					for (; lp->path[k] && k < TRACE_NAME - 1; k++) names[f][k] = lp->path[k];
+					names[f][k] = 0;
+				}
+		close(mp->fd);
+	}
+	for (size_t f = 0; f < nframes; f++) {
+		char line[TRACE_NAME + 64];
+		size_t n = put_str(line, 0, sizeof line - 1, "rampart:   #");
+		n = put_dec(line, n, sizeof line - 1, (unsigned)f);
+		n = put_str(line, n, sizeof line - 1, " ");
+		n = put_str(line, n, sizeof line - 1, names[f][0] ? names[f] : "?");
+		n = put_str(line, n, sizeof line - 1, "+");
+		n = put_hex(line, n, sizeof line - 1, frames[f] - bases[f]);
+		line[n++] = '\n';
+		write_all(line, n);
+	}
+}
+
 static __attribute__((noreturn)) void die(const char *line, size_t n)
 {
+	/* A reader that stops reading stderr (a closed pipe) must not turn the abort into
+	 * a death by SIGPIPE: the writes then fail with EPIPE instead. */
+	sigset_t pipe_only;
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_only, NULL);
 	write_all(line, n);
+	print_trace();
 	/* The heap is not trustworthy any more: no user SIGABRT handler may run on it. */
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);

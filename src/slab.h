@@ -57,6 +57,19 @@ size_t slab_object_size(const void *p);
  * grown to size; false when the block must move, with *copy the bytes to carry over. */
 bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy);
 
+/* Introspection (slow paths: each class is read under its lock). */
+struct slab_class_figures {
+	size_t slot_size, usable, slab_bytes;
+	size_t live;        /* slots handed out and not freed */
+	size_t quarantined; /* freed slots waiting in the slot quarantine */
+	size_t free;        /* free slots in open slabs */
+	size_t slabs_active, slabs_empty, slabs_closed;
+};
+/* The figures of class c, summed over the arenas. */
+void slab_class_figures(unsigned c, struct slab_class_figures *f);
+/* Close every empty slab kept open (malloc_trim); the bytes closed. */
+size_t slab_trim(void);
+
 void slab_fork_prepare(void);
 void slab_fork_parent(void);
 void slab_fork_child(void);

@@ -6,19 +6,38 @@ T=$OUT/test
 pass=0
 fail=0
 failed=""
+n=0
+bench=0
+[ -f bench/bench.mk ] && [ -z "$SKIP_BENCH" ] && bench=1
+
+# Tenths of a second since the epoch (GNU date).
+now() { t=$(date +%s%N); echo $((t / 100000000)); }
+
+# How many runs there will be, for the [n/N] count.
+total=$((2 + 2 * bench))
+for bin in "$T"/unit/* "$T"/fault/* "$T"/death/* "$T"/system/* "$T"/light/*; do
+	[ -x "$bin" ] && total=$((total + 2))
+done
+width=${#total}
 
 run() { # name, command...
 	name=$1
 	shift
 	log=$OUT/test/logs/$(echo "$name" | tr '/ =' '___').log
 	mkdir -p "$OUT/test/logs"
-	if "$@" >"$log" 2>&1; then
+	n=$((n + 1))
+	start=$(now)
+	if "$@" >"$log" 2>&1; then status=ok; else status=FAIL; fi
+	took=$(($(now) - start))
+	progress=$(printf '[%*d/%d]' "$width" "$n" "$total")
+	time=$(printf '%d.%d s' $((took / 10)) $((took % 10)))
+	if [ $status = ok ]; then
 		pass=$((pass + 1))
-		echo "ok    $name"
+		echo "$progress ok    $name ($time)"
 	else
 		fail=$((fail + 1))
 		failed="$failed $name"
-		echo "FAIL  $name (log: $log)"
+		echo "$progress FAIL  $name ($time; log: $log)"
 		tail -n 20 "$log" | sed 's/^/      /'
 	fi
 }
@@ -33,8 +52,10 @@ for backend in madvise mprotect; do
 	done
 done
 run "demo (make run)" env LD_PRELOAD="$(pwd)/$OUT/librampart.so" "$OUT/demo"
+run "make install DESTDIR=... PREFIX=/usr: pkg-config, a program built with it, rampart-run, uninstall" \
+	env OUT="$OUT" sh test/packaging/install_check.sh
 
-if [ -f bench/bench.mk ] && [ -z "$SKIP_BENCH" ]; then
+if [ $bench = 1 ]; then
 	run "bench QUICK=1" make --no-print-directory bench QUICK=1
 	# The quick bench builds the light variant too: it must land in $OUT/light, never
 	# over the default build that the user runs next.

@@ -21,19 +21,19 @@ TEST_BINS := $(UNIT_BINS) $(FAULT_BINS) $(DEATH_BINS) $(SYSTEM_BINS) $(LIGHT_BIN
 
 $(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a $$(pkg-config --cflags --libs check)
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a $$(pkg-config --cflags --libs check)
 
 $(TEST_OUT)/fault/%: test/fault/%.c test/fault/fake_kernel.c $(OBJS) $(wildcard test/*.h test/fault/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< test/fault/fake_kernel.c $(OBJS) $(FAULT_WRAPS) $$(pkg-config --cflags --libs cmocka)
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< test/fault/fake_kernel.c $(OBJS) $(FAULT_WRAPS) $$(pkg-config --cflags --libs cmocka)
 
 $(TEST_OUT)/death/%: test/death/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 
 $(TEST_OUT)/system/%: test/system/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 
 # The light variant's library, for test/light: built by a sub-make of its own (its
 # CONFIG_* differ), into OUT/light, so a scratch OUT (make OUT=out-clang CC=clang)
@@ -50,13 +50,18 @@ LIGHT_TEST_CFLAGS := $(filter-out -D% -Isrc,$(TEST_CFLAGS))
 
 $(TEST_OUT)/light/%: test/light/%.c $(LIGHT_LIB) include/rampart.h
 	@mkdir -p $(@D)
-	$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $< $(LIGHT_LIB)
+	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $< $(LIGHT_LIB)
 
-.PHONY: test test-build
+.PHONY: test test-build test-deps
 test-build: lib $(TEST_BINS) $(OUT)/demo
 
-test: test-build
-	OUT=$(OUT) sh test/run.sh
+# Missing Debian packages are installed first (as root) or named (otherwise): test/deps.sh.
+test-deps:
+	@sh test/deps.sh
+
+test: test-deps
+	@$(MAKE) --no-print-directory test-build
+	@OUT=$(OUT) CC=$(CC) sh test/run.sh
 
 # C++ operators (src/cxx.c), from C++ programs: test/cxx/*. cxx_test runs linked with
 # librampart.a and with librampart.so; cxx_dlopen is a C program that dlopens a C++
@@ -68,19 +73,19 @@ RPATH_OUT := -Wl,-rpath,$(abspath $(OUT))
 
 $(TEST_OUT)/system/cxx_test: test/cxx/cxx_test.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
-	$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
 $(TEST_OUT)/system/cxx_test_so: test/cxx/cxx_test.cpp $(OUT)/librampart.so
 	@mkdir -p $(@D)
-	$(CXX) $(CXX_TEST_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
 $(TEST_OUT)/death/cxx_death: test/cxx/cxx_death.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
-	$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
 $(TEST_OUT)/cxx/libcxx_plugin.so: test/cxx/cxx_plugin.cpp
 	@mkdir -p $(@D)
-	$(CXX) $(CXX_TEST_FLAGS) -shared -fPIC -o $@ $<
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -shared -fPIC -o $@ $<
 $(TEST_OUT)/system/cxx_dlopen: test/cxx/cxx_dlopen.c $(TEST_OUT)/cxx/libcxx_plugin.so $(OUT)/librampart.so
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< -Wl,--no-as-needed -L$(OUT) -lrampart $(RPATH_OUT) -ldl
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< -Wl,--no-as-needed -L$(OUT) -lrampart $(RPATH_OUT) -ldl
 
 test-build: $(CXX_TEST_BINS)
 

@@ -98,10 +98,148 @@ START_TEST(test_parse_check_at_exit)
 		ck_assert_msg(!!strstr(warn, "rampart: warning:") == cases[i].warns, "'%s': stderr '%s'",
 			      cases[i].text, warn);
 	}
-	/* A warning names the bad entry alone, not the entries after it. */
+	/* A warning names the bad key alone, not the entries after it. */
 	char warn[512];
 	parse_all("bogus=1,guard=mprotect", warn, sizeof warn);
-	ck_assert_msg(strstr(warn, "bogus=1") && !strstr(warn, "guard=mprotect"), "stderr '%s'", warn);
+	ck_assert_msg(strstr(warn, "unknown key 'bogus'") && !strstr(warn, "guard=mprotect"), "stderr '%s'", warn);
+}
+END_TEST
+
+/* The grammar: ',' or ':' between entries, spaces and tabs trimmed around keys and
+ * values, empty entries skipped, the last entry wins. */
+START_TEST(test_grammar)
+{
+	static const struct {
+		const char *text;
+		enum guard_backend guard;
+		bool check;
+		bool warns;
+	} cases[] = {
+		{"guard=mprotect:check_at_exit=1", GUARD_MPROTECT, true, false},
+		{" guard = mprotect , check_at_exit = 1 ", GUARD_MPROTECT, true, false},
+		{"\tguard=madvise\t:\tcheck_at_exit=1", GUARD_MADVISE, true, false},
+		{"guard=mprotect::,:check_at_exit=1", GUARD_MPROTECT, true, false},
+		{" , : ", GUARD_AUTO, false, false},
+		{"guard=mprotect,guard=madvise:guard=mprotect", GUARD_MPROTECT, false, false},
+		{"guard=mad vise", GUARD_AUTO, false, true},
+		{"gu ard=madvise", GUARD_AUTO, false, true},
+		{"=madvise", GUARD_AUTO, false, true},
+		{"guard==madvise", GUARD_AUTO, false, true},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char warn[512];
+		struct options o = parse_all(cases[i].text, warn, sizeof warn);
+		ck_assert_msg(o.guard == cases[i].guard, "'%s': guard %d", cases[i].text, o.guard);
+		ck_assert_msg(o.check_at_exit == cases[i].check, "'%s': check_at_exit", cases[i].text);
+		ck_assert_msg(!!strstr(warn, "rampart: warning:") == cases[i].warns, "'%s': stderr '%s'",
+			      cases[i].text, warn);
+	}
+}
+END_TEST
+
+/* Field by field: padding bytes are not part of the value. */
+static bool same_options(const struct options *a, const struct options *b)
+{
+	return a->guard == b->guard && a->check_at_exit == b->check_at_exit && a->stats == b->stats &&
+	       a->verbose == b->verbose && a->help == b->help &&
+	       a->large_quarantine_bytes == b->large_quarantine_bytes &&
+	       a->large_quarantine_entries == b->large_quarantine_entries &&
+	       a->large_cache_bytes == b->large_cache_bytes && a->large_cache_entries == b->large_cache_entries &&
+	       a->large_cache_decay_ms == b->large_cache_decay_ms;
+}
+
+/* stats, verbose and the large-block bounds, and what the messages name. */
+START_TEST(test_knobs)
+{
+	char warn[512];
+	struct options d, o;
+	options_default(&d);
+	ck_assert_int_eq(d.stats, STATS_OFF);
+	ck_assert(!d.verbose && !d.help);
+	ck_assert_uint_eq(d.large_cache_entries, CONFIG_CACHE_ENTRIES);
+	ck_assert_uint_eq(d.large_cache_bytes, CONFIG_CACHE_BYTES);
+	ck_assert_uint_eq(d.large_cache_decay_ms, CONFIG_CACHE_DECAY_MS);
+	ck_assert_uint_eq(d.large_quarantine_bytes, CONFIG_REGION_QUARANTINE_BYTES);
+	ck_assert_uint_eq(d.large_quarantine_entries, CONFIG_REGION_QUARANTINE_FIFO);
+
+	o = parse_all("stats=1", warn, sizeof warn);
+	ck_assert_int_eq(o.stats, STATS_TEXT);
+	o = parse_all("stats=text", warn, sizeof warn);
+	ck_assert_int_eq(o.stats, STATS_TEXT);
+	o = parse_all("stats=json:verbose=1", warn, sizeof warn);
+	ck_assert_int_eq(o.stats, STATS_JSON);
+	ck_assert(o.verbose);
+	ck_assert_str_eq(warn, "");
+	o = parse_all("stats=json,stats=0", warn, sizeof warn);
+	ck_assert_int_eq(o.stats, STATS_OFF);
+	o = parse_all("stats=yaml", warn, sizeof warn);
+	ck_assert_int_eq(o.stats, STATS_OFF);
+	ck_assert_msg(strstr(warn, "bad value 'yaml' for stats"), "stderr '%s'", warn);
+	o = parse_all("verbose=2", warn, sizeof warn);
+	ck_assert(!o.verbose);
+	ck_assert_msg(strstr(warn, "bad value '2' for verbose: expected 0 or 1"), "stderr '%s'", warn);
+
+	o = parse_all("large_cache_bytes=64m,large_cache_entries=8,large_cache_decay_ms=500,"
+		      "large_quarantine_bytes=1G:large_quarantine_entries=0", warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert_uint_eq(o.large_cache_bytes, (size_t)64 << 20);
+	ck_assert_uint_eq(o.large_cache_entries, 8);
+	ck_assert_uint_eq(o.large_cache_decay_ms, 500);
+	ck_assert_uint_eq(o.large_quarantine_bytes, (size_t)1 << 30);
+	ck_assert_uint_eq(o.large_quarantine_entries, 0);
+	o = parse_all("large_cache_bytes=4096,large_cache_entries=0", warn, sizeof warn);
+	ck_assert_uint_eq(o.large_cache_bytes, 4096);
+	ck_assert_uint_eq(o.large_cache_entries, 0);
+	ck_assert_str_eq(warn, "");
+
+	static const char *const bad[] = {
+		"large_cache_bytes=", "large_cache_bytes=12q", "large_cache_bytes=k", "large_cache_bytes=-1",
+		"large_cache_bytes=1mb", "large_cache_entries=8k", "large_cache_entries=65",
+		"large_cache_bytes=99999999999999999999999", "large_cache_bytes=100000000g",
+		"large_quarantine_entries=1000",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		o = parse_all(bad[i], warn, sizeof warn);
+		ck_assert_msg(same_options(&o, &d), "'%s' changed the options", bad[i]);
+		const char *v = strchr(bad[i], '=') + 1;
+		char want[128];
+		snprintf(want, sizeof want, "bad value '%s' for %.*s", v, (int)(v - 1 - bad[i]), bad[i]);
+		ck_assert_msg(strstr(warn, want), "'%s': stderr '%s'", bad[i], warn);
+	}
+	o = parse_all("large_cache_entries=65", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "too big (at most 64)"), "stderr '%s'", warn);
+	o = parse_all("guard=mprotect,nokey", warn, sizeof warn);
+	ck_assert_int_eq(o.guard, GUARD_MPROTECT);
+	ck_assert_msg(strstr(warn, "entry 'nokey' has no '='"), "stderr '%s'", warn);
+}
+END_TEST
+
+/* help=1 lists every key, with the defaults of the bounds. */
+START_TEST(test_help)
+{
+	int pfd[2];
+	ck_assert_int_eq(pipe(pfd), 0);
+	int saved = dup(STDERR_FILENO);
+	dup2(pfd[1], STDERR_FILENO);
+	close(pfd[1]);
+	setenv("RAMPART_OPTIONS", "help=1", 1);
+	struct options o;
+	errno = 1234;
+	options_read(&o);
+	ck_assert_int_eq(errno, 1234);
+	unsetenv("RAMPART_OPTIONS");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	char out[4096];
+	ssize_t n = read(pfd[0], out, sizeof out - 1);
+	out[n > 0 ? n : 0] = 0;
+	close(pfd[0]);
+	static const char *const keys[] = {"guard=", "check_at_exit=", "stats=", "verbose=", "help=",
+					   "large_quarantine_bytes=", "large_quarantine_entries=",
+					   "large_cache_bytes=", "large_cache_entries=", "large_cache_decay_ms="};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		ck_assert_msg(strstr(out, keys[i]), "help lacks %s: '%s'", keys[i], out);
+	ck_assert_msg(strstr(out, "(default 64, at most 64)"), "'%s'", out);
 }
 END_TEST
 
@@ -176,6 +314,9 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_parse);
 	tcase_add_test(t, test_parse_check_at_exit);
+	tcase_add_test(t, test_grammar);
+	tcase_add_test(t, test_knobs);
+	tcase_add_test(t, test_help);
 	tcase_add_test(t, test_read_env);
 	tcase_add_test(t, test_at_secure_ignores_env);
 	suite_add_tcase(s, t);

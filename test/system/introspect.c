@@ -1,0 +1,289 @@
+/* introspect.c — glibc's introspection (mallinfo2, mallinfo, malloc_info, malloc_stats,
+ * mallopt, malloc_trim) and rampart_get_heap_stats, checked against what this program
+ * allocates and frees; the reports of RAMPART_OPTIONS=stats=1|json at exit; the large
+ * quarantine and cache bounds set at run time. Re-executes itself for the exit cases. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rampart.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                 \
+	do {                                                                             \
+		if (!(cond)) {                                                           \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                    \
+			fprintf(stderr, "\n");                                           \
+			failures++;                                                      \
+		}                                                                        \
+	} while (0)
+
+#define SMALL 1000
+#define SMALL_SIZE 100 /* class of 112-byte slots, usable 104 */
+#define SLOT 112
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, res = 0;
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+		fclose(f);
+	}
+	return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static size_t class_of(const struct rampart_heap_stats *h, size_t size)
+{
+	for (size_t c = 1; c < h->classes; c++)
+		if (h->size_class[c].usable >= size) return c;
+	return 0;
+}
+
+static void test_mallinfo(void)
+{
+	static void *small[SMALL];
+	static const size_t large_sizes[] = {1 << 20, 2 << 20, (3 << 20) + 1};
+	void *large[3];
+	size_t large_bytes = 0;
+	for (int i = 0; i < 3; i++) large_bytes += (large_sizes[i] + 4095) & ~(size_t)4095;
+
+	struct mallinfo2 m0 = mallinfo2();
+	CHECK(m0.uordblks + m0.fordblks == m0.arena, "arena %zu != %zu + %zu", m0.arena, m0.uordblks, m0.fordblks);
+	CHECK(m0.keepcost == 0 && m0.usmblks == 0, "keepcost %zu usmblks %zu", m0.keepcost, m0.usmblks);
+
+	for (int i = 0; i < SMALL; i++) small[i] = malloc(SMALL_SIZE);
+	for (int i = 0; i < 3; i++) large[i] = malloc(large_sizes[i]);
+	struct mallinfo2 m1 = mallinfo2();
+	CHECK(m1.uordblks - m0.uordblks == (size_t)SMALL * SLOT, "uordblks grew by %zu, want %d",
+	      m1.uordblks - m0.uordblks, SMALL * SLOT);
+	CHECK(m1.arena >= m0.arena + (size_t)SMALL * SLOT, "arena %zu -> %zu", m0.arena, m1.arena);
+	CHECK(m1.uordblks + m1.fordblks == m1.arena, "arena");
+	CHECK(m1.hblks == m0.hblks + 3, "hblks %zu -> %zu", m0.hblks, m1.hblks);
+	CHECK(m1.hblkhd == m0.hblkhd + large_bytes, "hblkhd %zu -> %zu (want +%zu)", m0.hblkhd, m1.hblkhd, large_bytes);
+
+	struct rampart_heap_stats h;
+	rampart_get_heap_stats(&h);
+	size_t c = class_of(&h, SMALL_SIZE);
+	CHECK(h.size_class[c].slot_size == SLOT, "class %zu slot %zu", c, h.size_class[c].slot_size);
+	CHECK(h.size_class[c].live >= SMALL, "class live %zu", h.size_class[c].live);
+	CHECK(h.size_class[c].bytes_open >= SMALL * SLOT, "class open %zu", h.size_class[c].bytes_open);
+	CHECK(h.large_live == m1.hblks && h.large_live_bytes == m1.hblkhd, "large %zu %zu", h.large_live,
+	      h.large_live_bytes);
+	CHECK(!strcmp(h.version, RAMPART_VERSION) && !strcmp(rampart_version(), RAMPART_VERSION), "version %s", h.version);
+	CHECK(!strcmp(h.guard_backend, rampart_guard_backend()), "backend %s", h.guard_backend);
+
+	/* mallinfo: the same figures, clamped to int. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	struct mallinfo mi = mallinfo();
+#pragma GCC diagnostic pop
+	CHECK((size_t)mi.hblks == m1.hblks && (size_t)mi.hblkhd == m1.hblkhd, "mallinfo hblks %d hblkhd %d", mi.hblks,
+	      mi.hblkhd);
+	CHECK((size_t)mi.uordblks == m1.uordblks, "mallinfo uordblks %d", mi.uordblks);
+
+	for (int i = 0; i < SMALL; i++) free(small[i]);
+	for (int i = 0; i < 3; i++) free(large[i]);
+	struct mallinfo2 m2 = mallinfo2();
+	CHECK(m2.uordblks == m0.uordblks, "uordblks after free %zu, before %zu", m2.uordblks, m0.uordblks);
+	CHECK(m2.hblks == m0.hblks && m2.hblkhd == m0.hblkhd, "hblks %zu hblkhd %zu after free", m2.hblks, m2.hblkhd);
+	/* Freed slots wait in the quarantine: free but held, counted in smblks/fsmblks. */
+	CHECK(m2.smblks >= m1.smblks && m2.fsmblks <= m2.fordblks, "smblks %zu fsmblks %zu", m2.smblks, m2.fsmblks);
+	rampart_get_heap_stats(&h);
+	CHECK(h.large_quarantined + h.large_cached >= 3, "large quarantined %zu cached %zu", h.large_quarantined,
+	      h.large_cached);
+}
+
+static void test_malloc_info(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	void *p = malloc(SMALL_SIZE), *q = malloc(1 << 20);
+	FILE *f = open_memstream(&buf, &len);
+	CHECK(f != NULL, "open_memstream");
+	errno = 77;
+	CHECK(malloc_info(0, f) == 0, "malloc_info failed");
+	CHECK(errno == 77, "errno changed to %d", errno);
+	fclose(f);
+	CHECK(strncmp(buf, "<malloc version=\"rampart-1\">", 28) == 0, "starts '%.40s'", buf);
+	CHECK(strstr(buf, "</malloc>\n") != NULL, "no end tag");
+	CHECK(strstr(buf, "size=\"112\" usable=\"104\" live=\"") != NULL, "no class of 112");
+	CHECK(strstr(buf, "<large live=\"") && strstr(buf, "<cache count=\"") && strstr(buf, "<quarantine count=\""),
+	      "missing elements: %s", buf);
+	free(buf);
+	f = fopen("/dev/null", "w");
+	CHECK(malloc_info(1, f) == -1 && errno == EINVAL, "options 1 accepted");
+	fclose(f);
+	free(p);
+	free(q);
+}
+
+/* Capture what fn writes to stderr. */
+static void capture_stderr(void (*fn)(void), char *out, size_t cap)
+{
+	int pfd[2];
+	if (pipe(pfd)) abort();
+	int saved = dup(2);
+	dup2(pfd[1], 2);
+	close(pfd[1]);
+	fn();
+	dup2(saved, 2);
+	close(saved);
+	size_t n = 0;
+	ssize_t r;
+	while (n < cap - 1 && (r = read(pfd[0], out + n, cap - 1 - n)) > 0) n += (size_t)r;
+	out[n] = 0;
+	close(pfd[0]);
+}
+
+static void test_malloc_stats(void)
+{
+	static char out[65536];
+	errno = 55;
+	capture_stderr(malloc_stats, out, sizeof out);
+	CHECK(errno == 55, "errno %d", errno);
+	CHECK(strstr(out, "rampart " RAMPART_VERSION " statistics") != NULL, "'%.200s'", out);
+	CHECK(strstr(out, "large blocks: ") && strstr(out, "reuse cache: ") && strstr(out, "guard layer: "), "'%s'", out);
+}
+
+static void test_mallopt(void)
+{
+	errno = 33;
+	CHECK(mallopt(M_MMAP_THRESHOLD, 1 << 20) == 0, "M_MMAP_THRESHOLD");
+	CHECK(mallopt(M_TRIM_THRESHOLD, 1 << 20) == 0, "M_TRIM_THRESHOLD");
+	CHECK(mallopt(M_ARENA_MAX, 1) == 0, "M_ARENA_MAX");
+	CHECK(mallopt(M_PERTURB, 0x55) == 0, "M_PERTURB 0x55");
+	CHECK(mallopt(M_PERTURB, 0) == 1, "M_PERTURB 0");
+	CHECK(mallopt(M_MXFAST, 0) == 1, "M_MXFAST 0");
+	CHECK(mallopt(M_CHECK_ACTION, 3) == 1, "M_CHECK_ACTION 3");
+	CHECK(mallopt(M_CHECK_ACTION, 0) == 0, "M_CHECK_ACTION 0");
+	CHECK(mallopt(12345, 1) == 0, "unknown");
+	CHECK(errno == 33, "errno %d", errno);
+}
+
+/* Freeing many small blocks leaves empty slabs open for reuse (within a budget per
+ * class); malloc_trim closes them: RSS goes down, and a second trim finds nothing. */
+static void test_trim(void)
+{
+	enum { PER = 400 };
+	static void *blocks[40][PER];
+	malloc_trim(0);
+	for (int c = 0; c < 40; c++) {
+		size_t size = 512 + (size_t)c * 1024; /* classes from 640 B to 40 KiB */
+		for (int i = 0; i < PER; i++) {
+			blocks[c][i] = malloc(size);
+			memset(blocks[c][i], 1, size);
+		}
+	}
+	for (int c = 0; c < 40; c++)
+		for (int i = 0; i < PER; i++) free(blocks[c][i]);
+	struct rampart_heap_stats h;
+	rampart_get_heap_stats(&h);
+	long before = rss_kib();
+	size_t empty = h.slabs_empty;
+	errno = 21;
+	int r = malloc_trim(0);
+	CHECK(errno == 21, "errno %d", errno);
+	long after = rss_kib();
+	rampart_get_heap_stats(&h);
+	fprintf(stderr, "trim: %zu empty slabs, RSS %ld KiB -> %ld KiB\n", empty, before, after);
+	CHECK(r == 1, "malloc_trim returned %d", r);
+	CHECK(empty > 0 && h.slabs_empty == 0, "empty slabs %zu -> %zu", empty, h.slabs_empty);
+	CHECK(before - after >= 1024, "RSS only went from %ld to %ld KiB", before, after);
+	CHECK(malloc_trim(0) == 0, "second trim released something");
+}
+
+/* Run this program again with RAMPART_OPTIONS extended by extra; its stderr in out. */
+static int rerun(const char *self, const char *mode, const char *extra, char *out, size_t cap)
+{
+	char opts[512];
+	const char *old = getenv("RAMPART_OPTIONS");
+	snprintf(opts, sizeof opts, "%s%s%s", old ? old : "", old ? "," : "", extra);
+	int pfd[2];
+	if (pipe(pfd)) abort();
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		setenv("RAMPART_OPTIONS", opts, 1);
+		execl(self, self, mode, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	size_t n = 0;
+	ssize_t r;
+	while (n < cap - 1 && (r = read(pfd[0], out + n, cap - 1 - n)) > 0) n += (size_t)r;
+	out[n] = 0;
+	close(pfd[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Child: allocate, free, and leave some large blocks live for the exit report. */
+static int child_workload(void)
+{
+	static void *keep[5];
+	for (int i = 0; i < 5; i++) keep[i] = malloc((size_t)(i + 1) << 20);
+	for (int i = 0; i < 200; i++) free(malloc(300 << 10));
+	return keep[0] ? 0 : 1;
+}
+
+/* Child: print the large figures after churn (for the run-time bounds). */
+static int child_bounds(void)
+{
+	for (int i = 0; i < 300; i++) free(malloc((size_t)(200 + i % 7) << 10));
+	struct rampart_heap_stats h;
+	rampart_get_heap_stats(&h);
+	fprintf(stderr, "quarantined=%zu cached=%zu\n", h.large_quarantined, h.large_cached);
+	return 0;
+}
+
+static void test_exit_reports(const char *self)
+{
+	static char out[131072];
+	int st = rerun(self, "--workload", "stats=1", out, sizeof out);
+	CHECK(st == 0, "status %d", st);
+	CHECK(strstr(out, "rampart " RAMPART_VERSION " statistics (pid ") != NULL, "text report: '%.300s'", out);
+	CHECK(strstr(out, "large blocks: 5 live (15.0 MiB)") != NULL, "text report: '%s'", out);
+
+	st = rerun(self, "--workload", "stats=json", out, sizeof out);
+	CHECK(st == 0, "status %d", st);
+	CHECK(out[0] == '{' && strstr(out, "}}\n") != NULL, "json: '%.200s'", out);
+	CHECK(strstr(out, "\"large\":{\"live\":5,\"live_bytes\":15728640,") != NULL, "json: '%s'", out);
+	CHECK(strstr(out, "\"cache\":{\"hits\":") != NULL, "json: '%s'", out);
+
+	/* The bounds of the large quarantine and cache, at run time. */
+	size_t q = 0, c = 0;
+	st = rerun(self, "--bounds", "large_cache_entries=0", out, sizeof out);
+	CHECK(st == 0 && sscanf(out, "quarantined=%zu cached=%zu", &q, &c) == 2, "'%s'", out);
+	CHECK(c == 0 && q > 0, "no cache: quarantined %zu cached %zu", q, c);
+	st = rerun(self, "--bounds", "large_quarantine_entries=0,large_quarantine_bytes=0", out, sizeof out);
+	CHECK(st == 0 && sscanf(out, "quarantined=%zu cached=%zu", &q, &c) == 2, "'%s'", out);
+	CHECK(q <= 1 && c > 0, "no quarantine: quarantined %zu cached %zu", q, c);
+	st = rerun(self, "--bounds", "", out, sizeof out);
+	CHECK(st == 0 && sscanf(out, "quarantined=%zu cached=%zu", &q, &c) == 2, "'%s'", out);
+	CHECK(q > 32 && c > 0, "defaults: quarantined %zu cached %zu", q, c);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "--workload")) return child_workload();
+	if (argc == 2 && !strcmp(argv[1], "--bounds")) return child_bounds();
+	test_mallinfo();
+	test_malloc_info();
+	test_malloc_stats();
+	test_mallopt();
+	test_trim();
+	test_exit_reports("/proc/self/exe");
+	if (failures) fprintf(stderr, "%d failures\n", failures);
+	else printf("introspection: all checks passed\n");
+	return failures ? 1 : 0;
+}
