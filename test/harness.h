@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -221,6 +222,60 @@ static TH_UNUSED int death_run_all(const struct death_case *cases, size_t n)
 	for (size_t i = 0; i < n; i++) failed += !death_run(&cases[i]);
 	printf("%zu cases, %zu failed\n", n, failed);
 	return failed ? 1 : 0;
+}
+
+/* --- shared by the fault and system tests --- */
+
+/* Report a failed condition and end the (child) process with status 1. */
+#ifndef CHECK
+#define CHECK(c)                                                                           \
+	do {                                                                               \
+		if (!(c)) {                                                                \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+#endif
+
+/* Does this kernel really block access behind a guard marker (MADV_GUARD_INSTALL, 102)?
+ * The tests' own probe, not rampart's. */
+static TH_UNUSED bool kernel_has_markers(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) return false;
+	bool ok = madvise(p, pg, 102) == 0 && probe_read(p) == EFAULT;
+	munmap(p, pg);
+	return ok;
+}
+
+/* Would rampart's probe choose the madvise backend here (markers, no strict overcommit)? */
+static TH_UNUSED bool madvise_possible(void)
+{
+	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+	char c = 0;
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1) c = 0;
+		close(fd);
+	}
+	return kernel_has_markers() && c != '2';
+}
+
+/* Run this program again in a child with FAKE_SCENARIO=name, so that a scenario's knobs
+ * are in place before its very first malloc; its exit status (128 + signal if killed). */
+static TH_UNUSED int run_scenario_child(const char *name)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("FAKE_SCENARIO", name, 1);
+		execl("/proc/self/exe", "scenario", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 #endif

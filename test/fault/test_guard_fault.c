@@ -31,28 +31,6 @@
 #define SENTINEL 2718
 #define MiB ((size_t)1 << 20)
 
-#define CHECK(c)                                                                           \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			_exit(1);                                                          \
-		}                                                                          \
-	} while (0)
-
-static bool kernel_has_markers(void)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	bool ok = p != MAP_FAILED && madvise(p, pg, MADV_GUARD_INSTALL) == 0 && probe_read(p) == EFAULT;
-	if (p != MAP_FAILED) munmap(p, pg);
-	return ok;
-}
-
-static bool madvise_possible(void)
-{
-	return kernel_has_markers() && os_read_long("/proc/sys/vm/overcommit_memory") != 2;
-}
-
 /* Run fn in a child; 0 when it returned normally, 77 when it skipped. */
 static int in_child(void (*fn)(void))
 {
@@ -346,21 +324,6 @@ static void test_fixed_map_fails(void **state) { assert_int_equal(in_child(fixed
 
 /* --- start-up: the knobs in place before the first malloc of a fresh process --- */
 
-static int scenario(const char *name)
-{
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		setenv("FAKE_SCENARIO", name, 1);
-		execl("/proc/self/exe", "test_guard_fault", (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static int run_scenario(const char *name)
 {
 	alarm(30);
@@ -390,10 +353,10 @@ static int run_scenario(const char *name)
 	return 0;
 }
 
-static void test_startup_no_support(void **state) { assert_int_equal(scenario("no_support"), 0); }
-static void test_startup_emulator(void **state) { assert_int_equal(scenario("emulator"), 0); }
-static void test_startup_strict(void **state) { assert_int_equal(scenario("strict"), 0); }
-static void test_startup_control(void **state) { assert_int_equal(scenario("control"), 0); }
+static void test_startup_no_support(void **state) { assert_int_equal(run_scenario_child("no_support"), 0); }
+static void test_startup_emulator(void **state) { assert_int_equal(run_scenario_child("emulator"), 0); }
+static void test_startup_strict(void **state) { assert_int_equal(run_scenario_child("strict"), 0); }
+static void test_startup_control(void **state) { assert_int_equal(run_scenario_child("control"), 0); }
 
 int main(void)
 {

@@ -38,23 +38,6 @@
 #define MiB ((size_t)1 << 20)
 #define SENTINEL 2718
 
-#define CHECK(c)                                                                           \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			_exit(1);                                                          \
-		}                                                                          \
-	} while (0)
-
-static bool madvise_possible(void)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	bool ok = p != MAP_FAILED && madvise(p, pg, MADV_GUARD_INSTALL) == 0 && probe_read(p) == EFAULT;
-	if (p != MAP_FAILED) munmap(p, pg);
-	return ok && os_read_long("/proc/sys/vm/overcommit_memory") != 2;
-}
-
 /* Each case runs once per backend: 0 is madvise, 1 is mprotect. */
 static int backend_of_case;
 
@@ -266,21 +249,6 @@ static void test_aligned_after_install_fails(void **state) { both(aligned_after_
 
 /* --- start-up on an emulated Linux 4.19, and the fork handlers --- */
 
-static int scenario(const char *name)
-{
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		setenv("FAKE_SCENARIO", name, 1);
-		execl("/proc/self/exe", "test_old_kernels", (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static int run_scenario(const char *name)
 {
 	alarm(60);
@@ -318,8 +286,8 @@ static int run_scenario(const char *name)
 	return 0;
 }
 
-static void test_startup_linux_4_19(void **state) { assert_int_equal(scenario("linux-4.19"), 0); }
-static void test_fork_handlers(void **state) { assert_int_equal(scenario("fork-handlers"), 0); }
+static void test_startup_linux_4_19(void **state) { assert_int_equal(run_scenario_child("linux-4.19"), 0); }
+static void test_fork_handlers(void **state) { assert_int_equal(run_scenario_child("fork-handlers"), 0); }
 
 int main(void)
 {

@@ -20,14 +20,6 @@
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
-#define CHECK(c)                                                                           \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			_exit(1);                                                          \
-		}                                                                          \
-	} while (0)
-
 static int run(const char *name, void (*fn)(void))
 {
 	fflush(stdout);

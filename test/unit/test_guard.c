@@ -10,17 +10,6 @@
 
 #define SENTINEL 4242
 
-/* Does this kernel really support guard markers? (Our own probe, not rampart's.) */
-static bool kernel_has_markers(void)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) return false;
-	bool ok = madvise(p, pg, 102) == 0 && probe_read(p) == EFAULT;
-	munmap(p, pg);
-	return ok;
-}
-
 /* Force backend i (0 madvise, 1 mprotect); returns the backend actually in use. */
 static enum guard_backend force(int i)
 {
