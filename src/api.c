@@ -19,6 +19,10 @@
 #include "os.h"
 #include "slab.h"
 
+/* glibc extensions that musl's headers do not declare. */
+void *pvalloc(size_t size);
+int malloc_trim(size_t pad);
+
 #define API __attribute__((visibility("default")))
 
 /* Largest alignment honoured; beyond it the guards would dominate the mapping. */
