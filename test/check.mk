@@ -5,6 +5,8 @@
 #   make check-clang   the whole suite built with clang/clang++ (-Werror), run
 #   make check-ubsan   the whole suite with -fsanitize=undefined -fno-sanitize-recover
 #   make check-tsan    test/tsan/* (internal entry points) under ThreadSanitizer
+#   make check-musl    the library built with musl-gcc; death, system and API tests
+#                      linked statically against it, both backends
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -24,7 +26,27 @@ CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 # The suite of `make test` without the benchmark, for a build in another OUT.
 CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
 
-.PHONY: check check-clang check-ubsan check-tsan tsan-build
+.PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl
+
+# test/portable/api_check.c: the public interface without a test framework. Part of
+# `make test` (run.sh picks it up among the system tests) and of every static build.
+$(TEST_OUT)/system/api_check: test/portable/api_check.c $(OUT)/librampart.a test/harness.h include/rampart.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+test-build: $(TEST_OUT)/system/api_check
+
+# Every framework-free test (death, system, portable), linked statically with this
+# build's librampart.a: for other C libraries and other architectures.
+STATIC_SRCS := $(wildcard test/death/*.c test/system/*.c test/portable/*.c)
+STATIC_BINS = $(patsubst %.c,$(TEST_OUT)/static/%,$(notdir $(STATIC_SRCS)))
+STATIC_LINK = @mkdir -p $(@D); $(CC) -static $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+$(TEST_OUT)/static/%: test/death/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	$(STATIC_LINK)
+$(TEST_OUT)/static/%: test/system/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	$(STATIC_LINK)
+$(TEST_OUT)/static/%: test/portable/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	$(STATIC_LINK)
+static-build: $(STATIC_BINS)
 
 # clang 14 does not pass sizes to operator delete unless asked (clang 19 does); the
 # C++ tests ask for 2^40 and 48-byte alignments on purpose, which clang warns about.
@@ -61,4 +83,9 @@ check-tsan:
 		TSAN_OPTIONS=halt_on_error=1:exitcode=66 RAMPART_OPTIONS=guard=$$g $$b; \
 	done; done
 
-check: check-clang check-ubsan check-tsan
+# musl: musl-gcc (Debian's musl-tools) wraps gcc with musl's headers and libc.
+check-musl:
+	$(MAKE) --no-print-directory OUT=out-musl CC=musl-gcc lib static-build
+	sh test/run-bins.sh musl out-musl/test/static
+
+check: check-clang check-ubsan check-tsan check-musl
