@@ -39,6 +39,21 @@ static int failures, checks;
 		}                                                                    \
 	} while (0)
 
+/* Is p unreachable / usable? Asked of the kernel without a signal where
+ * process_vm_readv works; qemu-user does not implement it (ENOSYS), and there a forked
+ * child touches the byte instead. */
+static bool probes_work;
+static bool blocked(void *p)
+{
+	if (probes_work) return inaccessible(p);
+	return child_faults(p, false) && child_faults(p, true);
+}
+static bool usable(void *p)
+{
+	if (probes_work) return accessible(p);
+	return child_access(p, false) == 0 && child_access(p, true) == 0;
+}
+
 #define KiB ((size_t)1024)
 #define MiB (KiB * 1024)
 
@@ -92,7 +107,7 @@ static void edge_cases(void)
 	/* malloc(0): unique, not NULL, inaccessible. */
 	void *z1 = malloc(0), *z2 = malloc(0);
 	CHECK(z1 && z2 && z1 != z2);
-	CHECK(inaccessible(z1));
+	CHECK(blocked(z1));
 	free(z1);
 	free_sized(z2, 0);
 	free(NULL);
@@ -200,20 +215,20 @@ static void guards(void)
 	CHECK(p != NULL);
 	if (!p) return;
 	size_t u = malloc_usable_size(p);
-	CHECK(accessible(p) && accessible(p + u - 1));
-	CHECK(inaccessible(p + u));
-	CHECK(inaccessible(p - 1));
+	CHECK(usable(p) && usable(p + u - 1));
+	CHECK(blocked(p + u));
+	CHECK(blocked(p - 1));
 	CHECK(malloc_object_size(p + u) == 0);
 	free(p);
-	CHECK(inaccessible(p));
-	CHECK(inaccessible(p + u / 2));
+	CHECK(blocked(p));
+	CHECK(blocked(p + u / 2));
 
 	/* A shrink closes the tail; a grow in place or a move keeps everything. */
 	p = malloc(4 * MiB);
 	fill(p, 4 * MiB, 5);
 	unsigned char *q = realloc(p, 1 * MiB);
 	CHECK(q == p && same(q, 1 * MiB, 5));
-	CHECK(inaccessible(q + malloc_usable_size(q)));
+	CHECK(blocked(q + malloc_usable_size(q)));
 	free(q);
 	int trimmed = malloc_trim(0);
 	if (trimmed != 0 && trimmed != 1) fprintf(stderr, "malloc_trim returned %d\n", trimmed);
@@ -271,8 +286,11 @@ static void die_double_free(void)
 
 int main(void)
 {
+	static char here;
+	probes_work = probe_read(&here) == 0;
 	const char *backend = rampart_guard_backend();
-	printf("guard backend: %s\n", backend);
+	printf("guard backend: %s; access probes: %s\n", backend,
+	       probes_work ? "process_vm_readv" : "forked children (process_vm_readv unavailable)");
 	CHECK(strcmp(backend, "madvise") == 0 || strcmp(backend, "mprotect") == 0);
 	const char *want = getenv("EXPECT_BACKEND");
 	if (want) CHECK(strcmp(backend, want) == 0);
