@@ -9,6 +9,8 @@
 #                      linked statically against it, both backends
 #   make check-arm64   cross-built for arm64, the static tests run under qemu-aarch64,
 #                      where the start-up probe must choose mprotect
+#   make check-seccomp rampart under a seccomp filter built from test/seccomp/syscalls.list,
+#                      which also generates the README's system-call table
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -28,6 +30,7 @@ CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 # The suite of `make test` without the benchmark, for a build in another OUT.
 CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
 
+.PHONY: check-seccomp check-seccomp-readme seccomp-table
 .PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64
 
 # test/portable/api_check.c: the public interface without a test framework. Part of
@@ -123,4 +126,36 @@ check-arm64:
 	grep -E "^(guard backend|api_check)" out-arm64/test/api_check_auto.log; \
 	EXTRA_ENV=EXPECT_BACKEND=mprotect sh test/run-bins.sh arm64 out-arm64/test/emu $(QEMU_ARM64)
 
-check: check-clang check-ubsan check-tsan check-musl check-arm64
+# seccomp: one list (test/seccomp/syscalls.list) gives the allow-list of seccomp_check
+# (a header generated here) and the README table (`make seccomp-table` rewrites it;
+# check-seccomp-readme fails while they differ). seccomp_check is part of make test.
+SECCOMP_LIST := test/seccomp/syscalls.list
+SECCOMP_GEN = awk -v mode=$(1) -f test/seccomp/gen.awk $(SECCOMP_LIST)
+# The README's table: from its header row to the first line that is not a table row.
+README_TABLE = awk '/^\| operation \| madvise backend \| mprotect backend \|$$/ { t = 1 } \
+	t && !/^\|/ { exit } t' README.md
+$(TEST_OUT)/seccomp/syscalls.h: $(SECCOMP_LIST) test/seccomp/gen.awk
+	@mkdir -p $(@D)
+	$(call SECCOMP_GEN,header) > $@
+$(TEST_OUT)/system/seccomp_check: test/seccomp/seccomp_check.c $(TEST_OUT)/seccomp/syscalls.h $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -I$(TEST_OUT)/seccomp -o $@ $< $(OUT)/librampart.a
+test-build: $(TEST_OUT)/system/seccomp_check
+
+check-seccomp-readme:
+	@$(call SECCOMP_GEN,readme) > $(OUT)/seccomp-table.md.tmp
+	@$(README_TABLE) | diff -u - $(OUT)/seccomp-table.md.tmp \
+		|| { echo "README's system-call table differs from $(SECCOMP_LIST): run make seccomp-table"; exit 1; }
+	@rm -f $(OUT)/seccomp-table.md.tmp; echo "README system-call table matches $(SECCOMP_LIST)"
+seccomp-table:
+	@mkdir -p $(OUT)
+	@$(call SECCOMP_GEN,readme) > $(OUT)/seccomp-table.md.tmp
+	@awk -v table=$(OUT)/seccomp-table.md.tmp \
+		'/^\| operation \| madvise backend \| mprotect backend \|$$/ { while ((getline l < table) > 0) print l; skip = 1; next } \
+		skip && /^\|/ { next } { skip = 0; print }' README.md > README.md.tmp && mv README.md.tmp README.md
+	@rm -f $(OUT)/seccomp-table.md.tmp; echo "README system-call table written from $(SECCOMP_LIST)"
+check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
+	RAMPART_OPTIONS=guard=madvise $(TEST_OUT)/system/seccomp_check
+	RAMPART_OPTIONS=guard=mprotect $(TEST_OUT)/system/seccomp_check
+
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp
