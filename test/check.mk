@@ -143,6 +143,7 @@ $(TEST_OUT)/system/seccomp_check: test/seccomp/seccomp_check.c $(TEST_OUT)/secco
 test-build: $(TEST_OUT)/system/seccomp_check
 
 check-seccomp-readme:
+	@mkdir -p $(OUT)
 	@$(call SECCOMP_GEN,readme) > $(OUT)/seccomp-table.md.tmp
 	@$(README_TABLE) | diff -u - $(OUT)/seccomp-table.md.tmp \
 		|| { echo "README's system-call table differs from $(SECCOMP_LIST): run make seccomp-table"; exit 1; }
