@@ -106,6 +106,7 @@ run: $(OUT)/librampart.so $(OUT)/demo
 	LD_PRELOAD=$(abspath $(OUT)/librampart.so) $(CMD)
 
 include test/test.mk
+include test/check.mk
 -include bench/bench.mk
 
 clean:

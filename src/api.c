@@ -22,6 +22,10 @@
 #include "slab.h"
 #include "stats.h"
 
+/* glibc extensions that musl's headers do not declare. */
+void *pvalloc(size_t size);
+int malloc_trim(size_t pad);
+
 #define API __attribute__((visibility("default")))
 
 /* Largest alignment honoured; beyond it the guards would dominate the mapping. */

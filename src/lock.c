@@ -6,8 +6,15 @@
 #include "lock.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <sys/syscall.h>
+#if __has_include(<linux/futex.h>)
+#include <linux/futex.h>
+#endif
+/* musl ships no kernel headers: the values are part of the kernel's ABI. */
+#ifndef FUTEX_WAIT_PRIVATE
+#define FUTEX_WAIT_PRIVATE (0 | 128) /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
+#define FUTEX_WAKE_PRIVATE (1 | 128) /* FUTEX_WAKE | FUTEX_PRIVATE_FLAG */
+#endif
 #include <unistd.h>
 
 /* The holder usually leaves within a few hundred cycles: spinning first saves the

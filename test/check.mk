@@ -1,0 +1,162 @@
+# test/check.mk — proofs beyond `make test` (issue #12): other compilers, sanitizers,
+# musl, arm64 under emulation, seccomp, fuzzing. Each `check-*` target builds into an
+# OUT directory of its own (out-clang, out-ubsan, ...) and never touches out/.
+#
+#   make check-clang   the whole suite built with clang/clang++ (-Werror), run
+#   make check-ubsan   the whole suite with -fsanitize=undefined -fno-sanitize-recover
+#   make check-tsan    test/tsan/* (internal entry points) under ThreadSanitizer
+#   make check-musl    the library built with musl-gcc; death, system and API tests
+#                      linked statically against it, both backends
+#   make check-arm64   cross-built for arm64, the static tests run under qemu-aarch64,
+#                      where the start-up probe must choose mprotect
+#   make check-seccomp rampart under a seccomp filter built from test/seccomp/syscalls.list,
+#                      which also generates the README's system-call table
+#   make check         all of the above that exist
+#
+# A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
+# links alike). CHECK_TEST_CFLAGS adds flags for the test programs only;
+# CHECK_CXXFLAGS for the C++ test programs.
+#
+# Every test program is built with -fno-builtin: a compiler may drop an allocation
+# whose result is only compared with NULL, and clang does (aligned_alloc in C, the
+# new-expression `new (std::nothrow) char[huge]` in C++), so a test of the failure
+# path would see a pointer rampart never returned.
+CHECK_TEST_CFLAGS ?=
+CHECK_CXXFLAGS ?=
+TEST_CFLAGS += -fno-builtin $(CHECK_TEST_CFLAGS)
+LIGHT_TEST_CFLAGS += -fno-builtin $(CHECK_TEST_CFLAGS)
+CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
+
+# The suite of `make test` without the benchmark, for a build in another OUT.
+CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
+
+.PHONY: check-seccomp check-seccomp-readme seccomp-table
+.PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64
+
+# test/portable/api_check.c: the public interface without a test framework. Part of
+# `make test` (run.sh picks it up among the system tests) and of every static build.
+$(TEST_OUT)/system/api_check: test/portable/api_check.c $(OUT)/librampart.a test/harness.h include/rampart.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+test-build: $(TEST_OUT)/system/api_check
+
+# Every framework-free test (death, system, portable), linked statically with this
+# build's librampart.a: for other C libraries and other architectures.
+STATIC_SRCS := $(wildcard test/death/*.c test/system/*.c test/portable/*.c)
+STATIC_BINS = $(patsubst %.c,$(TEST_OUT)/static/%,$(notdir $(STATIC_SRCS)))
+STATIC_LINK = @mkdir -p $(@D); $(CC) -static $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
+$(TEST_OUT)/static/%: test/death/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	$(STATIC_LINK)
+$(TEST_OUT)/static/%: test/system/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	$(STATIC_LINK)
+$(TEST_OUT)/static/%: test/portable/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+	$(STATIC_LINK)
+static-build: $(STATIC_BINS)
+
+# clang 14 does not pass sizes to operator delete unless asked (clang 19 does); the
+# C++ tests ask for 2^40 and 48-byte alignments on purpose, which clang warns about.
+CLANG_CXXFLAGS := -fsized-deallocation -Wno-builtin-assume-aligned-alignment -Wno-non-power-of-two-alignment
+check-clang:
+	$(MAKE) --no-print-directory OUT=out-clang CC=clang CXX=clang++ \
+		CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
+	$(call CHECK_RUN,out-clang)
+
+# clang's minimal UBSan runtime: it reports "ubsan: <check> by <pc>" and aborts. The
+# full runtime is unusable here: it calls dlsym, hence malloc, from .preinit_array,
+# before getenv works, so rampart would start (and read RAMPART_OPTIONS) too early;
+# it also pulls libstdc++ into C programs. librampart.so takes the runtime from the
+# program that loads it. The death tests overflow blocks on purpose: no object-size
+# check in the test programs (the library keeps it).
+UBSAN := -fsanitize=undefined -fsanitize-minimal-runtime -fno-sanitize-recover=all
+check-ubsan:
+	$(MAKE) --no-print-directory OUT=out-ubsan CC='clang $(UBSAN)' CXX='clang++ $(UBSAN)' \
+		CHECK_TEST_CFLAGS=-fno-sanitize=object-size CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
+	$(call CHECK_RUN,out-ubsan)
+
+# TSan brings its own malloc: the programs link every object but the public entry points.
+TSAN_OBJS = $(filter-out $(OUT)/obj/api.o $(OUT)/obj/cxx.o,$(OBJS))
+TSAN_BINS = $(patsubst test/tsan/%.c,$(TEST_OUT)/tsan/%,$(wildcard test/tsan/*.c))
+$(TEST_OUT)/tsan/%: test/tsan/%.c $(TSAN_OBJS) $(wildcard src/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TSAN_OBJS)
+tsan-build: $(TSAN_BINS)
+
+check-tsan:
+	$(MAKE) --no-print-directory OUT=out-tsan CC='clang -fsanitize=thread' tsan-build
+	@set -e; for b in out-tsan/test/tsan/*; do for g in madvise mprotect; do \
+		echo "tsan: $${b##*/} guard=$$g"; \
+		TSAN_OPTIONS=halt_on_error=1:exitcode=66 RAMPART_OPTIONS=guard=$$g $$b; \
+	done; done
+
+# musl: musl-gcc (Debian's musl-tools) wraps gcc with musl's headers and libc.
+check-musl:
+	$(MAKE) --no-print-directory OUT=out-musl CC=musl-gcc lib static-build
+	sh test/run-bins.sh musl out-musl/test/static
+
+# arm64 under qemu-user, which accepts MADV_GUARD_INSTALL and ignores it: the probe
+# must see that the page stays readable and choose mprotect, asserted by api_check
+# (EXPECT_BACKEND) under guard=auto and under guard=madvise. qemu 7.2 (Debian 12)
+# keeps a descriptor for every page of a reservation, so the default 12.5 TiB slab
+# reservation would take minutes and gigabytes: this build reserves 256 MiB per
+# (arena, class) and 1 GiB of metadata. Tests that cannot run under the emulator are
+# left out, each with its reason.
+ARM64_CC := aarch64-linux-gnu-gcc
+ARM64_CONFIG := CONFIG_SLAB_REGION_SHIFT=28 CONFIG_META_RESERVE=1073741824
+QEMU_ARM64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
+define ARM64_SKIPPED
+cache_syscalls: counts system calls with the host's strace, which cannot run an arm64 program
+exit_check_death: re-executes /proc/self/exe, which the kernel cannot run without binfmt_misc
+mlock_system: asks process_vm_readv whether guards block access; qemu-user does not implement it
+slab_behaviour: one million live blocks need more than the 256 MiB per class of this build
+endef
+export ARM64_SKIPPED
+check-arm64:
+	$(MAKE) --no-print-directory OUT=out-arm64 CC=$(ARM64_CC) $(ARM64_CONFIG) lib static-build
+	@printf 'int main(void) { return 0; }\n' | $(ARM64_CC) -static -x c - -o out-arm64/emu_probe
+	@if ! $(QEMU_ARM64) out-arm64/emu_probe; then \
+		echo "check-arm64: SKIPPED: $(QEMU_ARM64) cannot run an arm64 program here"; exit 0; fi; \
+	set -e; rm -rf out-arm64/test/emu; mkdir -p out-arm64/test/emu; \
+	skip=$$(echo "$$ARM64_SKIPPED" | cut -d: -f1); \
+	for b in out-arm64/test/static/*; do \
+		echo "$$skip" | grep -qx "$${b##*/}" || cp $$b out-arm64/test/emu/; done; \
+	echo "$$ARM64_SKIPPED" | sed 's/^/not run under qemu: /'; \
+	echo "arm64: api_check with guard=auto must choose mprotect"; \
+	EXPECT_BACKEND=mprotect $(QEMU_ARM64) out-arm64/test/emu/api_check > out-arm64/test/api_check_auto.log 2>&1 \
+		|| { cat out-arm64/test/api_check_auto.log; exit 1; }; \
+	grep -E "^(guard backend|api_check)" out-arm64/test/api_check_auto.log; \
+	EXTRA_ENV=EXPECT_BACKEND=mprotect sh test/run-bins.sh arm64 out-arm64/test/emu $(QEMU_ARM64)
+
+# seccomp: one list (test/seccomp/syscalls.list) gives the allow-list of seccomp_check
+# (a header generated here) and the README table (`make seccomp-table` rewrites it;
+# check-seccomp-readme fails while they differ). seccomp_check is part of make test.
+SECCOMP_LIST := test/seccomp/syscalls.list
+SECCOMP_GEN = awk -v mode=$(1) -f test/seccomp/gen.awk $(SECCOMP_LIST)
+# The README's table: from its header row to the first line that is not a table row.
+README_TABLE = awk '/^\| operation \| madvise backend \| mprotect backend \|$$/ { t = 1 } \
+	t && !/^\|/ { exit } t' README.md
+$(TEST_OUT)/seccomp/syscalls.h: $(SECCOMP_LIST) test/seccomp/gen.awk
+	@mkdir -p $(@D)
+	$(call SECCOMP_GEN,header) > $@
+$(TEST_OUT)/system/seccomp_check: test/seccomp/seccomp_check.c $(TEST_OUT)/seccomp/syscalls.h $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -I$(TEST_OUT)/seccomp -o $@ $< $(OUT)/librampart.a
+test-build: $(TEST_OUT)/system/seccomp_check
+
+check-seccomp-readme:
+	@mkdir -p $(OUT)
+	@$(call SECCOMP_GEN,readme) > $(OUT)/seccomp-table.md.tmp
+	@$(README_TABLE) | diff -u - $(OUT)/seccomp-table.md.tmp \
+		|| { echo "README's system-call table differs from $(SECCOMP_LIST): run make seccomp-table"; exit 1; }
+	@rm -f $(OUT)/seccomp-table.md.tmp; echo "README system-call table matches $(SECCOMP_LIST)"
+seccomp-table:
+	@mkdir -p $(OUT)
+	@$(call SECCOMP_GEN,readme) > $(OUT)/seccomp-table.md.tmp
+	@awk -v table=$(OUT)/seccomp-table.md.tmp \
+		'/^\| operation \| madvise backend \| mprotect backend \|$$/ { while ((getline l < table) > 0) print l; skip = 1; next } \
+		skip && /^\|/ { next } { skip = 0; print }' README.md > README.md.tmp && mv README.md.tmp README.md
+	@rm -f $(OUT)/seccomp-table.md.tmp; echo "README system-call table written from $(SECCOMP_LIST)"
+check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
+	RAMPART_OPTIONS=guard=madvise $(TEST_OUT)/system/seccomp_check
+	RAMPART_OPTIONS=guard=mprotect $(TEST_OUT)/system/seccomp_check
+
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp

@@ -1,0 +1,313 @@
+/*
+ * api_check.c — the public interface, black-box, with no test framework: it builds
+ * wherever rampart does (static against musl, cross-compiled for arm64 and run under
+ * qemu-user) and needs only libc and rampart.h. Exits 0 when every check passes.
+ *
+ * Covers: every size-class boundary (walked through malloc_usable_size), the switch
+ * to large blocks, contents kept by realloc (in place, moved, slab <-> large), calloc
+ * zeros and overflow, the aligned functions and their errors, valloc/pvalloc,
+ * malloc(0), free_sized / free_aligned_sized, malloc_object_size, malloc_trim, errno
+ * left alone by successful calls, guards that really block access (asked of the
+ * kernel without a signal), a freed large block, fork, threads, and the guard backend
+ * in use. EXPECT_BACKEND=madvise|mprotect in the environment asserts the backend.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "rampart.h"
+
+/* Not declared by musl's headers. */
+void *pvalloc(size_t size);
+int malloc_trim(size_t pad);
+
+static int failures, checks;
+#undef CHECK /* harness.h has one that exits; this one counts and goes on */
+#define CHECK(cond)                                                                  \
+	do {                                                                         \
+		checks++;                                                            \
+		if (!(cond)) {                                                       \
+			failures++;                                                  \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+		}                                                                    \
+	} while (0)
+
+/* Is p unreachable / usable? Asked of the kernel without a signal where
+ * process_vm_readv works; qemu-user does not implement it (ENOSYS), and there a forked
+ * child touches the byte instead. */
+static bool probes_work;
+static bool blocked(void *p)
+{
+	if (probes_work) return inaccessible(p);
+	return child_faults(p, false) && child_faults(p, true);
+}
+static bool usable(void *p)
+{
+	if (probes_work) return accessible(p);
+	return child_access(p, false) == 0 && child_access(p, true) == 0;
+}
+
+#define KiB ((size_t)1024)
+#define MiB (KiB * 1024)
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 7 + (i >> 8));
+}
+static bool same(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(seed + i * 7 + (i >> 8))) return false;
+	return true;
+}
+static bool zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i]) return false;
+	return true;
+}
+
+/* Every class boundary: u = usable size of malloc(n); malloc(u) has the same usable
+ * size and malloc(u + 1) a bigger one, up to the first large block. */
+static void class_boundaries(void)
+{
+	size_t n = 1, classes = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+	for (;;) {
+		unsigned char *p = malloc(n);
+		CHECK(p != NULL);
+		if (!p) return;
+		size_t u = malloc_usable_size(p);
+		CHECK(u >= n);
+		CHECK((uintptr_t)p % 16 == 0);
+		CHECK(malloc_object_size(p) == u);
+		CHECK(malloc_object_size(p + u / 2) == u - u / 2);
+		fill(p, u, (unsigned)n);
+		unsigned char *q = malloc(u);
+		CHECK(q && malloc_usable_size(q) == u);
+		CHECK(same(p, u, (unsigned)n));
+		free(q);
+		free_sized(p, n);
+		classes++;
+		if (u % page == 0 && u > 128 * KiB) break; /* a large block: whole pages */
+		n = u + 1;
+	}
+	printf("size classes walked: %zu (the last one large)\n", classes);
+	CHECK(classes > 40);
+}
+
+static void edge_cases(void)
+{
+	/* malloc(0): unique, not NULL, inaccessible. */
+	void *z1 = malloc(0), *z2 = malloc(0);
+	CHECK(z1 && z2 && z1 != z2);
+	CHECK(blocked(z1));
+	free(z1);
+	free_sized(z2, 0);
+	free(NULL);
+
+	volatile size_t huge = SIZE_MAX; /* hidden from the compiler's size warnings */
+	errno = 0;
+	CHECK(malloc(huge) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(calloc(huge / 2, 3) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(reallocarray(NULL, huge / 2, 3) == NULL && errno == ENOMEM);
+
+	/* Successful calls leave errno alone. */
+	errno = 12345;
+	void *p = malloc(100), *q = calloc(10, 10), *r = malloc(3 * MiB);
+	p = realloc(p, 5000);
+	r = realloc(r, 9 * MiB);
+	free(p);
+	free(q);
+	free(r);
+	CHECK(errno == 12345);
+
+	/* realloc(p, 0) frees and returns NULL; realloc(NULL, n) allocates. */
+	p = realloc(NULL, 10);
+	CHECK(p != NULL);
+	CHECK(realloc(p, 0) == NULL);
+}
+
+static void calloc_zeroes(void)
+{
+	/* Dirty some slots, free them, then calloc the same sizes. */
+	static const size_t sizes[] = {1, 24, 100, 1000, 5000, 40000, 131000, 200 * KiB, 3 * MiB};
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		for (int k = 0; k < 4; k++) {
+			unsigned char *d = malloc(sizes[i]);
+			memset(d, 0xee, sizes[i]);
+			free(d);
+		}
+		unsigned char *c = calloc(1, sizes[i]);
+		CHECK(c && zero(c, sizes[i]));
+		free(c);
+	}
+}
+
+static void realloc_contents(void)
+{
+	static const size_t steps[] = {8, 24, 25, 200, 4000, 70000, 131064, 131065, 300 * KiB,
+				       2 * MiB, 16 * MiB, 1 * MiB, 100000, 64, 1};
+	size_t have = 0;
+	unsigned char *p = NULL;
+	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+		size_t n = steps[i];
+		p = realloc(p, n);
+		CHECK(p != NULL);
+		if (!p) return;
+		size_t keep = have < n ? have : n;
+		CHECK(same(p, keep, 77));
+		fill(p, n, 77);
+		have = n;
+	}
+	free(p);
+}
+
+static void aligned(void)
+{
+	void *p;
+	CHECK(posix_memalign(&p, 3, 10) == EINVAL);
+	CHECK(posix_memalign(&p, sizeof(void *) / 2, 10) == EINVAL);
+	errno = 0;
+	volatile size_t bad = 24; /* hidden from the compiler's alignment warnings */
+	CHECK(aligned_alloc(bad, 48) == NULL && errno == EINVAL);
+	errno = 0;
+	bad = 3;
+	CHECK(memalign(bad, 10) == NULL && errno == EINVAL);
+	for (size_t a = 1; a <= 64 * MiB; a <<= 1) {
+		static const size_t sizes[] = {1, 100, 4096, 200000};
+		for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+			unsigned char *q = aligned_alloc(a, sizes[i]);
+			CHECK(q && (uintptr_t)q % a == 0);
+			if (!q) continue;
+			CHECK(malloc_usable_size(q) >= sizes[i]);
+			memset(q, 1, sizes[i]);
+			free_aligned_sized(q, a, sizes[i]);
+			if (a >= sizeof(void *)) {
+				CHECK(posix_memalign(&p, a, sizes[i]) == 0 && (uintptr_t)p % a == 0);
+				free(p);
+			}
+			q = memalign(a, sizes[i]);
+			CHECK(q && (uintptr_t)q % a == 0);
+			free(q);
+		}
+	}
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char *v = valloc(10);
+	CHECK(v && (uintptr_t)v % page == 0);
+	free(v);
+	v = pvalloc(page + 1);
+	CHECK(v && (uintptr_t)v % page == 0 && malloc_usable_size(v) >= 2 * page);
+	free(v);
+}
+
+/* Guards: one byte past a large block and the block after free are unreachable. */
+static void guards(void)
+{
+	size_t n = 1 * MiB + 123;
+	unsigned char *p = malloc(n);
+	CHECK(p != NULL);
+	if (!p) return;
+	size_t u = malloc_usable_size(p);
+	CHECK(usable(p) && usable(p + u - 1));
+	CHECK(blocked(p + u));
+	CHECK(blocked(p - 1));
+	CHECK(malloc_object_size(p + u) == 0);
+	free(p);
+	CHECK(blocked(p));
+	CHECK(blocked(p + u / 2));
+
+	/* A shrink closes the tail; a grow in place or a move keeps everything. */
+	p = malloc(4 * MiB);
+	fill(p, 4 * MiB, 5);
+	unsigned char *q = realloc(p, 1 * MiB);
+	CHECK(q == p && same(q, 1 * MiB, 5));
+	CHECK(blocked(q + malloc_usable_size(q)));
+	free(q);
+	int trimmed = malloc_trim(0);
+	if (trimmed != 0 && trimmed != 1) fprintf(stderr, "malloc_trim returned %d\n", trimmed);
+	CHECK(trimmed == 0 || trimmed == 1);
+}
+
+static void *thread_main(void *arg)
+{
+	uintptr_t id = (uintptr_t)arg;
+	unsigned char *keep[64] = {0};
+	size_t sz[64] = {0};
+	uint32_t s = (uint32_t)id * 2654435761u + 1;
+	for (int i = 0; i < 20000; i++) {
+		s = s * 1103515245u + 12345u;
+		int k = (int)(s >> 16) % 64;
+		if (keep[k]) {
+			if (!same(keep[k], sz[k], (unsigned)(sz[k] + id))) return (void *)1;
+			free(keep[k]);
+		}
+		sz[k] = (s >> 8) % 100 == 0 ? 200 * KiB + (s >> 4) % MiB : (s >> 12) % 2048;
+		keep[k] = malloc(sz[k]);
+		if (!keep[k]) return (void *)1;
+		fill(keep[k], sz[k], (unsigned)(sz[k] + id));
+	}
+	for (int k = 0; k < 64; k++) free(keep[k]);
+	return NULL;
+}
+
+static void threads_and_fork(void)
+{
+	pthread_t t[4];
+	for (uintptr_t i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, thread_main, (void *)i) == 0);
+	/* Fork while the threads allocate: the child's allocator must work. */
+	pid_t pid = fork();
+	if (pid == 0) {
+		void *a = malloc(100), *b = malloc(2 * MiB);
+		_exit(a && b && malloc_usable_size(a) >= 100 ? 0 : 1);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < 4; i++) {
+		void *ret = (void *)1;
+		pthread_join(t[i], &ret);
+		CHECK(ret == NULL);
+	}
+}
+
+/* A double free dies with SIGABRT and a fatal line (the harness checks both). */
+static void die_double_free(void)
+{
+	void *p = malloc(50);
+	free(p);
+	free(p);
+}
+
+int main(void)
+{
+	static char here;
+	probes_work = probe_read(&here) == 0;
+	const char *backend = rampart_guard_backend();
+	printf("guard backend: %s; access probes: %s\n", backend,
+	       probes_work ? "process_vm_readv" : "forked children (process_vm_readv unavailable)");
+	CHECK(strcmp(backend, "madvise") == 0 || strcmp(backend, "mprotect") == 0);
+	const char *want = getenv("EXPECT_BACKEND");
+	if (want) CHECK(strcmp(backend, want) == 0);
+
+	class_boundaries();
+	edge_cases();
+	calloc_zeroes();
+	realloc_contents();
+	aligned();
+	guards();
+	threads_and_fork();
+	struct death_case dc = {"double free", die_double_free, DIE_FATAL, "double free"};
+	CHECK(death_run(&dc));
+
+	printf("api_check: %d checks, %d failed (backend %s)\n", checks, failures, backend);
+	return failures != 0;
+}
