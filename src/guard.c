@@ -309,11 +309,12 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 {
 	uintptr_t src = from->base + from_off, dst = to->base + to_off;
 	/* Moved pages keep their VMA, so a block that moved before may span several; before
-	 * Linux 6.17 mremap moves one VMA at a time. Each hole is refilled at once; after the
+	 * Linux 6.17 mremap moves one VMA at a time (from 6.17, the whole span at once). Each hole is refilled at once; after the
 	 * first refill that fails no more are, and the source is given up. */
 	size_t moved = 0, refilled = 0;
+	bool whole = os_moves_cross_vmas();
 	while (moved < len) {
-		size_t piece = os_one_mapping((void *)(src + moved), len - moved);
+		size_t piece = whole ? len - moved : os_one_mapping((void *)(src + moved), len - moved);
 		int err = os_move((void *)(src + moved), piece, (void *)(dst + moved));
 		if (err) {
 			if (!os_is_oom(err)) os_unexpected("mremap", err, (void *)(src + moved));

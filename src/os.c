@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -91,6 +92,34 @@ static bool crosses(void *addr, size_t len)
 		os_unexpected("mremap", errno, addr); /* grew into a hole: cannot happen in a region */
 	errno = saved;
 	return crossing;
+}
+
+/* Linux 6.17 lets mremap move a span that crosses VMAs; before, the move fails with
+ * EFAULT after unmapping its destination. Asked once, on scratch pages laid out as three
+ * VMAs (the middle one read-only): move the first two pages onto the last two. Either
+ * way only what is still rampart's is unmapped afterwards, never the hole the move or
+ * the refusal left (another thread may have mapped something there). */
+static _Atomic int cross_moves = -1; /* -1 not asked yet, 0 no, 1 yes */
+
+bool os_moves_cross_vmas(void)
+{
+	int known = atomic_load_explicit(&cross_moves, memory_order_relaxed);
+	if (known >= 0) return known;
+	void *p = NULL;
+	if (os_map(&p, 4 * os_page, PROT_READ | PROT_WRITE, OS_ANYWHERE)) return false; /* ask again later */
+	char *c = p;
+	if (os_protect(c + os_page, os_page, PROT_READ)) {
+		if (os_unmap(c, 4 * os_page)) {}
+		return false;
+	}
+	int saved = errno;
+	bool moved = mremap(c, 2 * os_page, 2 * os_page, MREMAP_MAYMOVE | MREMAP_FIXED, c + 2 * os_page) != MAP_FAILED;
+	int err = errno;
+	errno = saved;
+	if (os_unmap(moved ? c + 2 * os_page : c, 2 * os_page)) {}
+	/* Any answer but "moved" or EFAULT (say ENOMEM) settles nothing: ask again later. */
+	if (moved || err == EFAULT) atomic_store_explicit(&cross_moves, moved, memory_order_relaxed);
+	return moved;
 }
 
 size_t os_one_mapping(void *addr, size_t len)

@@ -36,6 +36,8 @@ must_check int os_move(void *old, size_t len, void *dst);
 /* How many bytes from addr (at most len, whole pages) lie in the same VMA as addr. For
  * spans inside rampart's regions, which are always followed by more of the region. */
 size_t os_one_mapping(void *addr, size_t len);
+/* Does os_move accept a source that crosses VMAs (Linux 6.17+)? Found out once. */
+bool os_moves_cross_vmas(void);
 /* Name an anonymous mapping in /proc/PID/maps; false where the kernel cannot
  * (built without CONFIG_ANON_VMA_NAME, or older than 5.17). */
 bool os_label(void *addr, size_t len, const char *name);
