@@ -25,6 +25,7 @@
 /* glibc extensions that musl's headers do not declare. */
 void *pvalloc(size_t size);
 int malloc_trim(size_t pad);
+void malloc_stats(void);
 
 #define API __attribute__((visibility("default")))
 

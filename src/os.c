@@ -252,7 +252,8 @@ void os_warn(const char *msg, const char *detail)
  *    stack), upwards from it, at most TRACE_SCAN bytes and TRACE_FRAMES frames.
  * A scan can also show stale return addresses left by earlier calls: the heading says
  * so. The offset is from the module's first mapping (its load base): what
- * addr2line -e module expects for shared objects and PIE programs. */
+ * addr2line -e module expects for shared objects and PIE programs; a program linked
+ * at a fixed address (ET_EXEC) gets its addresses as they are. */
 #define TRACE_FRAMES 16
 #define TRACE_RANGES 256
 #define TRACE_SCAN (64u * 1024u)
@@ -386,6 +387,12 @@ static noinline __attribute__((no_sanitize_address)) void print_trace(void)
 		if (!lp->path[0] || lp->path[0] == '[') continue;
 		if (strncmp(lp->path, last_path, sizeof last_path - 1) != 0) { /* a module's first mapping */
 			base = lp->start - lp->offset;
+			/* A program linked at a fixed address (ET_EXEC: static or non-PIE) is
+			 * already at its link address: addr2line wants the address itself. */
+			const unsigned char *ehdr = (const unsigned char *)lp->start;
+			if (!lp->offset && lp->r && ehdr[0] == 0x7f && ehdr[1] == 'E' && ehdr[2] == 'L' && ehdr[3] == 'F' &&
+			    ehdr[16] == 2 && ehdr[17] == 0)
+				base = 0;
 			size_t k = 0;
 			for (; lp->path[k] && k < sizeof last_path - 1; k++) last_path[k] = lp->path[k];
 			last_path[k] = 0;

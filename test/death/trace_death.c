@@ -67,8 +67,18 @@ static int check(int threaded)
 	char exe[512];
 	ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	exe[el > 0 ? el : 0] = 0;
-	int ok = dladdr((void *)trace_bad_site, &info) != 0 && el > 0;
-	uintptr_t lo = (uintptr_t)trace_bad_site - (uintptr_t)info.dli_fbase, hi = lo + 256;
+	/* A program linked at a fixed address (ET_EXEC: static or non-PIE, as musl-gcc
+	 * -static makes) is named by absolute addresses, which is what addr2line wants
+	 * there; static builds may also lack dladdr. */
+	unsigned char ehdr[18] = {0};
+	int efd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (efd >= 0) {
+		if (read(efd, ehdr, sizeof ehdr) != (ssize_t)sizeof ehdr) ehdr[0] = 0;
+		close(efd);
+	}
+	bool fixed = ehdr[0] == 0x7f && ehdr[16] == 2 && ehdr[17] == 0;
+	int ok = (fixed || dladdr((void *)trace_bad_site, &info) != 0) && el > 0;
+	uintptr_t lo = (uintptr_t)trace_bad_site - (fixed ? 0 : (uintptr_t)info.dli_fbase), hi = lo + 256;
 
 	ok = ok && WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
 	ok = ok && strncmp(out, "rampart: fatal: slot was already freed (double free?) at 0x", 59) == 0;
