@@ -31,7 +31,7 @@ CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
 
 .PHONY: check-seccomp check-seccomp-readme seccomp-table
-.PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64
+.PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64 check-uring
 
 # test/portable/api_check.c: the public interface without a test framework. Part of
 # `make test` (run.sh picks it up among the system tests) and of every static build.
@@ -39,6 +39,22 @@ $(TEST_OUT)/system/api_check: test/portable/api_check.c $(OUT)/librampart.a test
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 test-build: $(TEST_OUT)/system/api_check
+
+# test/uring/uring_check.c: rampart's blocks as io_uring fixed buffers (liburing):
+# round trips, blocks freed while registered, ranges reaching into guards, and all of
+# it again under mlockall. Part of `make test` (run.sh picks it up among the system
+# tests; it exits 77, counted as skipped, where io_uring is disabled). check-uring
+# runs it alone under both backends.
+$(TEST_OUT)/system/uring_check: test/uring/uring_check.c $(OUT)/librampart.a test/harness.h include/rampart.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a -luring
+test-build: $(TEST_OUT)/system/uring_check
+
+check-uring: $(TEST_OUT)/system/uring_check
+	@set -e; for g in madvise mprotect; do echo "uring_check guard=$$g"; \
+		st=0; RAMPART_OPTIONS=guard=$$g $(TEST_OUT)/system/uring_check || st=$$?; \
+		if [ $$st = 77 ]; then echo "check-uring: SKIPPED (io_uring unavailable)"; exit 0; fi; \
+		[ $$st = 0 ] || exit $$st; done
 
 # Every framework-free test (death, system, portable), linked statically with this
 # build's librampart.a: for other C libraries and other architectures.
