@@ -31,7 +31,7 @@ CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
 
 .PHONY: check-seccomp check-seccomp-readme seccomp-table
-.PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64 check-uring
+.PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64 check-uring check-system-wide
 
 # test/portable/api_check.c: the public interface without a test framework. Part of
 # `make test` (run.sh picks it up among the system tests) and of every static build.
@@ -55,6 +55,24 @@ check-uring: $(TEST_OUT)/system/uring_check
 		st=0; RAMPART_OPTIONS=guard=$$g $(TEST_OUT)/system/uring_check || st=$$?; \
 		if [ $$st = 77 ]; then echo "check-uring: SKIPPED (io_uring unavailable)"; exit 0; fi; \
 		[ $$st = 0 ] || exit $$st; done
+
+# check-system-wide (root; test/systemwide/): out/librampart.so named in
+# /etc/ld.so.preload inside a private mount namespace; a session of everyday commands
+# (test/systemwide/session.sh) gives the same outputs and exit statuses as without
+# rampart, under both backends; a set-user-ID program runs on rampart. First, without
+# root: glibc programs linked statically with librampart.a (static_glibc, api_check),
+# both backends. Everything it builds or writes goes to out-systemwide/.
+SW_OUT := out-systemwide
+$(SW_OUT)/secure_probe: test/systemwide/secure_probe.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -o $@ $< -ldl
+$(SW_OUT)/static/%: test/systemwide/%.c $(OUT)/librampart.a $(wildcard test/*.h) include/rampart.h
+	$(STATIC_LINK)
+$(SW_OUT)/static/%: test/portable/%.c $(OUT)/librampart.a $(wildcard test/*.h) include/rampart.h
+	$(STATIC_LINK)
+check-system-wide: lib $(SW_OUT)/secure_probe $(SW_OUT)/static/static_glibc $(SW_OUT)/static/api_check
+	sh test/run-bins.sh glibc-static $(SW_OUT)/static
+	sh test/systemwide/check.sh $(OUT)/librampart.so $(SW_OUT)/secure_probe $(SW_OUT)/results
 
 # Every framework-free test (death, system, portable), linked statically with this
 # build's librampart.a: for other C libraries and other architectures.
