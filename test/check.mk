@@ -11,6 +11,10 @@
 #                      where the start-up probe must choose mprotect
 #   make check-seccomp rampart under a seccomp filter built from test/seccomp/syscalls.list,
 #                      which also generates the README's system-call table
+#   make check-uring   test/uring/uring_check (io_uring fixed buffers) under both backends
+#   make check-system-wide  (root) an everyday shell session with rampart in
+#                      /etc/ld.so.preload, in a private mount namespace, against the same
+#                      session without it; glibc programs linked statically with rampart
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -195,4 +199,4 @@ check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=madvise $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=mprotect $(TEST_OUT)/system/seccomp_check
 
-check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide
