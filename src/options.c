@@ -287,6 +287,12 @@ void options_help(void)
 		}
 		put(buf, sizeof buf, &at, "\n", SIZE_MAX);
 	}
+#ifdef CONFIG_POLICY_PATH
+	if (CONFIG_POLICY_PATH[0])
+		put(buf, sizeof buf, &at,
+		    "rampart: the same entries per program, set by root: " CONFIG_POLICY_PATH " (rampart.conf(5))\n",
+		    SIZE_MAX);
+#endif
 	int saved = errno; /* start-up happens inside the program's malloc */
 	for (size_t done = 0; done < at;) {
 		ssize_t w = write(STDERR_FILENO, buf + done, at - done);
