@@ -71,9 +71,11 @@ $(OUT)/librampart.a: $(OBJS)
 
 # Installed: librampart.so.X.Y.Z with the SONAME and development symlinks, the static
 # library, the header, rampart.pc, rampart-run and the man pages (DESTDIR honoured).
+# The policy file itself is the administrator's: never installed.
+POLICY_SHOWN := $(if $(CONFIG_POLICY_PATH),$(CONFIG_POLICY_PATH),(none in this build))
 install: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(OUT)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION)
 	ln -sf librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librampart.so
@@ -82,21 +84,25 @@ install: lib
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 		-e 's|@VERSION@|$(VERSION)|g' pkg/rampart.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc
-	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart-run.in \
+	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@POLICY@|$(POLICY_SHOWN)|g' \
+		pkg/rampart-run.in \
 		> $(DESTDIR)$(BINDIR)/rampart-run
 	chmod 755 $(DESTDIR)$(BINDIR)/rampart-run
-	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart.3 \
-		> $(DESTDIR)$(MANDIR)/man3/rampart.3
+	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@POLICY@|$(POLICY_SHOWN)|g' \
+		pkg/rampart.3 > $(DESTDIR)$(MANDIR)/man3/rampart.3
 	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart-run.1 \
 		> $(DESTDIR)$(MANDIR)/man1/rampart-run.1
-	chmod 644 $(DESTDIR)$(MANDIR)/man3/rampart.3 $(DESTDIR)$(MANDIR)/man1/rampart-run.1
+	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@POLICY@|$(POLICY_SHOWN)|g' \
+		pkg/rampart.conf.5 > $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
+	chmod 644 $(DESTDIR)$(MANDIR)/man3/rampart.3 $(DESTDIR)$(MANDIR)/man1/rampart-run.1 \
+		$(DESTDIR)$(MANDIR)/man5/rampart.conf.5
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.a \
 		$(DESTDIR)$(INCLUDEDIR)/rampart.h $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc \
 		$(DESTDIR)$(BINDIR)/rampart-run $(DESTDIR)$(MANDIR)/man3/rampart.3 \
-		$(DESTDIR)$(MANDIR)/man1/rampart-run.1
+		$(DESTDIR)$(MANDIR)/man1/rampart-run.1 $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
 
 # `make run` shows the demo; `make run CMD='python3 -c "print(42)"'` runs any command.
 CMD ?= $(OUT)/demo

@@ -75,6 +75,9 @@ CONFIG_ZERO_ON_FREE ?= 1
 CONFIG_LABEL_MEMORY ?= 1
 # Bytes of address space reserved for the isolated metadata region.
 CONFIG_META_RESERVE ?= 17179869184
+# The per-program policy file (rampart.conf(5)), read once at start-up and trusted only
+# when owned by root and writable by nobody else; empty: no policy file. No spaces.
+CONFIG_POLICY_PATH ?= /etc/rampart.conf
 
 ifeq ($(VARIANT),light)
 CONFIG_SLOT_RANDOM := 0
@@ -88,4 +91,7 @@ CONFIG_GUARD_MAX_PAGES := 4
 endif
 
 CONFIG_VARS := $(filter CONFIG_%,$(.VARIABLES))
-CONFIG_CPPFLAGS := $(foreach v,$(sort $(CONFIG_VARS)),-D$(v)=$($(v)))
+# Numbers as they are; the policy path as a C string.
+CONFIG_CPPFLAGS := $(foreach v,$(sort $(filter-out CONFIG_POLICY_PATH,$(CONFIG_VARS))),-D$(v)=$($(v))) \
+	-DCONFIG_POLICY_PATH=\"$(CONFIG_POLICY_PATH)\"
+

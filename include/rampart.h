@@ -32,7 +32,8 @@ void free_aligned_sized(void *ptr, size_t alignment, size_t size);
  * a guard) is heap corruption: fatal. */
 size_t malloc_object_size(const void *ptr);
 
-/* The guard backend in use: "madvise" or "mprotect". */
+/* The guard backend in use: "madvise" or "mprotect"; "passthrough" when the policy
+ * hands this process's calls to the C library's allocator (rampart.conf(5)). */
 const char *rampart_guard_backend(void);
 
 /* A snapshot of rampart's counters (relaxed reads; "_now" fields are gauges). */

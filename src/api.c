@@ -4,6 +4,10 @@
  *
  * errno: a successful call leaves it alone; a failed allocation sets ENOMEM (or
  * EINVAL for a bad alignment), and nothing else ever touches it.
+ *
+ * Passthrough (passthrough.h): every entry point's "not initialised" branch, already
+ * there and cold, hands the call to the C library when the process is a passthrough
+ * one; nothing is added to the paths of a process that runs rampart.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +23,7 @@
 #include "init.h"
 #include "large.h"
 #include "os.h"
+#include "passthrough.h"
 #include "slab.h"
 #include "stats.h"
 
@@ -48,9 +53,14 @@ static inline unsigned class_for(size_t size, size_t align)
 
 /* Large blocks come from fresh or reopened pages, which the kernel zeroed; a slot is
  * cleared by the slab allocator as far as it cannot prove it zero. */
+static noinline cold void *alloc_not_ready(size_t size, size_t align, bool zero)
+{
+	return rampart_passthrough() ? passthrough_alloc(size, align, zero) : NULL;
+}
+
 static void *alloc(size_t size, size_t align, bool zero)
 {
-	if (unlikely(!rampart_ready())) return NULL;
+	if (unlikely(!rampart_ready())) return alloc_not_ready(size, align, zero);
 	unsigned c = class_for(size, align);
 	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero);
 	return large_alloc(size, align > os_page ? align : 0);
@@ -63,10 +73,16 @@ static void *alloc_or_enomem(size_t size, size_t align)
 	return p;
 }
 
+static noinline cold void release_not_ready(void *p)
+{
+	if (!rampart_passthrough()) fatal("free of a pointer rampart never handed out", p);
+	passthrough_free(p);
+}
+
 static void release(void *p, bool sized, size_t size, size_t align)
 {
 	if (!p) return;
-	if (unlikely(!rampart_ready())) fatal("free of a pointer rampart never handed out", p);
+	if (unlikely(!rampart_ready())) return release_not_ready(p);
 	if (likely(slab_contains(p))) slab_free(p, sized, sized ? class_for(size, align) : 0);
 	else large_free(p, sized, size, align);
 }
@@ -113,7 +129,10 @@ API void *realloc(void *p, size_t size)
 		release(p, false, 0, 0);
 		return NULL;
 	}
-	if (unlikely(!rampart_ready())) fatal("realloc of a pointer rampart never handed out", p);
+	if (unlikely(!rampart_ready())) {
+		if (!rampart_passthrough()) fatal("realloc of a pointer rampart never handed out", p);
+		return passthrough_realloc(p, size);
+	}
 	if (slab_contains(p)) {
 		/* Checks that p is live and its canary intact before anything else. */
 		size_t copy;
@@ -174,6 +193,7 @@ API int posix_memalign(void **out, size_t align, size_t size)
 API void *valloc(size_t size)
 {
 	if (unlikely(!rampart_ready())) {
+		if (rampart_passthrough()) return passthrough_valloc(size);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -184,6 +204,7 @@ API void *pvalloc(size_t size)
 {
 	size_t rounded;
 	if (unlikely(!rampart_ready())) {
+		if (rampart_passthrough()) return passthrough_pvalloc(size);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -197,7 +218,10 @@ API void *pvalloc(size_t size)
 API size_t malloc_usable_size(void *p)
 {
 	if (!p) return 0;
-	if (unlikely(!rampart_ready())) fatal("malloc_usable_size of a pointer rampart never handed out", p);
+	if (unlikely(!rampart_ready())) {
+		if (!rampart_passthrough()) fatal("malloc_usable_size of a pointer rampart never handed out", p);
+		return passthrough_usable_size(p);
+	}
 	if (slab_contains(p)) return slab_usable_size(p);
 	return large_usable_size(p, "malloc_usable_size of a pointer that is not a live allocation");
 }
@@ -214,8 +238,7 @@ API size_t malloc_object_size(const void *p)
  * region quarantines are never flushed early. 1 if anything was released. */
 API int malloc_trim(size_t pad)
 {
-	(void)pad;
-	if (!rampart_ready()) return 0;
+	if (!rampart_ready()) return rampart_passthrough() ? passthrough_trim(pad) : 0;
 	bool slabs = slab_trim() > 0;
 	bool large = large_trim();
 	return slabs || large;
@@ -245,7 +268,7 @@ static struct mallinfo2 info_of(const struct rampart_heap_stats *h)
 API struct mallinfo2 mallinfo2(void)
 {
 	struct rampart_heap_stats h;
-	if (!rampart_ready()) return (struct mallinfo2){0};
+	if (!rampart_ready()) return rampart_passthrough() ? passthrough_mallinfo2() : (struct mallinfo2){0};
 	int saved = errno;
 	stats_gather(&h);
 	errno = saved;
@@ -256,6 +279,7 @@ static int clamp(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
 
 API struct mallinfo mallinfo(void)
 {
+	if (!rampart_ready() && rampart_passthrough()) return passthrough_mallinfo();
 	struct mallinfo2 m = mallinfo2();
 	return (struct mallinfo){
 		.arena = clamp(m.arena), .ordblks = clamp(m.ordblks), .smblks = clamp(m.smblks),
@@ -270,12 +294,13 @@ API struct mallinfo mallinfo(void)
  * held, because stdio may allocate. */
 API int malloc_info(int options, FILE *fp)
 {
-	if (options != 0) {
-		errno = EINVAL;
+	if (!rampart_ready()) {
+		if (rampart_passthrough()) return passthrough_info(options, fp);
+		errno = ENOMEM;
 		return -1;
 	}
-	if (!rampart_ready()) {
-		errno = ENOMEM;
+	if (options != 0) {
+		errno = EINVAL;
 		return -1;
 	}
 	int saved = errno;
@@ -317,6 +342,7 @@ API int malloc_info(int options, FILE *fp)
  * shaped like glibc's: 0, the documented answer for "not done". */
 API int mallopt(int param, int value)
 {
+	if (!rampart_ready() && rampart_passthrough()) return passthrough_mallopt(param, value);
 	switch (param) {
 	case M_MXFAST: return value == 0;          /* no fast bins: "disable them" holds */
 	case M_PERTURB: return value == 0;         /* freed memory is zeroed, never filled with a byte */
@@ -329,7 +355,10 @@ API int mallopt(int param, int value)
 /* Also under musl: a report on stderr (glibc prints its arenas' figures there). */
 API void malloc_stats(void)
 {
-	if (!rampart_ready()) return;
+	if (!rampart_ready()) {
+		if (rampart_passthrough()) passthrough_stats();
+		return;
+	}
 	stats_report(2, 0);
 }
 
@@ -343,6 +372,6 @@ __attribute__((destructor)) static void stats_at_exit(void)
 
 API const char *rampart_guard_backend(void)
 {
-	if (!rampart_ready()) return "none";
+	if (!rampart_ready()) return rampart_passthrough() ? "passthrough" : "none";
 	return guard_backend_name();
 }

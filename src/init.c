@@ -1,5 +1,9 @@
 /*
  * init.c — first-use initialisation, the read-only roots, and fork handling.
+ *
+ * The first call decides, once, between rampart and the C library's allocator
+ * (passthrough, chosen by the policy file or RAMPART_OPTIONS): before anything is
+ * mapped, so a passthrough process holds no rampart reservation at all.
  */
 #define _GNU_SOURCE
 #include "init.h"
@@ -11,6 +15,8 @@
 #include "large.h"
 #include "meta.h"
 #include "os.h"
+#include "passthrough.h"
+#include "policy.h"
 #include "slab.h"
 #include "stats.h"
 #include "../include/rampart.h"
@@ -79,20 +85,52 @@ static void protect_roots(void)
 	if (os_protect(&ro, RO_ALIGN, PROT_READ)) os_warn("cannot make the roots read-only", NULL);
 }
 
+/* passthrough: the C library serves this process for good. Under the init lock. */
+static bool become_passthrough(const struct policy_status *ps)
+{
+	if (!passthrough_available()) {
+		os_warn("passthrough unavailable (no C library allocator to hand calls to: not glibc, or a "
+			"static program); rampart stays", NULL);
+		ro.opt.passthrough = false;
+		return false;
+	}
+	protect_roots();
+	if (ro.opt.verbose) {
+		policy_say(ps);
+		struct out o = {.fd = 2};
+		out_str(&o, "rampart: version " RAMPART_VERSION "; passthrough: every call goes to the C library's "
+			    "allocator\n");
+		out_flush(&o);
+	}
+	atomic_store_explicit(&rampart_state, STATE_PASSTHROUGH, memory_order_release);
+	return true;
+}
+
 bool rampart_init_slow(void)
 {
 	/* A call made by pthread_atfork below (musl's allocates): serve it. */
 	if (init_finishing) return true;
+	/* Decided for good: no lock on the way to the C library. */
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_PASSTHROUGH) return false;
 	pthread_mutex_lock(&init_mutex);
-	bool ok = atomic_load_explicit(&rampart_state, memory_order_relaxed) == STATE_READY;
-	if (!ok) {
+	int state = atomic_load_explicit(&rampart_state, memory_order_relaxed);
+	bool ok = state == STATE_READY;
+	if (state == STATE_NEW) {
 		os_init();
-		options_read(&ro.opt);
+		struct policy_status ps;
+		policy_read(&ro.opt, &ps);
+		if (ro.opt.passthrough && become_passthrough(&ps)) {
+			pthread_mutex_unlock(&init_mutex);
+			return false;
+		}
 		guard_init(ro.opt.guard);
 		ok = (ro.meta || meta_init()) && (ro.slab.classes || slab_init()) && (ro.large || large_init());
 		if (ok) {
 			protect_roots();
-			if (ro.opt.verbose) say_choices();
+			if (ro.opt.verbose) {
+				say_choices();
+				policy_say(&ps);
+			}
 			/* The fork handlers exist before any other thread can take one of the
 			 * allocator's locks: those wait for the ready flag, set only after. */
 			if (!fork_handlers_registered) {

@@ -8,6 +8,10 @@
  *    redirect rampart's tables.
  *  - rampart_ready() is one acquire load; initialisation runs once, on first use,
  *    without calling malloc or dlsym.
+ *  - A passthrough process (policy.h, passthrough.h) never becomes READY: its state is
+ *    PASSTHROUGH from the first call on, so rampart_ready() is false and every entry
+ *    point hands the call to the C library on its cold path. The fast path of a
+ *    process that runs rampart is unchanged: the same one load and one branch.
  */
 #ifndef RAMPART_INIT_H
 #define RAMPART_INIT_H
@@ -46,9 +50,15 @@ extern union ro_page ro_page;
 #define ro (ro_page.roots)
 
 extern _Atomic int rampart_state;
-enum { STATE_NEW, STATE_READY };
+enum { STATE_NEW, STATE_READY, STATE_PASSTHROUGH };
 
 must_check bool rampart_init_slow(void);
+/* After rampart_ready() said false: is this a passthrough process (rather than one whose
+ * initialisation failed)? Both the state and the read-only roots must say so. */
+static inline bool rampart_passthrough(void)
+{
+	return atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_PASSTHROUGH && ro.opt.passthrough;
+}
 static inline must_check bool rampart_ready(void)
 {
 	if (likely(atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_READY)) return true;

@@ -19,6 +19,7 @@
 #include "init.h"
 #include "meta.h"
 #include "os.h"
+#include "policy.h"
 #include "quarantine.h"
 #include "random.h"
 #include "stats.h"
@@ -200,14 +201,17 @@ void *large_alloc(size_t size, size_t align)
 	return result;
 }
 
-/* The entry of a live allocation, or a fatal report naming what p is. */
+/* The entry of a live allocation, or a fatal report naming what p is — except that a
+ * free (op "free ...") under on_error=report is reported and ignored: NULL, with the
+ * lock given back. */
 static struct large_entry *live_entry(struct large_state *s, const void *p, const char *op)
 {
 	struct large_entry *e = lookup(s, (uintptr_t)p);
 	if (likely(e && e->state == ENTRY_LIVE)) return e;
 	pthread_mutex_unlock(&s->lock);
-	if (e) fatal(op[0] == 'f' ? "double free" : "use after free", p);
-	fatal(op, p);
+	const char *what = e ? (op[0] == 'f' ? "double free" : "use after free") : op;
+	if (op[0] != 'f' || !policy_ignore_bad_free(what, p)) fatal(what, p);
+	return NULL;
 }
 
 static void quarantine_region(struct large_state *s, struct large_entry *e)
@@ -247,13 +251,14 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	struct large_state *s = ro.large;
 	pthread_mutex_lock(&s->lock);
 	struct large_entry *e = live_entry(s, p, "free of a pointer that is not a live allocation");
+	if (unlikely(!e)) return; /* on_error=report: reported and ignored */
 	if (sized) {
 		/* The exact size asked for (C23 free_sized), not just its pages. Alignments up
 		 * to a page need no special placement and are not recorded: any of them
 		 * matches an allocation made without one. */
 		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
 									   : align <= os_page));
-		if (size != e->requested || !align_ok) {
+		if ((size != e->requested || !align_ok) && !policy_tolerate_size(p)) {
 			pthread_mutex_unlock(&s->lock);
 			fatal("sized free with a wrong size or alignment", p);
 		}

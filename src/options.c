@@ -11,7 +11,7 @@
 
 #include "os.h"
 
-enum kind { K_GUARD, K_BOOL, K_STATS, K_SIZE, K_COUNT };
+enum kind { K_GUARD, K_BOOL, K_STATS, K_SIZE, K_COUNT, K_ONOFF, K_ONERROR };
 
 struct key {
 	const char *name;
@@ -38,6 +38,13 @@ static const struct key keys[] = {
 	 "N  regions the reuse cache holds (0: no cache)"},
 	{"large_cache_decay_ms", K_COUNT, F(large_cache_decay_ms), (size_t)1 << 40,
 	 "N  milliseconds a cached region may stay idle"},
+	{"passthrough", K_BOOL, F(passthrough), 0,
+	 "0|1  hand every call to the C library's allocator, for the life of the process (default 0;"
+	 " the bare word passthrough means 1)"},
+	{"sized_free", K_ONOFF, F(sized_free), 0,
+	 "on|off  abort on a sized free or sized delete whose size does not match (default on)"},
+	{"on_error", K_ONERROR, F(on_error), 0,
+	 "abort|report  report an invalid, double or mis-sized free and carry on (default abort)"},
 };
 #undef F
 
@@ -50,6 +57,8 @@ void options_default(struct options *o)
 		.large_cache_bytes = CONFIG_CACHE_BYTES,
 		.large_cache_entries = CONFIG_CACHE_ENTRIES,
 		.large_cache_decay_ms = CONFIG_CACHE_DECAY_MS,
+		.sized_free = true,
+		.on_error = ON_ERROR_ABORT,
 	};
 }
 
@@ -73,13 +82,14 @@ static void put_num(char *buf, size_t cap, size_t *at, size_t v)
 	while (n) put(buf, cap, at, &tmp[--n], 1);
 }
 
-/* "RAMPART_OPTIONS: <a>'<quoted>'<b>" as one warning line. */
-static void complain(const char *a, const char *q, size_t qlen, const char *b, size_t num)
+/* "<source>: <a>'<quoted>'<b>" as one warning line. */
+static void complain(const char *source, const char *a, const char *q, size_t qlen, const char *b, size_t num)
 {
-	char msg[200];
+	char msg[240];
 	size_t at = 0;
 	msg[0] = 0;
-	put(msg, sizeof msg, &at, "RAMPART_OPTIONS: ", SIZE_MAX);
+	put(msg, sizeof msg, &at, source, SIZE_MAX);
+	put(msg, sizeof msg, &at, ": ", SIZE_MAX);
 	put(msg, sizeof msg, &at, a, SIZE_MAX);
 	put(msg, sizeof msg, &at, "'", 1);
 	put(msg, sizeof msg, &at, q, MIN(qlen, (size_t)64));
@@ -115,13 +125,13 @@ static bool parse_number(const char *v, size_t n, bool suffix, size_t *out)
 	return true;
 }
 
-static void parse_entry(struct options *o, const char *k, size_t klen, const char *v, size_t vlen)
+static void parse_entry(struct options *o, const char *k, size_t klen, const char *v, size_t vlen, const char *src)
 {
 	const struct key *key = NULL;
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		if (word_is(k, klen, keys[i].name)) key = &keys[i];
 	if (!key) {
-		complain("unknown key ", k, klen, "; RAMPART_OPTIONS=help=1 lists the keys", SIZE_MAX);
+		complain(src, "unknown key ", k, klen, "; RAMPART_OPTIONS=help=1 lists the keys", SIZE_MAX);
 		return;
 	}
 	char *field = (char *)o + key->offset;
@@ -132,7 +142,7 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		if (word_is(v, vlen, "auto")) g = GUARD_AUTO;
 		else if (word_is(v, vlen, "madvise")) g = GUARD_MADVISE;
 		else if (word_is(v, vlen, "mprotect")) g = GUARD_MPROTECT;
-		else return complain("bad value ", v, vlen, " for guard: expected auto, madvise or mprotect", SIZE_MAX);
+		else return complain(src, "bad value ", v, vlen, " for guard: expected auto, madvise or mprotect", SIZE_MAX);
 		memcpy(field, &g, sizeof g);
 		return;
 	}
@@ -145,9 +155,31 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 			size_t at = 5;
 			put(what, sizeof what, &at, key->name, SIZE_MAX);
 			put(what, sizeof what, &at, ": expected 0 or 1", SIZE_MAX);
-			return complain("bad value ", v, vlen, what, SIZE_MAX);
+			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
 		memcpy(field, &b, sizeof b);
+		return;
+	}
+	case K_ONOFF: {
+		bool b;
+		if (word_is(v, vlen, "on") || word_is(v, vlen, "1")) b = true;
+		else if (word_is(v, vlen, "off") || word_is(v, vlen, "0")) b = false;
+		else {
+			char what[64] = " for ";
+			size_t at = 5;
+			put(what, sizeof what, &at, key->name, SIZE_MAX);
+			put(what, sizeof what, &at, ": expected on or off", SIZE_MAX);
+			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
+		}
+		memcpy(field, &b, sizeof b);
+		return;
+	}
+	case K_ONERROR: {
+		enum on_error e;
+		if (word_is(v, vlen, "abort")) e = ON_ERROR_ABORT;
+		else if (word_is(v, vlen, "report")) e = ON_ERROR_REPORT;
+		else return complain(src, "bad value ", v, vlen, " for on_error: expected abort or report", SIZE_MAX);
+		memcpy(field, &e, sizeof e);
 		return;
 	}
 	case K_STATS: {
@@ -155,7 +187,7 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		if (word_is(v, vlen, "0")) s = STATS_OFF;
 		else if (word_is(v, vlen, "1") || word_is(v, vlen, "text")) s = STATS_TEXT;
 		else if (word_is(v, vlen, "json")) s = STATS_JSON;
-		else return complain("bad value ", v, vlen, " for stats: expected 0, 1, text or json", SIZE_MAX);
+		else return complain(src, "bad value ", v, vlen, " for stats: expected 0, 1, text or json", SIZE_MAX);
 		memcpy(field, &s, sizeof s);
 		return;
 	}
@@ -168,11 +200,11 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 			put(what, sizeof what, &at,
 			    key->kind == K_SIZE ? ": expected a byte count, optionally with k, m or g"
 						: ": expected a whole number", SIZE_MAX);
-			return complain("bad value ", v, vlen, what, SIZE_MAX);
+			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
 		if (num > key->max) {
 			put(what, sizeof what, &at, ": too big (at most ", SIZE_MAX);
-			return complain("bad value ", v, vlen, what, key->max);
+			return complain(src, "bad value ", v, vlen, what, key->max);
 		}
 		memcpy(field, &num, sizeof num);
 		return;
@@ -189,30 +221,38 @@ static void trim(const char **s, size_t *n)
 	while (*n && is_space((*s)[*n - 1])) (*n)--;
 }
 
-void options_parse(struct options *o, const char *text)
+void options_apply(struct options *o, const char *text, size_t len, const char *source)
 {
-	options_default(o);
-	for (const char *p = text; p && *p;) {
-		size_t n = strcspn(p, ",:");
+	const char *end = text + len;
+	for (const char *p = text; p && p < end;) {
+		size_t n = 0;
+		while (p + n < end && p[n] != ',' && p[n] != ':') n++;
 		const char *e = p;
 		size_t en = n;
 		trim(&e, &en);
 		if (en) {
 			const char *eq = memchr(e, '=', en);
 			if (!eq) {
-				complain("entry ", e, en, " has no '=' (the grammar is key=value, separated by ',' or ':')",
-					 SIZE_MAX);
+				if (word_is(e, en, "passthrough")) o->passthrough = true;
+				else complain(source, "entry ", e, en,
+					      " has no '=' (the grammar is key=value, separated by ',' or ':')", SIZE_MAX);
 			} else {
 				const char *k = e, *v = eq + 1;
 				size_t klen = (size_t)(eq - e), vlen = (size_t)(e + en - v);
 				trim(&k, &klen);
 				trim(&v, &vlen);
-				parse_entry(o, k, klen, v, vlen);
+				parse_entry(o, k, klen, v, vlen, source);
 			}
 		}
 		p += n;
-		if (*p) p++;
+		if (p < end) p++;
 	}
+}
+
+void options_parse(struct options *o, const char *text)
+{
+	options_default(o);
+	if (text) options_apply(o, text, strlen(text), "RAMPART_OPTIONS");
 }
 
 void options_read(struct options *o)
@@ -223,7 +263,7 @@ void options_read(struct options *o)
 
 void options_help(void)
 {
-	char buf[2048];
+	char buf[3072];
 	size_t at = 0;
 	struct options d;
 	options_default(&d);
@@ -247,6 +287,12 @@ void options_help(void)
 		}
 		put(buf, sizeof buf, &at, "\n", SIZE_MAX);
 	}
+#ifdef CONFIG_POLICY_PATH
+	if (CONFIG_POLICY_PATH[0])
+		put(buf, sizeof buf, &at,
+		    "rampart: the same entries per program, set by root: " CONFIG_POLICY_PATH " (rampart.conf(5))\n",
+		    SIZE_MAX);
+#endif
 	int saved = errno; /* start-up happens inside the program's malloc */
 	for (size_t done = 0; done < at;) {
 		ssize_t w = write(STDERR_FILENO, buf + done, at - done);

@@ -369,9 +369,8 @@ static struct {
 } trace_space;
 static atomic_flag trace_busy = ATOMIC_FLAG_INIT;
 
-static noinline __attribute__((no_sanitize_address)) void print_trace(void)
+static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 {
-	if (atomic_flag_test_and_set(&trace_busy)) return;
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	struct exec_range *ranges = trace_space.ranges;
 	size_t nranges = 0;
@@ -448,6 +447,13 @@ static noinline __attribute__((no_sanitize_address)) void print_trace(void)
 	}
 }
 
+/* For fatal errors: the storage is never given back (the process aborts). */
+static void print_trace(void)
+{
+	if (atomic_flag_test_and_set(&trace_busy)) return;
+	print_trace_held();
+}
+
 static __attribute__((noreturn)) void die(const char *line, size_t n)
 {
 	/* A reader that stops reading stderr (a closed pipe) must not turn the abort into
@@ -483,6 +489,42 @@ void fatal_report(const char *what, const void *addr)
 	size_t n = fatal_line(line, sizeof line, what, addr);
 	int saved = errno;
 	write_all(line, n);
+	errno = saved;
+}
+
+/* on_error=report: the error line and its callers, and the process goes on. The trace's
+ * static storage is taken with trace_busy and given back here (fatal never gives it
+ * back: it aborts). A program that keeps making the same mistake must not flood its
+ * stderr: after OS_REPORTS_MAX reports one last line says that the rest are silent. */
+#define OS_REPORTS_MAX 100
+static _Atomic unsigned reports;
+
+void os_report(const char *what, const void *addr, const char *outcome)
+{
+	unsigned n_before = atomic_fetch_add_explicit(&reports, 1, memory_order_relaxed);
+	if (n_before > OS_REPORTS_MAX) return;
+	int saved = errno;
+	char line[320];
+	size_t n;
+	if (n_before == OS_REPORTS_MAX) {
+		n = put_str(line, 0, sizeof line - 1, "rampart: error: more errors; no more are reported\n");
+		write_all(line, n);
+		errno = saved;
+		return;
+	}
+	n = put_str(line, 0, sizeof line - 1, "rampart: error: ");
+	n = put_str(line, n, sizeof line - 1, what);
+	n = put_str(line, n, sizeof line - 1, " at ");
+	n = put_hex(line, n, sizeof line - 1, (uintptr_t)addr);
+	n = put_str(line, n, sizeof line - 1, "; ");
+	n = put_str(line, n, sizeof line - 1, outcome);
+	n = put_str(line, n, sizeof line - 1, " (on_error=report)");
+	line[n++] = '\n';
+	write_all(line, n);
+	if (!atomic_flag_test_and_set(&trace_busy)) {
+		print_trace_held();
+		atomic_flag_clear(&trace_busy);
+	}
 	errno = saved;
 }
 

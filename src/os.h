@@ -56,6 +56,10 @@ cold __attribute__((noreturn)) void fatal(const char *what, const void *addr);
 /* The same line without aborting, for reports that name several places before the
  * last one goes through fatal(). */
 cold void fatal_report(const char *what, const void *addr);
+/* on_error=report: "rampart: error: <what> at <addr>; <outcome> (on_error=report)" and
+ * the callers, without aborting; at most 100 reports a process, then one line saying
+ * the rest are not reported. Never allocates; errno unchanged. */
+cold void os_report(const char *what, const void *addr, const char *outcome);
 /* A kernel error that is not "no memory" during an operation that must not fail. */
 cold __attribute__((noreturn)) void os_unexpected(const char *call, int err, const void *addr);
 /* One line on stderr, no allocation. */

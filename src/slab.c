@@ -41,6 +41,7 @@
 #include "lock.h"
 #include "meta.h"
 #include "os.h"
+#include "policy.h"
 #include "random.h"
 
 #if CONFIG_WRITE_AFTER_FREE_CHECK && !CONFIG_ZERO_ON_FREE
@@ -560,24 +561,37 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 }
 
 /* Decode a pointer that must be the start of a live slot of k (lock held). */
+/* A pointer that is not a live slot: fatal, except that a free under on_error=report is
+ * reported and ignored (policy.h). The class lock is given back either way. */
+static noinline cold struct slab *not_live(struct slab_class *k, const char *what, const void *p, bool on_free)
+{
+	class_unlock(k);
+	if (!on_free || !policy_ignore_bad_free(what, p)) fatal(what, p);
+	return NULL;
+}
+
+/* The descriptor of the live slot at a, or NULL (lock given back) when a free of
+ * anything else is to be ignored; otherwise a fatal report naming what a is. */
 static inline struct slab *live_slot(struct slab_class *k, uintptr_t a, uint32_t *pos_out,
-				     uint32_t *i_out, const char *op)
+				     uint32_t *i_out, const char *op, bool on_free)
 {
 	size_t off = a - k->region.base;
-	if (unlikely(off >= k->region.size)) die(k, op, (void *)a); /* the guard area */
+	if (unlikely(off >= k->region.size)) return not_live(k, op, (void *)a, on_free); /* the guard area */
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
-	if (unlikely(pos >= k->hwm)) die(k, op, (void *)a);
+	if (unlikely(pos >= k->hwm)) return not_live(k, op, (void *)a, on_free);
 	struct slab *s = desc(k, pos);
 	if (unlikely(s->state != SLAB_ACTIVE)) {
-		if (s->state == SLAB_NONE) die(k, op, (void *)a); /* a guard slab */
-		die(k, "use of a pointer into a freed slab (double free?)", (void *)a);
+		if (s->state == SLAB_NONE) return not_live(k, op, (void *)a, on_free); /* a guard slab */
+		return not_live(k, "use of a pointer into a freed slab (double free?)", (void *)a, on_free);
 	}
 	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
 	uint32_t i = div32(in, k->size, k->slot_magic);
-	if (unlikely(i >= k->slots || i * k->size != in)) die(k, "invalid pointer: not the start of a slot", (void *)a);
+	if (unlikely(i >= k->slots || i * k->size != in))
+		return not_live(k, "invalid pointer: not the start of a slot", (void *)a, on_free);
 	uint64_t bit = (uint64_t)1 << (i & 63);
-	if (unlikely(!(s->used[i >> 6] & bit))) die(k, "slot is not allocated (double free or invalid pointer)", (void *)a);
-	if (unlikely(s->quar[i >> 6] & bit)) die(k, "slot was already freed (double free?)", (void *)a);
+	if (unlikely(!(s->used[i >> 6] & bit)))
+		return not_live(k, "slot is not allocated (double free or invalid pointer)", (void *)a, on_free);
+	if (unlikely(s->quar[i >> 6] & bit)) return not_live(k, "slot was already freed (double free?)", (void *)a, on_free);
 	*pos_out = pos;
 	*i_out = i;
 	return s;
@@ -639,8 +653,10 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	struct slab_class *k = class_at(a);
 	class_lock(k);
 	uint32_t pos, i;
-	struct slab *s = live_slot(k, a, &pos, &i, "free of a pointer that is not a live allocation");
-	if (unlikely(sized && c_claimed != k->cls)) die(k, "sized free with a wrong size or alignment", p);
+	struct slab *s = live_slot(k, a, &pos, &i, "free of a pointer that is not a live allocation", true);
+	if (unlikely(!s)) return; /* on_error=report: reported and ignored */
+	if (unlikely(sized && c_claimed != k->cls) && !policy_tolerate_size(p))
+		die(k, "sized free with a wrong size or alignment", p);
 	if (k->open_slabs) {
 		check_canary(k, s, a);
 		check_neighbours(k, s, a, i);
@@ -665,7 +681,8 @@ size_t slab_usable_size(const void *p)
 	struct slab_class *k = class_at((uintptr_t)p);
 	class_lock(k);
 	uint32_t pos, i;
-	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "malloc_usable_size of a pointer that is not a live allocation");
+	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "malloc_usable_size of a pointer that is not a live allocation",
+				   false);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
 	return k->usable;
@@ -676,7 +693,7 @@ bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 	struct slab_class *k = class_at((uintptr_t)p);
 	class_lock(k);
 	uint32_t pos, i;
-	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "realloc of a pointer that is not a live allocation");
+	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "realloc of a pointer that is not a live allocation", false);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p);
 	bool stays = c_new == k->cls;
 	if (stays) grow_extent(k, s, i, size);

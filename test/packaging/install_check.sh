@@ -12,7 +12,7 @@ make --no-print-directory OUT="$OUT" CC="$CC" install DESTDIR="$tmp" PREFIX=/usr
 lib=$tmp/usr/lib
 for f in "$lib"/librampart.so.1 "$lib"/librampart.so "$lib"/librampart.a "$tmp"/usr/include/rampart.h \
 	"$lib"/pkgconfig/rampart.pc "$tmp"/usr/bin/rampart-run "$tmp"/usr/share/man/man3/rampart.3 \
-	"$tmp"/usr/share/man/man1/rampart-run.1; do
+	"$tmp"/usr/share/man/man1/rampart-run.1 "$tmp"/usr/share/man/man5/rampart.conf.5; do
 	[ -e "$f" ] || { echo "missing: $f"; exit 1; }
 done
 [ "$(readlink "$lib/librampart.so")" = librampart.so.1 ] || { echo "librampart.so link"; exit 1; }
@@ -41,7 +41,11 @@ C
 report=$(RAMPART_LIB="$lib/librampart.so.1" "$tmp/usr/bin/rampart-run" -o verbose=1 --stats -- "$tmp/plain" x 2>&1)
 echo "$report" | grep -q "rampart: version .*; guard backend" || { echo "rampart-run: no verbose line: $report"; exit 1; }
 echo "$report" | grep -q "statistics (pid" || { echo "rampart-run: no report: $report"; exit 1; }
-"$tmp/usr/bin/rampart-run" --system | grep -q "ld.so.preload" || { echo "--system"; exit 1; }
+system=$("$tmp/usr/bin/rampart-run" --system)
+for want in ld.so.preload "/etc/rampart.conf (rampart.conf(5))" "* passthrough" init=/bin/busybox; do
+	echo "$system" | grep -qF -- "$want" || { echo "--system lacks '$want'"; exit 1; }
+done
+grep -q '^\.I /etc/rampart.conf$' "$tmp"/usr/share/man/man5/rampart.conf.5 || { echo "rampart.conf(5): path"; exit 1; }
 "$tmp/usr/bin/rampart-run" --version | grep -q "rampart-run [0-9]" || { echo "--version"; exit 1; }
 if RAMPART_LIB=/nonexistent "$tmp/usr/bin/rampart-run" true 2>/dev/null; then echo "missing library accepted"; exit 1; fi
 

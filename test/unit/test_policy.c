@@ -1,0 +1,324 @@
+/* test_policy.c — the policy file's grammar and matching (pure functions on text), the
+ * owner and mode rules on real temporary files, and the new options' grammar. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "policy.h"
+
+/* Capture stderr around the calls between begin and end. */
+static int saved_fd = -1, pipe_rd = -1;
+
+static void capture_begin(void)
+{
+	int pfd[2];
+	ck_assert_int_eq(pipe(pfd), 0);
+	saved_fd = dup(STDERR_FILENO);
+	dup2(pfd[1], STDERR_FILENO);
+	close(pfd[1]);
+	pipe_rd = pfd[0];
+}
+
+static void capture_end(char *buf, size_t cap)
+{
+	dup2(saved_fd, STDERR_FILENO);
+	close(saved_fd);
+	ssize_t n = read(pipe_rd, buf, cap - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(pipe_rd);
+}
+
+/* Apply text for exe; stderr into warn; returns the options, *line the last rule. */
+static struct options apply(const char *text, const char *exe, unsigned *line, char *warn, size_t cap)
+{
+	struct options o;
+	options_default(&o);
+	capture_begin();
+	unsigned l = policy_apply_text(&o, text, strlen(text), exe, "/etc/rampart.conf");
+	capture_end(warn, cap);
+	if (line) *line = l;
+	return o;
+}
+
+START_TEST(test_glob)
+{
+	static const struct {
+		const char *pat, *s;
+		bool want;
+	} cases[] = {
+		{"firefox", "firefox", true},
+		{"firefox", "firefox-esr", false},
+		{"firefox*", "firefox-esr", true},
+		{"*", "anything", true},
+		{"*", "", true},
+		{"", "", true},
+		{"", "x", false},
+		{"f?refox", "firefox", true},
+		{"f?refox", "frefox", false},
+		{"/opt/app/bin/*", "/opt/app/bin/tool", true},
+		{"/opt/app/bin/*", "/opt/app/bin/sub/tool", false}, /* '*' stays in one component */
+		{"/opt/*/bin/tool", "/opt/app/bin/tool", true},
+		{"/opt/*/tool", "/opt/app/bin/tool", false},
+		{"/opt/app?bin/tool", "/opt/app/bin/tool", false}, /* '?' is no '/' either */
+		{"*.bin", "a.b.bin", true},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "axxbyy", false},
+		{"**", "abc", true},
+		{"/usr/bin/x", "/usr/bin/x", true},
+		{"/usr/bin/x", "/usr/bin/xy", false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		ck_assert_msg(policy_glob(cases[i].pat, strlen(cases[i].pat), cases[i].s) == cases[i].want, "'%s' vs '%s'",
+			      cases[i].pat, cases[i].s);
+	/* A pattern with a '/' names the path; one without, the last component. */
+	ck_assert(policy_match("firefox", 7, "/usr/lib/firefox/firefox"));
+	ck_assert(!policy_match("firefox", 7, "/usr/lib/firefox/firefox-bin"));
+	ck_assert(policy_match("/usr/lib/*/firefox", 18, "/usr/lib/firefox/firefox"));
+	ck_assert(!policy_match("/firefox", 8, "/usr/lib/firefox/firefox"));
+	ck_assert(policy_match("*", 1, ""));          /* unknown executable: only '*' */
+	ck_assert(!policy_match("firefox", 7, ""));
+	ck_assert(!policy_match("/usr/bin/*", 10, ""));
+}
+END_TEST
+
+START_TEST(test_rules)
+{
+	char warn[1024];
+	unsigned line;
+	struct options o;
+	const char *text = "# rampart policy\n"
+			   "\n"
+			   "*                   on_error=report\n"
+			   "/usr/bin/firefox    passthrough        # bundles its own allocator\n"
+			   "/opt/app/bin/*      sized_free=off, check_at_exit=1\n"
+			   "   gimp\tsized_free=off\n"
+			   "late                guard=mprotect\n"
+			   "late                guard=madvise\n";
+
+	o = apply(text, "/usr/bin/firefox", &line, warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert(o.passthrough && o.sized_free && o.on_error == ON_ERROR_REPORT);
+	ck_assert_uint_eq(line, 4);
+
+	o = apply(text, "/opt/app/bin/tool", &line, warn, sizeof warn);
+	ck_assert(!o.passthrough && !o.sized_free && o.check_at_exit && o.on_error == ON_ERROR_REPORT);
+	ck_assert_uint_eq(line, 5);
+
+	o = apply(text, "/usr/local/bin/gimp", &line, warn, sizeof warn);
+	ck_assert(!o.sized_free && !o.passthrough);
+	ck_assert_uint_eq(line, 6);
+
+	o = apply(text, "/bin/true", &line, warn, sizeof warn);
+	ck_assert(!o.passthrough && o.sized_free && o.on_error == ON_ERROR_REPORT);
+	ck_assert_uint_eq(line, 3);
+
+	/* Every matching line applies in order: the later entry wins. */
+	o = apply(text, "/x/late", &line, warn, sizeof warn);
+	ck_assert_int_eq(o.guard, GUARD_MADVISE);
+	ck_assert_uint_eq(line, 8);
+
+	/* No rule: the defaults, line 0. */
+	o = apply("/usr/bin/a passthrough\n", "/usr/bin/b", &line, warn, sizeof warn);
+	ck_assert(!o.passthrough);
+	ck_assert_uint_eq(line, 0);
+
+	/* No final newline, CRLF line ends, a pattern with no options, comments only. */
+	o = apply("x passthrough", "/bin/x", &line, warn, sizeof warn);
+	ck_assert(o.passthrough);
+	o = apply("x on_error=report\r\n", "/bin/x", &line, warn, sizeof warn);
+	ck_assert_int_eq(o.on_error, ON_ERROR_REPORT);
+	ck_assert_str_eq(warn, "");
+	o = apply("x\n# x passthrough\n   # x passthrough\n", "/bin/x", &line, warn, sizeof warn);
+	ck_assert(!o.passthrough);
+	ck_assert_uint_eq(line, 1);
+	ck_assert_str_eq(warn, "");
+	o = apply("", "/bin/x", &line, warn, sizeof warn);
+	ck_assert_uint_eq(line, 0);
+}
+END_TEST
+
+/* A bad entry names file and line, and only the program the line applies to sees it. */
+START_TEST(test_rule_messages)
+{
+	char warn[1024];
+	const char *text = "a bogus=1\n"
+			   "b sized_free=maybe, on_error=report\n"
+			   "c on_error=explode\n"
+			   "d passthrough=yes\n";
+	struct options o = apply(text, "/bin/b", NULL, warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "rampart: warning: /etc/rampart.conf:2: bad value 'maybe' for sized_free: expected on "
+				   "or off (entry ignored)"),
+		      "'%s'", warn);
+	ck_assert(!strstr(warn, "bogus") && !strstr(warn, "explode"));
+	ck_assert(o.sized_free && o.on_error == ON_ERROR_REPORT); /* the good entry still applies */
+	apply(text, "/bin/a", NULL, warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "/etc/rampart.conf:1: unknown key 'bogus'"), "'%s'", warn);
+	apply(text, "/bin/c", NULL, warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "/etc/rampart.conf:3: bad value 'explode' for on_error: expected abort or report"), "'%s'",
+		      warn);
+	o = apply(text, "/bin/d", NULL, warn, sizeof warn);
+	ck_assert(!o.passthrough);
+	ck_assert_msg(strstr(warn, "/etc/rampart.conf:4: bad value 'yes' for passthrough"), "'%s'", warn);
+}
+END_TEST
+
+/* The new keys in RAMPART_OPTIONS, and help=1 lists them. */
+START_TEST(test_new_options)
+{
+	struct options o, d;
+	options_default(&d);
+	ck_assert(!d.passthrough && d.sized_free && d.on_error == ON_ERROR_ABORT);
+	char warn[1024];
+	capture_begin();
+	options_parse(&o, "passthrough,sized_free=off,on_error=report");
+	capture_end(warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert(o.passthrough && !o.sized_free && o.on_error == ON_ERROR_REPORT);
+	capture_begin();
+	options_parse(&o, "passthrough=1,passthrough=0,sized_free=0,sized_free=on,on_error=abort");
+	capture_end(warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert(!o.passthrough && o.sized_free && o.on_error == ON_ERROR_ABORT);
+	capture_begin();
+	options_parse(&o, "passthroughx");
+	capture_end(warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "RAMPART_OPTIONS: entry 'passthroughx' has no '='"), "'%s'", warn);
+
+	capture_begin();
+	options_help();
+	char out[4096];
+	capture_end(out, sizeof out);
+	ck_assert_msg(strstr(out, "passthrough=0|1") && strstr(out, "sized_free=on|off") &&
+			      strstr(out, "on_error=abort|report"),
+		      "'%s'", out);
+}
+END_TEST
+
+/* Owner and mode, on real files (root only: chown). */
+START_TEST(test_file_rules)
+{
+	char dir[] = "/tmp/rampart-policy-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof path, "%s/rampart.conf", dir);
+	struct policy_status st;
+	struct options o;
+
+	/* Absent. */
+	options_default(&o);
+	st = (struct policy_status){0};
+	policy_apply_file(&o, path, "/bin/x", &st);
+	ck_assert_int_eq(st.file, POLICY_ABSENT);
+
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	const char *text = "x passthrough\n";
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+
+	static const struct {
+		mode_t mode;
+		uid_t owner;
+		bool trusted;
+		const char *why;
+	} cases[] = {
+		{0644, 0, true, NULL},
+		{0600, 0, true, NULL},
+		{0444, 0, true, NULL},
+		{0664, 0, false, "writable by group or others"},
+		{0646, 0, false, "writable by group or others"},
+		{0644, 1, false, "not owned by root"},
+	};
+	bool root = getuid() == 0;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		if (cases[i].owner && !root) continue;
+		ck_assert_int_eq(chmod(path, cases[i].mode), 0);
+		if (root) ck_assert_int_eq(chown(path, cases[i].owner, 0), 0);
+		options_default(&o);
+		st = (struct policy_status){0};
+		policy_apply_file(&o, path, "/bin/x", &st);
+		if (!root) { /* a file we own is never trusted */
+			ck_assert_int_eq(st.file, POLICY_IGNORED);
+			ck_assert_str_eq(st.why, "not owned by root");
+			continue;
+		}
+		ck_assert_msg((st.file == POLICY_READ) == cases[i].trusted, "mode %o owner %u", cases[i].mode,
+			      cases[i].owner);
+		ck_assert(o.passthrough == cases[i].trusted);
+		if (cases[i].why) ck_assert_str_eq(st.why, cases[i].why);
+		else ck_assert_uint_eq(st.line, 1);
+	}
+	if (!root) fprintf(stderr, "note: not root, only the 'not owned by root' case ran\n");
+	unlink(path);
+
+	/* Not a regular file. */
+	options_default(&o);
+	st = (struct policy_status){0};
+	policy_apply_file(&o, dir, "/bin/x", &st);
+	ck_assert_int_eq(st.file, POLICY_IGNORED);
+	ck_assert_str_eq(st.why, "not a regular file"); /* checked before the owner */
+	rmdir(dir);
+}
+END_TEST
+
+/* A file over the limit: the rules in its first POLICY_MAX_BYTES apply, a rule cut in
+ * two does not, and the status says so. */
+START_TEST(test_file_limit)
+{
+	if (getuid() != 0) {
+		fprintf(stderr, "note: not root, size-limit case skipped\n");
+		return;
+	}
+	char path[] = "/tmp/rampart-policy-big-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchmod(fd, 0644), 0);
+	static char text[POLICY_MAX_BYTES + 4096];
+	size_t at = 0;
+	at += (size_t)sprintf(text + at, "x on_error=report\n");
+	while (at < POLICY_MAX_BYTES - 20) at += (size_t)sprintf(text + at, "# padding padding padding\n");
+	at += (size_t)sprintf(text + at, "x passthrough passthrough passthrough passthrough\n");
+	at += (size_t)sprintf(text + at, "x sized_free=off\n");
+	ck_assert_int_eq(write(fd, text, at), (ssize_t)at);
+	close(fd);
+	struct options o;
+	options_default(&o);
+	struct policy_status st = {0};
+	policy_apply_file(&o, path, "/bin/x", &st);
+	unlink(path);
+	ck_assert_int_eq(st.file, POLICY_READ);
+	ck_assert(st.truncated);
+	ck_assert(o.on_error == ON_ERROR_REPORT && !o.passthrough && o.sized_free);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("policy");
+	TCase *t = tcase_create("policy");
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_glob);
+	tcase_add_test(t, test_rules);
+	tcase_add_test(t, test_rule_messages);
+	tcase_add_test(t, test_new_options);
+	tcase_add_test(t, test_file_rules);
+	tcase_add_test(t, test_file_limit);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
