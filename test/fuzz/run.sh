@@ -34,6 +34,18 @@ for backend in madvise mprotect; do
 	corp=$(echo "$done_line" | sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p')
 	rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
 	backend_used=$(sed -n 's/^fuzz_ops: guard backend \([a-z]*\).*/\1/p' "$log" | head -n 1)
+	# The backend asked for must be the one in use (rampart reads RAMPART_OPTIONS at its
+	# first allocation: if that came before getenv worked, both runs would be one).
+	# madvise falls back to mprotect, with a warning, on kernels without guard markers.
+	if [ "$rc" -eq 0 ] && [ "$backend_used" != "$backend" ]; then
+		if [ "$backend" = madvise ] && grep -q '^rampart: warning' "$log"; then
+			echo "fuzz guard=$backend: note: the kernel has no guard markers, the run used $backend_used"
+		else
+			echo "fuzz guard=$backend: FAILED: the run used the ${backend_used:-?} backend"
+			status=1
+			continue
+		fi
+	fi
 	if [ "$rc" -eq 0 ]; then
 		echo "fuzz guard=$backend: ok: ${execs:-?} executions (${rate:-?}/s), cov ${cov:-?}, ft ${ft:-?}, corpus ${corp:-?} inputs, peak RSS ${rss:-?} MB, backend in use ${backend_used:-?}"
 		continue
