@@ -15,6 +15,8 @@
 #   make check-system-wide  (root) an everyday shell session with rampart in
 #                      /etc/ld.so.preload, in a private mount namespace, against the same
 #                      session without it; glibc programs linked statically with rampart
+#   make check-fuzz    the operation-sequence fuzzer (test/fuzz/) for 30 s per backend;
+#                      make fuzz FUZZ_SECONDS=n runs it longer
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -199,4 +201,52 @@ check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=madvise $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=mprotect $(TEST_OUT)/system/seccomp_check
 
-check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide
+# Fuzzing (test/fuzz/): libFuzzer (clang's -fsanitize=fuzzer, Debian's libclang-rt-14-dev)
+# drives fuzz_ops.c, which runs operation sequences on the public functions against a
+# shadow model. The fuzzer is linked with librampart.a and no ASan (ASan would replace
+# malloc; see fuzz_ops.c), so libFuzzer's own allocations run on rampart too. The
+# library and the harness get libFuzzer's coverage instrumentation and UBSan's minimal
+# runtime (see check-ubsan), into out-fuzz/. `make fuzz` runs it FUZZ_SECONDS per guard
+# backend from the committed seeds (test/fuzz/corpus, never written) with new inputs in
+# out-fuzz/corpus-BACKEND; test/fuzz/run.sh prints executions, exec/s, cov and ft.
+# fuzz_replay runs the same harness over test/fuzz/corpus and test/fuzz/crashes without
+# libFuzzer: part of `make test` (built into system/, where run.sh finds it).
+# `make fuzz-seeds` rewrites the seed corpus from replay.c (--write-seeds).
+.PHONY: fuzz check-fuzz fuzz-build fuzz-seeds
+FUZZ_SECONDS ?= 60
+FUZZ_MAX_LEN := $(shell sed -n 's/^\#define FUZZ_MAX_LEN //p' test/fuzz/fuzz_ops.h)
+FUZZ_SRCS := test/fuzz/fuzz_ops.c test/fuzz/fuzz_ops.h include/rampart.h src/sizeclass.h
+FUZZ_CC := clang -fsanitize=fuzzer-no-link -fsanitize=undefined -fsanitize-trap=undefined
+
+$(TEST_OUT)/system/fuzz_replay: test/fuzz/replay.c $(FUZZ_SRCS) $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -DFUZZ_DIR='"$(abspath test/fuzz)"' -o $@ $< test/fuzz/fuzz_ops.c $(OUT)/librampart.a
+test-build: $(TEST_OUT)/system/fuzz_replay
+
+# Linked by hand with libFuzzer's runtime: `clang -fsanitize=fuzzer` (and
+# fuzzer-no-link) also links UBSan's full runtime, whose .preinit_array hook calls
+# dlsym, hence malloc, before getenv works, so rampart started without RAMPART_OPTIONS
+# (both runs used madvise; run.sh now checks the backend in use). UBSan in trap mode
+# needs no runtime: a check that fails is SIGILL, which libFuzzer catches. librampart.a
+# comes after libFuzzer so that its C++ operators (cxx.o) serve libFuzzer's new/delete.
+FUZZ_RT = $(shell clang -print-file-name=libclang_rt.fuzzer-$(shell uname -m).a)
+$(OUT)/fuzz/fuzz_ops.o: $(FUZZ_SRCS) $(OUT)/config.stamp
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -c -o $@ test/fuzz/fuzz_ops.c
+$(OUT)/fuzz/fuzz_ops: $(OUT)/fuzz/fuzz_ops.o $(OUT)/librampart.a
+	$(call say,LD,$@)clang -pthread -o $@ $< -Wl,--whole-archive $(FUZZ_RT) -Wl,--no-whole-archive \
+		$(OUT)/librampart.a -lstdc++ -lm
+fuzz-build: lib $(OUT)/fuzz/fuzz_ops
+
+fuzz:
+	@$(MAKE) --no-print-directory OUT=out-fuzz CC='$(FUZZ_CC)' fuzz-build
+	@sh test/fuzz/run.sh out-fuzz/fuzz/fuzz_ops out-fuzz $(FUZZ_SECONDS) $(FUZZ_MAX_LEN)
+check-fuzz:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
+
+fuzz-seeds: $(TEST_OUT)/system/fuzz_replay
+	rm -f test/fuzz/corpus/*
+	@mkdir -p test/fuzz/corpus
+	$(TEST_OUT)/system/fuzz_replay --write-seeds test/fuzz/corpus
+
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide check-fuzz
