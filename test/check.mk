@@ -205,8 +205,8 @@ check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 # drives fuzz_ops.c, which runs operation sequences on the public functions against a
 # shadow model. The fuzzer is linked with librampart.a and no ASan (ASan would replace
 # malloc; see fuzz_ops.c), so libFuzzer's own allocations run on rampart too. The
-# library and the harness get libFuzzer's coverage instrumentation and UBSan's minimal
-# runtime (see check-ubsan), into out-fuzz/. `make fuzz` runs it FUZZ_SECONDS per guard
+# library and the harness get libFuzzer's coverage instrumentation and UBSan in trap
+# mode (no runtime; see below), into out-fuzz/. `make fuzz` runs it FUZZ_SECONDS per guard
 # backend from the committed seeds (test/fuzz/corpus, never written) with new inputs in
 # out-fuzz/corpus-BACKEND; test/fuzz/run.sh prints executions, exec/s, cov and ft.
 # fuzz_replay runs the same harness over test/fuzz/corpus and test/fuzz/crashes without
