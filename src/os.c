@@ -333,6 +333,22 @@ static bool maps_next(struct maps_reader *m, struct maps_line *l)
 	return true;
 }
 
+bool os_range_mapped(uintptr_t lo, uintptr_t hi)
+{
+	struct maps_reader m;
+	struct maps_line l;
+	int saved = errno;
+	bool hit = false;
+	if (!maps_open(&m)) {
+		errno = saved;
+		return false;
+	}
+	while (!hit && maps_next(&m, &l)) hit = l.start < hi && lo < l.end;
+	(void)close(m.fd);
+	errno = saved;
+	return hit;
+}
+
 struct exec_range {
 	uintptr_t start, end, base;
 };
