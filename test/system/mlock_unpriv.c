@@ -76,7 +76,12 @@ int main(void)
 	const char *dir = dirname(exe); /* OUT/test/system */
 	snprintf(probe, sizeof probe, "%s/../plain/mlock_probe", dir);
 	snprintf(lib, sizeof lib, "%s/../../librampart.so", dir);
-	CHECK(access(probe, X_OK) == 0 && access(lib, R_OK) == 0);
+	if (access(probe, X_OK) || access(lib, R_OK)) {
+		/* A static build for another C library or architecture has neither. */
+		printf("SKIPPED: needs %s and %s (the glibc probe and the shared library of a native build)\n",
+		       probe, lib);
+		return 77;
+	}
 
 	char tmp[] = "/tmp/rampart-mlock-XXXXXX";
 	bool copied = false;
