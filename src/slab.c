@@ -1,9 +1,12 @@
 /*
  * slab.c — size-class regions, slabs and slots.
  *
- * Layout of one (arena, class) region (2^region_shift bytes of the reservation):
+ * Layout of one (arena, class) region (2^region_shift bytes of the slab window):
  *
- *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened ]
+ *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened | unmapped ]
+ *
+ * The guard area is never mapped; the slab area is mapped (PROT_NONE) from its start
+ * as it grows (grow_region) and opened slab by slab.
  *
  * Slab positions are fixed-size steps from the area start, so a pointer decodes to
  * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
@@ -762,7 +765,7 @@ size_t slab_object_size(const void *p)
 	struct slab_class *k = class_at(a);
 	size_t off = a - k->region.base;
 	class_lock(k);
-	/* Everything in the reservation belongs to some slot's life cycle or to a guard:
+	/* Everything in the window belongs to some slot's life cycle or to a guard:
 	 * a question about anything but a live slot means the caller holds a stale or
 	 * forged pointer, like a free of one would. */
 	if (unlikely(off >= k->region.size)) die(k, what, p);
