@@ -231,20 +231,34 @@ bool guard_window(size_t size, uintptr_t *base)
 	uintptr_t top = (uintptr_t)1 << (64 - __builtin_clzl(sp));
 	uintptr_t lo = top / 64, hi = top / 4 - top / 64;
 	unsigned n = atomic_load_explicit(&nwindows, memory_order_relaxed);
-	if (n == WINDOWS_MAX || size > hi - lo || !size) return false;
-	size_t starts = (hi - lo - size) / os_page + 1;
-	for (int attempt = 0; attempt < 16; attempt++) {
+	if (n == WINDOWS_MAX || !size || size > top / 4) return false;
+	uintptr_t b = 0;
+	for (int attempt = 0; attempt < 16 && !b && size <= hi - lo; attempt++) {
 		uint64_t r;
 		os_random(&r, sizeof r);
-		uintptr_t b = lo + (uintptr_t)(r % starts) * os_page;
-		if (in_window(b, b + size) || os_range_mapped(b, b + size)) continue;
-		windows[n].lo = b;
-		windows[n].hi = b + size;
-		atomic_store_explicit(&nwindows, n + 1, memory_order_release);
-		*base = b;
-		return true;
+		uintptr_t c = lo + (uintptr_t)(r % ((hi - lo - size) / os_page + 1)) * os_page;
+		if (!in_window(c, c + size) && !os_range_mapped(c, c + size)) b = c;
 	}
-	return false;
+	/* Where something occupies that part (a sanitizer's shadow memory), the lowest free
+	 * span above 4 GiB that holds the window with room to spare, at a random place in it
+	 * (the part below 4 GiB is for MAP_32BIT and fixed-address programs' heaps). */
+	uintptr_t gap_lo, gap_hi;
+	for (uintptr_t from = (uintptr_t)4 << 30; !b && os_find_gap(from, top, 2 * size, &gap_lo, &gap_hi);
+	     from = gap_hi) {
+		for (int attempt = 0; attempt < 4 && !b; attempt++) { /* the gap may hold a window */
+			uint64_t r;
+			os_random(&r, sizeof r);
+			uintptr_t c = gap_lo + size / 2 +
+				      (uintptr_t)(r % ((gap_hi - gap_lo - 2 * size) / os_page + 1)) * os_page;
+			if (!in_window(c, c + size)) b = c;
+		}
+	}
+	if (!b) return false;
+	windows[n].lo = b;
+	windows[n].hi = b + size;
+	atomic_store_explicit(&nwindows, n + 1, memory_order_release);
+	*base = b;
+	return true;
 }
 
 void guard_start(struct guard_region *r, uintptr_t base)

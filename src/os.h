@@ -49,6 +49,9 @@ uint64_t os_now_ms(void);
  * raw system calls and no allocation; false when it cannot be read (the caller's
  * MAP_FIXED_NOREPLACE still refuses an occupied address later). */
 bool os_range_mapped(uintptr_t lo, uintptr_t hi);
+/* The lowest unmapped span of at least size bytes inside [lo, hi), from the same file:
+ * false when there is none or the file cannot be read. */
+bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uintptr_t *end);
 /* Read a small decimal number from a /proc file; -1 when unreadable. */
 long os_read_long(const char *path);
 

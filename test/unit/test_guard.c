@@ -358,6 +358,49 @@ START_TEST(test_mlockall_current)
 }
 END_TEST
 
+/* A window is set aside, not mapped, clear of every mapping and of the other windows;
+ * a region in it grows in place and never over another mapping. */
+START_TEST(test_window_grow)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page, size = (size_t)64 << 20;
+	uintptr_t w1, w2;
+	errno = SENTINEL;
+	ck_assert(guard_window(size, &w1));
+	ck_assert(guard_window(size, &w2));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_uint_eq(w1 % pg, 0);
+	ck_assert(w1 + size <= w2 || w2 + size <= w1);
+	ck_assert(!os_range_mapped(w1, w1 + size));
+	ck_assert(probe_read((void *)w1) == EFAULT);
+	struct guard_region r;
+	guard_start(&r, w1);
+	ck_assert_uint_eq(r.size, 0);
+	ck_assert_uint_eq(r.flags, expected_flags(b));
+	ck_assert(guard_grow(&r, 16 * pg, "test:window"));
+	ck_assert_uint_eq(r.size, 16 * pg);
+	ck_assert(inaccessible((char *)w1) && inaccessible((char *)w1 + 16 * pg - 1));
+	ck_assert(guard_extend(&r, 2 * pg, 4 * pg));
+	ck_assert(accessible((char *)w1 + 2 * pg) && accessible((char *)w1 + 6 * pg - 1));
+	ck_assert(inaccessible((char *)w1 + 6 * pg));
+	fill((char *)w1 + 2 * pg, 4 * pg, 9);
+	ck_assert(guard_grow(&r, 32 * pg, "test:window"));
+	ck_assert_int_eq(((char *)w1)[2 * pg], 9); /* growing keeps what is there */
+	/* Something else mapped where the region would grow: refused, nothing replaced. */
+	void *foreign = (void *)(w1 + 40 * pg);
+	ck_assert(mmap(foreign, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) ==
+		  foreign);
+	*(volatile char *)foreign = 42;
+	ck_assert(!guard_grow(&r, 48 * pg, "test:window"));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_uint_eq(r.size, 32 * pg);
+	ck_assert_int_eq(*(volatile char *)foreign, 42);
+	ck_assert(guard_grow(&r, 40 * pg, "test:window")); /* up to it is still fine */
+	ck_assert_int_eq(munmap(foreign, pg), 0);
+	ck_assert(guard_unmap(&r));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("guard");
@@ -369,6 +412,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, test_close_open, 0, 2);
 	tcase_add_loop_test(t, test_close_vmas, 0, 2);
 	tcase_add_loop_test(t, test_reserve_extend, 0, 2);
+	tcase_add_loop_test(t, test_window_grow, 0, 2);
 	tcase_add_loop_test(t, test_move, 0, 2);
 	tcase_add_test(t, test_latch_on_locked);
 	tcase_add_loop_test(t, test_mlockall_current, 0, 2);
