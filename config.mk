@@ -31,9 +31,11 @@ CONFIG_CACHE_DECAY_MS ?= 10000
 # --- small allocations (slab, <= CONFIG_SMALL_MAX) ---------------------------------
 # Independent arenas; threads are assigned round-robin, each (arena, class) has a lock.
 CONFIG_SLAB_ARENAS ?= 4
-# log2 of the address space reserved per (arena, size class) region (halved at start-up
-# until the whole reservation fits the address space).
+# log2 of the address space set aside per (arena, size class) region (halved at start-up
+# until all of them fit the address space). Set aside, not mapped: a region maps what it
+# uses, growing by a quarter at a time, at least CONFIG_SLAB_GROW_MIN bytes.
 CONFIG_SLAB_REGION_SHIFT ?= 36
+CONFIG_SLAB_GROW_MIN ?= 16384
 # 8-byte canary (zero leading byte, random per slab) at the end of every slot, checked on free.
 CONFIG_SLOT_CANARY ?= 1
 # Pick a random free slot of the slab instead of the first free one.
@@ -73,7 +75,7 @@ CONFIG_SMALL_MAX ?= 131072
 CONFIG_ZERO_ON_FREE ?= 1
 # Name rampart's mappings (PR_SET_VMA_ANON_NAME) so /proc/PID/maps tells them apart.
 CONFIG_LABEL_MEMORY ?= 1
-# Bytes of address space reserved for the isolated metadata region.
+# Bytes of address space set aside for the isolated metadata region (mapped as it grows).
 CONFIG_META_RESERVE ?= 17179869184
 # The per-program policy file (rampart.conf(5)), read once at start-up and trusted only
 # when owned by root and writable by nobody else; empty: no policy file. No spaces.

@@ -139,8 +139,14 @@ API void *realloc(void *p, size_t size)
 		if (slab_resize(p, size <= SMALL_MAX ? sc_of(size) : SC_COUNT, size, &copy)) return p;
 		return realloc_move(p, copy, size);
 	}
-	if (size <= SMALL_MAX)
-		return realloc_move(p, large_usable_size(p, "realloc of a pointer that is not a live allocation"), size);
+	if (size <= SMALL_MAX) {
+		int saved = errno;
+		void *q = realloc_move(p, large_usable_size(p, "realloc of a pointer that is not a live allocation"), size);
+		if (likely(q)) return q;
+		/* No slot to move into (its class could not grow: RLIMIT_AS, or a locked
+		 * process at its RLIMIT_MEMLOCK): a shrink still succeeds, in place. */
+		errno = saved;
+	}
 	void *q = large_realloc(p, size);
 	if (unlikely(!q)) errno = ENOMEM;
 	return q;

@@ -204,6 +204,81 @@ bool guard_reserve(struct guard_region *r, size_t size, const char *name)
 	return true;
 }
 
+/* --- windows: address space set aside for regions that grow in place --------------- */
+
+#define WINDOWS_MAX 4
+static struct {
+	uintptr_t lo, hi;
+} windows[WINDOWS_MAX];
+static _Atomic unsigned nwindows; /* windows are added during start-up only */
+
+static bool in_window(uintptr_t lo, uintptr_t hi)
+{
+	unsigned n = atomic_load_explicit(&nwindows, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (lo < windows[i].hi && windows[i].lo < hi) return true;
+	return false;
+}
+
+bool guard_window(size_t size, uintptr_t *base)
+{
+	/* Where Linux puts what nobody placed (x86_64 and arm64, 4- or 3-level tables): the
+	 * mmap area from just below the stack downwards, PIE programs and their heap at two
+	 * thirds of the address space, and with the legacy layout (an unlimited stack) the
+	 * mmap area from a quarter upwards. Between 1/64 and 1/4 - 1/64 of it only mappings
+	 * asked for by address go; the top is found from the stack, which is near it. */
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t top = (uintptr_t)1 << (64 - __builtin_clzl(sp));
+	uintptr_t lo = top / 64, hi = top / 4 - top / 64;
+	unsigned n = atomic_load_explicit(&nwindows, memory_order_relaxed);
+	if (n == WINDOWS_MAX || !size || size > top / 4) return false;
+	uintptr_t b = 0;
+	for (int attempt = 0; attempt < 16 && !b && size <= hi - lo; attempt++) {
+		uint64_t r;
+		os_random(&r, sizeof r);
+		uintptr_t c = lo + (uintptr_t)(r % ((hi - lo - size) / os_page + 1)) * os_page;
+		if (!in_window(c, c + size) && !os_range_mapped(c, c + size)) b = c;
+	}
+	/* Where something occupies that part (a sanitizer's shadow memory), the lowest free
+	 * span above 4 GiB that holds the window with room to spare, at a random place in it
+	 * (the part below 4 GiB is for MAP_32BIT and fixed-address programs' heaps). */
+	uintptr_t gap_lo, gap_hi;
+	for (uintptr_t from = (uintptr_t)4 << 30; !b && os_find_gap(from, top, 2 * size, &gap_lo, &gap_hi);
+	     from = gap_hi) {
+		for (int attempt = 0; attempt < 4 && !b; attempt++) { /* the gap may hold a window */
+			uint64_t r;
+			os_random(&r, sizeof r);
+			uintptr_t c = gap_lo + size / 2 +
+				      (uintptr_t)(r % ((gap_hi - gap_lo - 2 * size) / os_page + 1)) * os_page;
+			if (!in_window(c, c + size)) b = c;
+		}
+	}
+	if (!b) return false;
+	windows[n].lo = b;
+	windows[n].hi = b + size;
+	atomic_store_explicit(&nwindows, n + 1, memory_order_release);
+	*base = b;
+	return true;
+}
+
+void guard_start(struct guard_region *r, uintptr_t base)
+{
+	*r = (struct guard_region){base, 0, guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED};
+}
+
+bool guard_grow(struct guard_region *r, size_t size, const char *name)
+{
+	if (size <= r->size) return true;
+	void *p = (void *)(r->base + r->size);
+	if (os_map(&p, size - r->size, PROT_NONE, OS_NOREPLACE)) return false;
+	struct guard_region piece = {(uintptr_t)p, size - r->size, 0};
+	label(&piece, name);
+	r->size = size;
+	return true;
+}
+
+/* --- fresh mappings --------------------------------------------------------------- */
+
 /* Unmap the parts of [base, base+total) outside [keep, keep+keep_len); where the
  * kernel refuses, the part stays and joins the guard. Returns the kept start. */
 static uintptr_t trim(uintptr_t base, size_t total, uintptr_t *keep, size_t *keep_len)
@@ -228,6 +303,13 @@ static bool map_fresh(struct guard_region *r, size_t *lead, size_t len, size_t *
 	void *p = NULL;
 	if (os_map(&p, total + slack, markers ? RW : PROT_NONE, OS_ANYWHERE)) return false;
 	uintptr_t base = (uintptr_t)p;
+	if (in_window(base, base + total + slack)) {
+		/* The kernel ran out of other address space: a window's addresses decode as
+		 * slab or metadata pointers, so nothing else may live there. */
+		int err = os_unmap(p, total + slack);
+		if (err) os_unexpected("munmap", err, p);
+		return false;
+	}
 	if (slack) {
 		/* Place the open span on the alignment; lead absorbs what is below it. */
 		uintptr_t data = align_up(base + *lead, align);

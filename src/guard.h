@@ -47,6 +47,19 @@ const char *guard_backend_name(void);
  * trail may come back larger than asked. lead and trail are at least one page. */
 must_check bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail,
 			  size_t align, const char *label);
+/* Address space for regions that grow in place: size bytes at a random page in the low
+ * part of the address space, where the kernel places nothing unless asked for that
+ * address, and where nothing is mapped now. Nothing is mapped: regions inside it start
+ * empty (guard_start) and grow with guard_grow, so the process is charged (RLIMIT_AS,
+ * mlockall) only for what it uses. guard_map never places a mapping inside a window.
+ * False when no such span exists (the caller asks for less). */
+must_check bool guard_window(size_t size, uintptr_t *base);
+/* An empty growing region at base, closed the way the backend closes spans now. */
+void guard_start(struct guard_region *r, uintptr_t base);
+/* Map more of a growing region: [base + r->size, base + size) as closed address space
+ * (like guard_reserve's), exactly there and never over another mapping. False when that
+ * is out of memory or something else was mapped there. */
+must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
 /* A PROT_NONE reservation of size bytes; spans are opened with guard_extend(). */
 must_check bool guard_reserve(struct guard_region *r, size_t size, const char *label);
 /* Open a span of a reservation that was never opened before. */

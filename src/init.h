@@ -27,7 +27,7 @@ struct slab_class;
 
 /* What the slab fast paths need (see slab.h). */
 struct slab_roots {
-	uintptr_t base;             /* the slab reservation */
+	uintptr_t base;             /* the slab window (set aside, mapped as regions grow) */
 	size_t size;
 	unsigned region_shift;      /* log2 of one (arena, class) region */
 	unsigned arenas;

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cache.h"
 #include "guard.h"
@@ -130,6 +131,38 @@ static void retire_region(struct large_state *s, struct guard_region *r)
 	else cache_put(&s->cache, r, os_now_ms());
 }
 
+/* Map a fresh region for [lead | len | trail]. Out of address space or memory, what the
+ * cache holds goes back first, then the quarantine's oldest regions one by one: a
+ * freed region waiting out its quarantine is worth less than a correct program's
+ * allocation (with RLIMIT_AS this is what keeps large churn going). */
+static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+		       size_t align)
+{
+	if (guard_map(r, lead, len, trail, align, "rampart:large")) return true;
+	if (cache_flush(&s->cache) && guard_map(r, lead, len, trail, align, "rampart:large")) return true;
+	struct quarantine_item out;
+	while (quarantine_drain(&s->quarantine, &out)) {
+		struct large_entry *old = lookup(s, out.key);
+		if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
+		struct guard_region gone = old->region;
+		stat_dec(STAT_QUARANTINE_NOW);
+		stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
+		remove_entry(s, old);
+		(void)guard_unmap(&gone);
+		if (guard_map(r, lead, len, trail, align, "rampart:large")) return true;
+	}
+	return false;
+}
+
+/* The address space the quarantine and the cache may each hold: their configured bounds,
+ * and at most a sixteenth of RLIMIT_AS, which counts closed regions like any other. */
+static size_t held_bound(size_t configured)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return MIN(configured, (size_t)rl.rlim_cur / 16);
+	return configured;
+}
+
 bool large_init(void)
 {
 	struct large_state *s = meta_alloc(sizeof *s);
@@ -146,9 +179,9 @@ bool large_init(void)
 	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
 	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
 			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
-			ro.opt.large_quarantine_bytes);
+			held_bound(ro.opt.large_quarantine_bytes));
 	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
-		   ro.opt.large_cache_bytes, ro.opt.large_cache_decay_ms);
+		   held_bound(ro.opt.large_cache_bytes), ro.opt.large_cache_decay_ms);
 	ro.large = s;
 	return true;
 }
@@ -187,9 +220,7 @@ void *large_alloc(size_t size, size_t align)
 		size_t lead = random_guard(s, len), trail = random_guard(s, len);
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
-		if (take_cached(s, &e.region, lead, len, align) ||
-		    guard_map(&e.region, &lead, len, &trail, align, "rampart:large") ||
-		    (cache_flush(&s->cache) && guard_map(&e.region, &lead, len, &trail, align, "rampart:large"))) {
+		if (take_cached(s, &e.region, lead, len, align) || map_region(s, &e.region, &lead, len, &trail, align)) {
 			e.data = e.region.base + lead;
 			place(s, &e);
 			s->used++;
@@ -300,7 +331,8 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	size_t lead = random_guard(s, len);
 	size_t trail = random_guard(s, len) + MIN(align_up(len / 2, os_page), (size_t)CONFIG_REALLOC_HEADROOM_MAX);
 	size_t align = e->align_log2 ? (size_t)1 << e->align_log2 : 0;
-	if (!guard_map(&n.region, &lead, len, &trail, align, "rampart:large")) return 0;
+	if (!map_region(s, &n.region, &lead, len, &trail, align)) return 0;
+	e = lookup(s, key); /* draining the quarantine may have moved it */
 	bool kept;
 	if (!guard_move(&e->region, lead_of(e), e->usable, &n.region, lead, &kept)) {
 		(void)guard_unmap(&n.region);

@@ -1,6 +1,7 @@
 /*
- * meta.c — a bump allocator of pages inside one PROT_NONE reservation, opened as it
- * grows (never guard-install a huge reservation: markers cost page tables). Freed
+ * meta.c — a bump allocator of pages inside one region that grows in place in its own
+ * window of address space (guard_window), mapped PROT_NONE as it grows and opened as
+ * it is handed out (never guard-install a huge span: markers cost page tables). Freed
  * chunks are closed and remembered by size for reuse; the list lives in the region.
  */
 #define _GNU_SOURCE
@@ -25,6 +26,7 @@ struct meta_header {
 	struct guard_region region;
 	size_t next;      /* offset of the next fresh allocation */
 	size_t opened;    /* offsets below this were opened at least once */
+	size_t window;    /* the region may grow up to this many bytes */
 	unsigned nfree;
 	struct meta_chunk free[META_FREE_SLOTS];
 };
@@ -35,22 +37,41 @@ void meta_lock(void) { pthread_mutex_lock(&meta_mutex); }
 void meta_unlock(void) { pthread_mutex_unlock(&meta_mutex); }
 void meta_reset_lock(void) { pthread_mutex_init(&meta_mutex, NULL); }
 
+/* Smallest window tried when the address space is short. */
+#define META_WINDOW_MIN ((size_t)64 << 20)
+/* The region grows by a quarter, at least this much: a few mmap calls in all. */
+#define META_GROW_MIN ((size_t)64 << 10)
+
+/* Map the region up to at least end; false out of memory or window. */
+static bool meta_grow(struct guard_region *r, size_t window, size_t end)
+{
+	if (end <= r->size) return true;
+	if (end > window) return false;
+	size_t want = MIN(window, align_up(MAX(end, r->size + MAX(r->size / 4, META_GROW_MIN)), os_page));
+	return guard_grow(r, want, "rampart:meta") || guard_grow(r, end, "rampart:meta");
+}
+
 bool meta_init(void)
 {
+	size_t window = CONFIG_META_RESERVE;
+	uintptr_t base;
+	while (!guard_window(window, &base))
+		if ((window /= 2) < META_WINDOW_MIN) return false;
 	struct guard_region r;
-	if (!guard_reserve(&r, CONFIG_META_RESERVE, "rampart:meta")) return false;
-	/* A random start inside the first sixteenth: the header's address is not at a
-	 * fixed distance from the mapping the kernel chose. */
+	guard_start(&r, base);
+	/* A random start in the first 16 pages: the header's address is not the window's
+	 * (whose own start is random among billions of pages). */
 	struct random_state rnd;
 	random_reseed(&rnd);
-	size_t pages = CONFIG_META_RESERVE / os_page;
-	size_t start = (1 + random_below(&rnd, pages / 16)) * os_page;
+	size_t start = (1 + random_below(&rnd, 15)) * os_page;
+	if (!meta_grow(&r, window, start + 2 * os_page)) return false;
 	if (!guard_extend(&r, start, os_page)) {
 		(void)guard_unmap(&r);
 		return false;
 	}
 	struct meta_header *h = (void *)(r.base + start);
 	h->region = r;
+	h->window = window;
 	h->next = h->opened = start + 2 * os_page; /* header, then a guard page */
 	ro.meta = h;
 	return true;
@@ -85,7 +106,7 @@ void *meta_alloc(size_t bytes)
 				h->free[best] = h->free[--h->nfree];
 			}
 		}
-	} else if (h->next + len + os_page <= h->region.size && len < h->region.size) {
+	} else if (len < h->window && meta_grow(&h->region, h->window, h->next + len + os_page)) {
 		/* Open the chunk; the page after it stays closed as its guard. Under markers
 		 * the guard page is opened and closed again so the region stays one VMA. */
 		bool markers = h->region.flags & REGION_MARKERS;

@@ -1,7 +1,8 @@
 /*
  * meta.h — the isolated metadata region: every descriptor, table and quarantine
- * rampart keeps lives here, in one reservation at a random address away from user
- * memory, with a closed guard page after each allocation.
+ * rampart keeps lives here, in one region that grows inside its own window of address
+ * space at a random address away from user memory, with a closed guard page after each
+ * allocation.
  *
  * Invariants:
  *  - User memory never contains metadata; metadata pointers point only in here.
@@ -15,7 +16,7 @@
 #include "common.h"
 
 must_check bool meta_init(void);
-/* NULL when the reservation or the kernel is out of memory. */
+/* NULL when the window or the kernel is out of memory. */
 void *meta_alloc(size_t bytes);
 void meta_free(void *p, size_t bytes);
 /* Is p inside the metadata region? (A user pointer there is an invalid free.) */

@@ -333,6 +333,48 @@ static bool maps_next(struct maps_reader *m, struct maps_line *l)
 	return true;
 }
 
+bool os_range_mapped(uintptr_t lo, uintptr_t hi)
+{
+	struct maps_reader m;
+	struct maps_line l;
+	int saved = errno;
+	bool hit = false;
+	if (!maps_open(&m)) {
+		errno = saved;
+		return false;
+	}
+	while (!hit && maps_next(&m, &l)) hit = l.start < hi && lo < l.end;
+	(void)close(m.fd);
+	errno = saved;
+	return hit;
+}
+
+bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uintptr_t *end)
+{
+	struct maps_reader m;
+	struct maps_line l;
+	int saved = errno;
+	bool found = false;
+	if (!maps_open(&m)) {
+		errno = saved;
+		return false;
+	}
+	uintptr_t from = lo; /* the lines come in address order */
+	while (!found && from < hi) {
+		uintptr_t to = maps_next(&m, &l) ? MIN(l.start, hi) : hi;
+		if (to > from && to - from >= size) {
+			*start = from;
+			*end = to;
+			found = true;
+		}
+		if (to == hi) break;
+		from = MAX(from, l.end);
+	}
+	(void)close(m.fd);
+	errno = saved;
+	return found;
+}
+
 struct exec_range {
 	uintptr_t start, end, base;
 };

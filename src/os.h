@@ -45,6 +45,13 @@ bool os_label(void *addr, size_t len, const char *name);
 void os_random(void *buf, size_t len);
 /* Milliseconds from a coarse monotonic clock (vDSO: no system call). */
 uint64_t os_now_ms(void);
+/* Does any mapping of the process overlap [lo, hi)? From /proc/self/maps, read with
+ * raw system calls and no allocation; false when it cannot be read (the caller's
+ * MAP_FIXED_NOREPLACE still refuses an occupied address later). */
+bool os_range_mapped(uintptr_t lo, uintptr_t hi);
+/* The lowest unmapped span of at least size bytes inside [lo, hi), from the same file:
+ * false when there is none or the file cannot be read. */
+bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uintptr_t *end);
 /* Read a small decimal number from a /proc file; -1 when unreadable. */
 long os_read_long(const char *path);
 

@@ -1,9 +1,12 @@
 /*
  * slab.c — size-class regions, slabs and slots.
  *
- * Layout of one (arena, class) region (2^region_shift bytes of the reservation):
+ * Layout of one (arena, class) region (2^region_shift bytes of the slab window):
  *
- *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened ]
+ *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened | unmapped ]
+ *
+ * The guard area is never mapped; the slab area is mapped (PROT_NONE) from its start
+ * as it grows (grow_region) and opened slab by slab.
  *
  * Slab positions are fixed-size steps from the area start, so a pointer decodes to
  * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
@@ -48,12 +51,16 @@
 #error "CONFIG_WRITE_AFTER_FREE_CHECK needs CONFIG_ZERO_ON_FREE"
 #endif
 
-#define CHUNK_SHIFT 9u
+/* Descriptors come in chunks of CHUNK positions (about 23 KiB of metadata each): small
+ * enough that a class in light use maps little, big enough to keep chunks few. */
+#define CHUNK_SHIFT 7u
 #define CHUNK (1u << CHUNK_SHIFT)
-/* At most this many slab positions per region: bounds the directory (64 KiB). */
+/* At most this many slab positions per region: bounds the directory (256 KiB). */
 #define MAX_POSITIONS (1u << 22)
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
 #define MIN_REGION_SHIFT 26u
+/* Directory chunks every class starts with (CHUNK slab positions each). */
+#define DIR_START 32u
 /* Slot quarantine entries per class: at most this many (rand16 indexes it). */
 #define SLOT_Q_MAX 4096u
 /* ... and at least this many in each half (random array and FIFO). */
@@ -90,9 +97,11 @@ struct slab_class {
 	uint32_t cls;
 	bool open_slabs;            /* false for the zero class: its memory never opens */
 	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
-	struct guard_region region; /* base = slab position 0 */
+	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
 	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
-	struct slab **dir;
+	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm */
+	uint32_t dir_cap;
+	bool dir_own;         /* dir was allocated on its own (not start-up's shared block) */
 	/* State. */
 	uint32_t hwm;         /* positions below were taken into use (or skipped as guards) */
 	uint32_t since_guard; /* fresh slabs taken since the last guard */
@@ -214,9 +223,40 @@ static uint32_t guard_interval(const struct slab_class *k)
 	return markers ? CONFIG_GUARD_SLAB_INTERVAL : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
 }
 
+/* Room in the directory for chunk c: the directory and the sets' summary words follow
+ * the slabs in use instead of being sized for the whole region up front (they are
+ * metadata every class would otherwise map from the start). Lock held: every reader of
+ * the directory holds it too. */
+static bool dir_room(struct slab_class *k, uint32_t c)
+{
+	if (c < k->dir_cap) return true;
+	uint32_t cap = k->dir_cap;
+	while (cap <= c) cap *= 2;
+	uint32_t words = (cap + 63) / 64;
+	size_t bytes = cap * sizeof(struct slab *) + 2 * (size_t)words * sizeof(uint64_t);
+	struct slab **dir = meta_alloc(bytes);
+	if (!dir) return false;
+	uint64_t *sets = (uint64_t *)(dir + cap);
+	memcpy(dir, k->dir, k->dir_cap * sizeof *dir);
+	for (unsigned set = 0; set < 2; set++) {
+		memcpy(sets + set * words, k->set_chunks[set], k->set_words * sizeof(uint64_t));
+		k->set_chunks[set] = sets + set * words;
+	}
+	if (k->dir_own) {
+		uint32_t old_words = (k->dir_cap + 63) / 64;
+		meta_free(k->dir, k->dir_cap * sizeof(struct slab *) + 2 * (size_t)old_words * sizeof(uint64_t));
+	}
+	k->dir = dir;
+	k->dir_cap = cap;
+	k->dir_own = true;
+	k->set_words = words;
+	return true;
+}
+
 /* Every position below the high-water mark must have a descriptor: live_slot reads it. */
 static bool have_desc(struct slab_class *k, uint32_t pos)
 {
+	if (!dir_room(k, pos >> CHUNK_SHIFT)) return false;
 	if (k->dir[pos >> CHUNK_SHIFT]) return true;
 	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
 	 * chunk's bitmaps of the closed and the empty set follow its descriptors. */
@@ -280,6 +320,21 @@ static uint32_t set_highest(const struct slab_class *k, unsigned set)
 	return (c << CHUNK_SHIFT) + (w << 6) + 63 - (uint32_t)__builtin_clzll(bits[w]);
 }
 
+/* Map the region at least up to end: by a quarter more each time, so that a class in
+ * use costs a few mmap calls in all and its mapped but unused tail stays a quarter of
+ * what it uses (plus one step of CONFIG_SLAB_GROW_MIN). False when out of address
+ * space (RLIMIT_AS) or when another mapping sits where the region would grow. */
+static bool grow_region(struct slab_class *k, size_t end)
+{
+	size_t have = k->region.size;
+	if (end <= have) return true;
+	size_t window = (size_t)k->max_pos * k->slab_bytes;
+	size_t want = MAX(end, have + MAX(have / 4, (size_t)CONFIG_SLAB_GROW_MIN));
+	want = MIN((want + k->slab_bytes - 1) / k->slab_bytes * k->slab_bytes, window);
+	/* Short of address space, the exact need may still fit. */
+	return guard_grow(&k->region, want, "rampart:slab") || guard_grow(&k->region, end, "rampart:slab");
+}
+
 /* Take the next never-used position into use, skipping a guard first when one is due;
  * false on OOM. */
 static bool fresh_slab(struct slab_class *k, uint32_t *out)
@@ -288,6 +343,7 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 	bool guard = every && k->since_guard >= every;
 	uint32_t pos = k->hwm + guard;
 	if (pos >= k->max_pos || !have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
+	if (!grow_region(k, (size_t)(pos + 1) * k->slab_bytes)) return false;
 	if (k->open_slabs) {
 		/* The guard opens with its slab and closes again at once, never handed out:
 		 * so it belongs to the read-write span (one anon_vma, see guard.c), and the
@@ -709,7 +765,7 @@ size_t slab_object_size(const void *p)
 	struct slab_class *k = class_at(a);
 	size_t off = a - k->region.base;
 	class_lock(k);
-	/* Everything in the reservation belongs to some slot's life cycle or to a guard:
+	/* Everything in the window belongs to some slot's life cycle or to a guard:
 	 * a question about anything but a live slot means the caller holds a stale or
 	 * forged pointer, like a free of one would. */
 	if (unlikely(off >= k->region.size)) die(k, what, p);
@@ -795,8 +851,9 @@ bool slab_init(void)
 	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
 	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
 	unsigned page_shift = (unsigned)__builtin_ctzl(os_page);
-	struct guard_region all;
-	while (!guard_reserve(&all, (size_t)nregions << shift, "rampart:slab"))
+	/* Address space set aside, not mapped: each region maps what it uses as it grows. */
+	uintptr_t base;
+	while (!guard_window((size_t)nregions << shift, &base))
 		if (--shift < MIN_REGION_SHIFT) return false;
 	size_t region = (size_t)1 << shift;
 
@@ -804,26 +861,21 @@ bool slab_init(void)
 	struct random_state seed;
 	random_reseed(&seed);
 
-	/* Geometry and metadata sizes first, so everything comes from two meta_allocs. */
+	/* Every class starts with a directory of DIR_START chunks and both sets' summary
+	 * words, all in one metadata block; a class that grows past it moves to its own. */
+	size_t dir_bytes = DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t);
+	size_t q_bytes = 0;
 	struct sc_geometry geo[SC_COUNT];
-	size_t extra = 0;
 	for (unsigned c = 0; c < SC_COUNT; c++) {
 		sc_geometry(c, os_page, &geo[c]);
-		size_t bytes = (size_t)geo[c].pages * os_page;
-		size_t pos = MIN(region / bytes, (size_t)MAX_POSITIONS);
-		extra += ((pos + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
-		extra += 2 * (((pos + CHUNK - 1) / CHUNK + 63) / 64 * sizeof(uint64_t));
-		extra += 2 * (size_t)slot_q_half(geo[c].size) * sizeof(uintptr_t);
-		extra += CONFIG_SLAB_QUARANTINE * sizeof(uint32_t);
-		extra = align_up(extra, 8);
+		q_bytes += 2 * (size_t)slot_q_half(geo[c].size) * sizeof(uintptr_t);
 	}
-	extra *= arenas;
+	size_t extra = arenas * (q_bytes + SC_COUNT * align_up(dir_bytes + CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8));
 	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
 	char *mem = meta_alloc(extra);
 	if (!classes || !mem) {
 		meta_free(classes, nregions * sizeof *classes);
 		meta_free(mem, extra);
-		(void)guard_unmap(&all);
 		return false;
 	}
 
@@ -848,20 +900,20 @@ bool slab_init(void)
 		k->empty_max = k->empty_floor;
 		for (uint32_t i = g->slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
 
-		/* The random guard area: up to 1/16 of the region, at least one page. */
+		/* The random guard area: up to 1/16 of the region, at least one page. Never
+		 * mapped: the region starts above it. */
 		size_t guard_pages = 1 + random_below(&seed, region / 16 / os_page);
-		uintptr_t area = all.base + (size_t)r * region + guard_pages * os_page;
+		uintptr_t area = base + (size_t)r * region + guard_pages * os_page;
 		k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
-		k->region = (struct guard_region){area, (size_t)k->max_pos * k->slab_bytes, all.flags | REGION_KEEP_ANON};
+		guard_start(&k->region, area);
+		k->region.flags |= REGION_KEEP_ANON;
 
-		size_t pos_all = MIN(region / k->slab_bytes, (size_t)MAX_POSITIONS);
 		k->dir = (struct slab **)mem;
-		mem += ((pos_all + CHUNK - 1) / CHUNK) * sizeof(struct slab *);
-		k->set_words = (uint32_t)(((pos_all + CHUNK - 1) / CHUNK + 63) / 64);
-		for (unsigned set = 0; set < 2; set++) {
-			k->set_chunks[set] = (uint64_t *)mem;
-			mem += k->set_words * sizeof(uint64_t);
-		}
+		k->dir_cap = DIR_START;
+		k->set_words = (DIR_START + 63) / 64;
+		k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
+		k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
+		mem += dir_bytes;
 		uint32_t half = slot_q_half(g->size);
 		if (half) {
 			k->qrand = (uintptr_t *)mem;
@@ -884,7 +936,7 @@ bool slab_init(void)
 		k->rnd.pos = RANDOM_BUF_BYTES;
 	}
 	memset(&seed, 0, sizeof seed);
-	ro.slab = (struct slab_roots){.base = all.base, .size = all.size, .region_shift = shift,
+	ro.slab = (struct slab_roots){.base = base, .size = (size_t)nregions << shift, .region_shift = shift,
 				      .arenas = arenas, .classes = classes};
 	return true;
 }

@@ -2,18 +2,19 @@
  * slab.h — the allocator for requests up to SC_MAX_REQUEST bytes.
  *
  * Invariants:
- *  - One PROT_NONE reservation holds a region per (arena, size class), each
- *    2^region_shift bytes; a pointer's offset in the reservation names its region,
- *    and its offset in the region names the slab and the slot. Nothing inside a
- *    slab points anywhere: descriptors, bitmaps, quarantines and random state live
- *    in the metadata region.
+ *  - One window of address space (guard_window: set aside, not mapped) holds a region
+ *    per (arena, size class), each 2^region_shift bytes; a pointer's offset in the
+ *    window names its region, and its offset in the region names the slab and the
+ *    slot. A region maps its slab area from the bottom as it grows (region.size), and
+ *    its addresses are never anyone else's. Nothing inside a slab points anywhere:
+ *    descriptors, bitmaps, quarantines and random state live in the metadata region.
  *  - Each region's slab area starts at a random page offset (the guard area below
- *    it is never opened). Guard slabs are positions skipped as the area grows, at the
+ *    it is never mapped). Guard slabs are positions skipped as the area grows, at the
  *    interval of the way the region closes spans then: never usable, state SLAB_NONE,
  *    closed (guard markers under madvise, PROT_NONE under mprotect).
  *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
  *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
- *    other pointer into the reservation is fatal.
+ *    other pointer into the window is fatal.
  *  - Cost follows use. A slot never handed out since its slab was opened (fresh) is
  *    known zero: it is neither checked nor wiped. Otherwise the slot's dirty extent is
  *    what the program asked for, widened to the usable size once it learns that
@@ -39,7 +40,7 @@ struct slab_class;
 
 must_check bool slab_init(void);
 
-/* Is p inside the slab reservation? (Then only slab_* may handle it.) */
+/* Is p inside the slab window? (Then only slab_* may handle it.) */
 static inline bool slab_contains(const void *p);
 
 /* A slot of class c (c < SC_COUNT) for size bytes from the calling thread's arena, all

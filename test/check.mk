@@ -147,6 +147,8 @@ define ARM64_SKIPPED
 cache_syscalls: counts system calls with the host's strace, which cannot run an arm64 program
 exit_check_death: re-executes /proc/self/exe, which the kernel cannot run without binfmt_misc
 introspect: re-executes /proc/self/exe for its exit-report cases, like exit_check_death
+limit_as: re-executes /proc/self/exe under each RLIMIT_AS, like exit_check_death
+policy_ns: re-executes /proc/self/exe inside its mount namespace, like exit_check_death
 mlock_system: asks process_vm_readv whether guards block access; qemu-user does not implement it
 slab_behaviour: one million live blocks need more than the 256 MiB per class of this build
 trace_death: under qemu-user the stack scan finds one return address 16 times, not the callers (not investigated yet)

@@ -53,7 +53,14 @@ $(TEST_OUT)/light/%: test/light/%.c $(LIGHT_LIB) include/rampart.h
 	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $< $(LIGHT_LIB)
 
 .PHONY: test test-build test-deps
-test-build: lib $(TEST_BINS) $(OUT)/demo
+# Programs built without rampart, which tests run with and without it preloaded to
+# compare the two allocators on the same program (system/mlock_unpriv).
+PLAIN_BINS := $(patsubst test/mlock/%.c,$(TEST_OUT)/plain/%,$(wildcard test/mlock/*.c))
+$(TEST_OUT)/plain/%: test/mlock/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $<
+
+test-build: lib $(TEST_BINS) $(PLAIN_BINS) $(OUT)/demo
 
 # Missing Debian packages are installed first (as root) or named (otherwise): test/deps.sh.
 test-deps:

@@ -235,7 +235,7 @@ static void mmap_enomem(void)
 	/* Warm up so the tables exist. */
 	for (int i = 0; i < 4; i++) free(malloc(MiB));
 	(void)malloc_trim(0);
-	int failures = 0;
+	int failures = 0, recovered = 0;
 	for (int nth = 1; nth <= 4; nth++) {
 		static const size_t sizes[] = {5 * MiB + 4096, 300 * 1024};
 		for (int s = 0; s < 2; s++) {
@@ -249,17 +249,22 @@ static void mmap_enomem(void)
 			if (!p) {
 				failures++;
 				CHECK(errno == ENOMEM);
-				CHECK(fk.net_bytes == net); /* nothing mapped was left behind */
-				CHECK(vm_size_pages() == vm);
+				/* Nothing mapped was left behind (quarantined regions may have
+				 * been given back for a retry). */
+				CHECK(fk.net_bytes <= net);
+				CHECK(vm_size_pages() <= vm);
 			} else {
 				CHECK(errno == SENTINEL);
 				CHECK(nth_left > 0 || fk.mmap_failed > 0); /* served without the failing call */
+				if (nth_left == 0) recovered++; /* a retry after the refusal served it */
 				check_block(p, sizes[s]);
 				free(p);
 			}
 		}
 	}
-	CHECK(failures >= 2); /* at least the first mmap of each request was essential */
+	/* At least the first mmap of each request was essential: it failed the request, or
+	 * the request was served by a retry after the region quarantine gave space back. */
+	CHECK(failures + recovered >= 2);
 	/* Everything fails: every entry point reports ENOMEM, and frees still work. */
 	unsigned char *keep = malloc(2 * MiB);
 	CHECK(keep);
@@ -278,7 +283,7 @@ static void mmap_enomem(void)
 	errno = 0;
 	CHECK(realloc(keep, 64 * MiB) == NULL && errno == ENOMEM); /* has to move: needs a mapping */
 	CHECK(keep[0] == 0x42 && keep[2 * MiB - 1] == 0x42);
-	CHECK(fk.net_bytes == net);
+	CHECK(fk.net_bytes <= net);
 	errno = SENTINEL;
 	free(keep); /* closing must not need a new mapping */
 	CHECK(errno == SENTINEL);

@@ -1,0 +1,132 @@
+/*
+ * mlock_unpriv.c — an unprivileged mlockall() succeeds under rampart wherever it
+ * succeeds under glibc for the same program.
+ *
+ * The kernel refuses mlockall(MCL_CURRENT) to an unprivileged process whose mapped
+ * size (reservations included) exceeds RLIMIT_MEMLOCK, and after MCL_FUTURE every new
+ * mapping counts against it. test/mlock/mlock_probe, built without rampart, is run as
+ * uid 65534 with RLIMIT_MEMLOCK = 8 MiB (the usual default), once as it is and once
+ * with librampart.so preloaded, for MCL_CURRENT, MCL_CURRENT|MCL_FUTURE and
+ * MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT. As root the test drops privileges itself (the
+ * probe and the library are copied to a directory uid 65534 can read); run by another
+ * user it is unprivileged already. Skipped, with the reason, only when no unprivileged
+ * identity can be taken.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "../harness.h"
+
+#define NOBODY 65534
+#define MEMLOCK ((rlim_t)8 << 20)
+
+static bool copy_file(const char *from, const char *to, mode_t mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	bool ok = in >= 0 && out >= 0;
+	char buf[65536];
+	ssize_t n;
+	while (ok && (n = read(in, buf, sizeof buf)) > 0) ok = write(out, buf, (size_t)n) == n;
+	if (in >= 0) close(in);
+	if (out >= 0 && close(out)) ok = false;
+	return ok && chmod(to, mode) == 0;
+}
+
+/* Run the probe with flags, preloading lib unless it is NULL: its exit status, 77 when
+ * no unprivileged identity could be taken. */
+static int run_probe(const char *probe, const char *lib, int flags)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = {MEMLOCK, MEMLOCK};
+		struct rlimit now;
+		if (getrlimit(RLIMIT_MEMLOCK, &now) == 0 && now.rlim_max != RLIM_INFINITY && now.rlim_max < MEMLOCK)
+			rl.rlim_cur = rl.rlim_max = now.rlim_max;
+		if (setrlimit(RLIMIT_MEMLOCK, &rl)) _exit(3);
+		if (geteuid() == 0 && (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+				       setresuid(NOBODY, NOBODY, NOBODY)))
+			_exit(77);
+		char arg[16];
+		snprintf(arg, sizeof arg, "%d", flags);
+		if (lib) setenv("LD_PRELOAD", lib, 1);
+		else unsetenv("LD_PRELOAD");
+		execl(probe, probe, arg, (char *)NULL);
+		_exit(4);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int main(void)
+{
+	char exe[PATH_MAX], probe[PATH_MAX + 64], lib[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	CHECK(n > 0);
+	exe[n] = 0;
+	const char *dir = dirname(exe); /* OUT/test/system */
+	snprintf(probe, sizeof probe, "%s/../plain/mlock_probe", dir);
+	snprintf(lib, sizeof lib, "%s/../../librampart.so", dir);
+	if (access(probe, X_OK) || access(lib, R_OK)) {
+		/* A static build for another C library or architecture has neither. */
+		printf("SKIPPED: needs %s and %s (the glibc probe and the shared library of a native build)\n",
+		       probe, lib);
+		return 77;
+	}
+
+	char tmp[] = "/tmp/rampart-mlock-XXXXXX";
+	bool copied = false;
+	if (geteuid() == 0) {
+		/* The build directory may sit where uid 65534 cannot reach (/root). */
+		CHECK(mkdtemp(tmp) && chmod(tmp, 0755) == 0);
+		char from_probe[sizeof probe], from_lib[sizeof lib];
+		strcpy(from_probe, probe);
+		strcpy(from_lib, lib);
+		snprintf(probe, sizeof probe, "%s/mlock_probe", tmp);
+		snprintf(lib, sizeof lib, "%s/librampart.so", tmp);
+		CHECK(copy_file(from_probe, probe, 0755) && copy_file(from_lib, lib, 0644));
+		copied = true;
+	}
+
+	static const struct {
+		int flags;
+		const char *name;
+	} cases[] = {
+		{MCL_CURRENT, "MCL_CURRENT"},
+		{MCL_CURRENT | MCL_FUTURE, "MCL_CURRENT|MCL_FUTURE"},
+		{MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT, "MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT"},
+	};
+	int failed = 0, skipped = 0;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int g = run_probe(probe, NULL, cases[i].flags);
+		int r = g == 77 ? 77 : run_probe(probe, lib, cases[i].flags);
+		if (g == 77 || r == 77) {
+			printf("SKIPPED  %s: cannot become uid %d (setresuid refused)\n", cases[i].name, NOBODY);
+			skipped++;
+		} else if (g != 0) {
+			printf("ok    %s: glibc itself fails here (status %d), nothing to compare; rampart: %d\n",
+			       cases[i].name, g, r);
+		} else {
+			printf("%s  %s, uid %d, RLIMIT_MEMLOCK 8 MiB: glibc succeeds, rampart %s\n", r ? "FAIL" : "ok  ",
+			       cases[i].name, geteuid() == 0 ? NOBODY : (int)geteuid(), r ? "fails" : "succeeds too");
+			failed += r != 0;
+		}
+	}
+	if (copied) {
+		unlink(probe);
+		unlink(lib);
+		rmdir(tmp);
+	}
+	printf("%d failed\n", failed);
+	if (skipped == (int)(sizeof cases / sizeof *cases)) return 77;
+	return failed != 0;
+}
