@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -206,7 +207,7 @@ bool guard_reserve(struct guard_region *r, size_t size, const char *name)
 
 /* --- windows: address space set aside for regions that grow in place --------------- */
 
-#define WINDOWS_MAX 4
+#define WINDOWS_MAX 8
 static struct {
 	uintptr_t lo, hi;
 } windows[WINDOWS_MAX];
@@ -220,6 +221,31 @@ static bool in_window(uintptr_t lo, uintptr_t hi)
 	return false;
 }
 
+/* The top of the address space: a power of two above the main thread's stack, which
+ * Linux puts just below it. The stack is found through a string the kernel put on it
+ * (AT_EXECFN, AT_RANDOM), not through the caller's frame: the first malloc may run on a
+ * coroutine's or a signal stack anywhere. Never below what the architecture has at
+ * least (x86_64: 47 bits; arm64: 39). */
+static uintptr_t address_space_top(void)
+{
+	uintptr_t sp = getauxval(AT_EXECFN);
+	if (!sp) sp = getauxval(AT_RANDOM);
+	if (!sp) sp = (uintptr_t)__builtin_frame_address(0);
+#if defined(__x86_64__)
+	uintptr_t least = (uintptr_t)1 << 47;
+#else
+	uintptr_t least = (uintptr_t)1 << 39;
+#endif
+	uintptr_t top = (uintptr_t)1 << (64 - __builtin_clzl(sp));
+	return top > least ? top : least;
+}
+
+void guard_window_release(uintptr_t base)
+{
+	unsigned n = atomic_load_explicit(&nwindows, memory_order_relaxed);
+	if (n && windows[n - 1].lo == base) atomic_store_explicit(&nwindows, n - 1, memory_order_release);
+}
+
 bool guard_window(size_t size, uintptr_t *base)
 {
 	/* Where Linux puts what nobody placed (x86_64 and arm64, 4- or 3-level tables): the
@@ -227,8 +253,7 @@ bool guard_window(size_t size, uintptr_t *base)
 	 * thirds of the address space, and with the legacy layout (an unlimited stack) the
 	 * mmap area from a quarter upwards. Between 1/64 and 1/4 - 1/64 of it only mappings
 	 * asked for by address go; the top is found from the stack, which is near it. */
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-	uintptr_t top = (uintptr_t)1 << (64 - __builtin_clzl(sp));
+	uintptr_t top = address_space_top();
 	uintptr_t lo = top / 64, hi = top / 4 - top / 64;
 	unsigned n = atomic_load_explicit(&nwindows, memory_order_relaxed);
 	if (n == WINDOWS_MAX || !size || size > top / 4) return false;
@@ -263,14 +288,21 @@ bool guard_window(size_t size, uintptr_t *base)
 
 void guard_start(struct guard_region *r, uintptr_t base)
 {
-	*r = (struct guard_region){base, 0, guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED};
+	*r = (struct guard_region){base, 0,
+				   REGION_GROWS | (guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED)};
 }
 
 bool guard_grow(struct guard_region *r, size_t size, const char *name)
 {
 	if (size <= r->size) return true;
+	void *below = (void *)(r->base - os_page);
+	if (!r->size && os_map(&below, os_page, PROT_NONE, OS_NOREPLACE)) return false;
 	void *p = (void *)(r->base + r->size);
-	if (os_map(&p, size - r->size, PROT_NONE, OS_NOREPLACE)) return false;
+	if (os_map(&p, size - r->size, PROT_NONE, OS_NOREPLACE)) {
+		int err = r->size ? 0 : os_unmap(below, os_page);
+		if (err) os_unexpected("munmap", err, below);
+		return false;
+	}
 	struct guard_region piece = {(uintptr_t)p, size - r->size, 0};
 	label(&piece, name);
 	r->size = size;
@@ -426,6 +458,12 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 
 bool guard_unmap(struct guard_region *r)
 {
+	if ((r->flags & REGION_GROWS) && r->size) {
+		/* The closed page below a growing region goes with it; where the kernel
+		 * refuses (the VMA limit), it stays, closed. */
+		int err = os_unmap((void *)(r->base - os_page), os_page);
+		if (err && !os_is_oom(err)) os_unexpected("munmap", err, (void *)(r->base - os_page));
+	}
 	int err = os_unmap((void *)r->base, r->size);
 	if (!err) return true;
 	if (!os_is_oom(err)) os_unexpected("munmap", err, (void *)r->base);

@@ -28,6 +28,7 @@ enum {
 	REGION_PROTECTED = 4u, /* PROT_NONE spans may exist: reopening mprotects */
 	REGION_RESIDUE = 8u,   /* a close left pages behind (locked memory): reopening zeroes */
 	REGION_KEEP_ANON = 16u, /* spans open and close piecemeal: closes keep the anon_vma */
+	REGION_GROWS = 32u,     /* grows in a window (guard_start): a closed page lies below base */
 };
 
 struct guard_region {
@@ -54,11 +55,17 @@ must_check bool guard_map(struct guard_region *r, size_t *lead, size_t len, size
  * mlockall) only for what it uses. guard_map never places a mapping inside a window.
  * False when no such span exists (the caller asks for less). */
 must_check bool guard_window(size_t size, uintptr_t *base);
+/* Give up the window most recently set aside (start-up failed after choosing it; the
+ * caller has unmapped whatever it mapped there). */
+void guard_window_release(uintptr_t base);
 /* An empty growing region at base, closed the way the backend closes spans now. */
 void guard_start(struct guard_region *r, uintptr_t base);
 /* Map more of a growing region: [base + r->size, base + size) as closed address space
- * (like guard_reserve's), exactly there and never over another mapping. False when that
- * is out of memory or something else was mapped there. */
+ * (like guard_reserve's), exactly there and never over another mapping; the first growth
+ * also maps a closed page just below base (the window around the region is only set
+ * aside: nothing else may lie against it). False, with nothing mapped, when that is
+ * out of memory or something else is mapped there. guard_unmap gives back the page
+ * below too. */
 must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
 /* A PROT_NONE reservation of size bytes; spans are opened with guard_extend(). */
 must_check bool guard_reserve(struct guard_region *r, size_t size, const char *label);

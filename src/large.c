@@ -132,16 +132,22 @@ static void retire_region(struct large_state *s, struct guard_region *r)
 }
 
 /* Map a fresh region for [lead | len | trail]. Out of address space or memory, what the
- * cache holds goes back first, then the quarantine's oldest regions one by one: a
- * freed region waiting out its quarantine is worth less than a correct program's
- * allocation (with RLIMIT_AS this is what keeps large churn going). */
+ * cache holds goes back first, then the quarantine's oldest regions: a freed region
+ * waiting out its quarantine is worth less than a correct program's allocation (with
+ * RLIMIT_AS this is what keeps large churn going). But only as much of the quarantine
+ * as the request needs, and none for a request bigger than all it holds: a request
+ * that cannot succeed anyway (an absurd size, perhaps the attacker's) must not empty
+ * the quarantine and with it the use-after-free protection of every freed block. */
 static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
 		       size_t align)
 {
 	if (guard_map(r, lead, len, trail, align, "rampart:large")) return true;
 	if (cache_flush(&s->cache) && guard_map(r, lead, len, trail, align, "rampart:large")) return true;
+	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
+	if (need > s->quarantine.bytes) return false;
+	size_t given = 0;
 	struct quarantine_item out;
-	while (quarantine_drain(&s->quarantine, &out)) {
+	while (given < need && quarantine_drain(&s->quarantine, &out)) {
 		struct large_entry *old = lookup(s, out.key);
 		if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
 		struct guard_region gone = old->region;
@@ -149,9 +155,9 @@ static bool map_region(struct large_state *s, struct guard_region *r, size_t *le
 		stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
 		remove_entry(s, old);
 		(void)guard_unmap(&gone);
-		if (guard_map(r, lead, len, trail, align, "rampart:large")) return true;
+		given += out.bytes;
 	}
-	return false;
+	return guard_map(r, lead, len, trail, align, "rampart:large");
 }
 
 /* The address space the quarantine and the cache may each hold: their configured bounds,

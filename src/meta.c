@@ -57,16 +57,23 @@ bool meta_init(void)
 	uintptr_t base;
 	while (!guard_window(window, &base))
 		if ((window /= 2) < META_WINDOW_MIN) return false;
+	/* The region starts a page into the window: the closed page below it (guard_grow)
+	 * is the window's too. */
 	struct guard_region r;
-	guard_start(&r, base);
+	guard_start(&r, base + os_page);
+	window -= os_page;
 	/* A random start in the first 16 pages: the header's address is not the window's
 	 * (whose own start is random among billions of pages). */
 	struct random_state rnd;
 	random_reseed(&rnd);
 	size_t start = (1 + random_below(&rnd, 15)) * os_page;
-	if (!meta_grow(&r, window, start + 2 * os_page)) return false;
+	if (!meta_grow(&r, window, start + 2 * os_page)) {
+		guard_window_release(base);
+		return false;
+	}
 	if (!guard_extend(&r, start, os_page)) {
 		(void)guard_unmap(&r);
+		guard_window_release(base);
 		return false;
 	}
 	struct meta_header *h = (void *)(r.base + start);

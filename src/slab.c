@@ -326,13 +326,17 @@ static uint32_t set_highest(const struct slab_class *k, unsigned set)
  * space (RLIMIT_AS) or when another mapping sits where the region would grow. */
 static bool grow_region(struct slab_class *k, size_t end)
 {
-	size_t have = k->region.size;
-	if (end <= have) return true;
+	/* A closed page past the highest slab (guard_grow maps one below the first): the
+	 * window around a region is only set aside, and another mapping could otherwise
+	 * lie right against a slab. */
 	size_t window = (size_t)k->max_pos * k->slab_bytes;
-	size_t want = MAX(end, have + MAX(have / 4, (size_t)CONFIG_SLAB_GROW_MIN));
+	size_t need = MIN(end + os_page, window);
+	size_t have = k->region.size;
+	if (need <= have) return true;
+	size_t want = MAX(need, have + MAX(have / 4, (size_t)CONFIG_SLAB_GROW_MIN));
 	want = MIN((want + k->slab_bytes - 1) / k->slab_bytes * k->slab_bytes, window);
 	/* Short of address space, the exact need may still fit. */
-	return guard_grow(&k->region, want, "rampart:slab") || guard_grow(&k->region, end, "rampart:slab");
+	return guard_grow(&k->region, want, "rampart:slab") || guard_grow(&k->region, need, "rampart:slab");
 }
 
 /* Take the next never-used position into use, skipping a guard first when one is due;
@@ -765,10 +769,18 @@ size_t slab_object_size(const void *p)
 	struct slab_class *k = class_at(a);
 	size_t off = a - k->region.base;
 	class_lock(k);
-	/* Everything in the window belongs to some slot's life cycle or to a guard:
+	/* Outside what the region has mapped (the closed page below its first slab, the
+	 * slabs, the closed tail) the window is only set aside: another mapping may sit there
+	 * (a program's mmap with an address hint), so that is not rampart's memory. */
+	if (off >= k->region.size) {
+		bool page_below = k->region.size && k->region.base - a <= os_page;
+		if (unlikely(page_below)) die(k, what, p);
+		class_unlock(k);
+		return 0;
+	}
+	/* Everything the region mapped belongs to some slot's life cycle or to a guard:
 	 * a question about anything but a live slot means the caller holds a stale or
 	 * forged pointer, like a free of one would. */
-	if (unlikely(off >= k->region.size)) die(k, what, p);
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
 	if (unlikely(pos >= k->hwm || desc(k, pos)->state != SLAB_ACTIVE)) die(k, what, p);
 	struct slab *s = desc(k, pos);
@@ -876,6 +888,7 @@ bool slab_init(void)
 	if (!classes || !mem) {
 		meta_free(classes, nregions * sizeof *classes);
 		meta_free(mem, extra);
+		guard_window_release(base);
 		return false;
 	}
 

@@ -50,7 +50,7 @@ static void never_used_slot(void)
 	sink = malloc_object_size(q + 8);
 }
 
-/* The guard area below a class's first slab, never opened. */
+/* The closed page below a class's first slab (rampart's guard, never opened). */
 static void guard_area(void)
 {
 	char *p = malloc(100000); /* 1 slot per slab: slab 0 is the area's start */

@@ -11,12 +11,18 @@
  *  - every byte pattern checked before it is freed.
  * Then it runs out on purpose: 1 MiB blocks until malloc says NULL with ENOMEM (never
  * a crash), everything freed, and small and large allocations work again. A request
- * above the limit is NULL/ENOMEM at once.
+ * above the limit is NULL/ENOMEM at once, and leaves the region quarantine as it was.
+ *
+ * Two more children, started the same way: one whose limit leaves no room at all for
+ * its first malloc calls (each fails with ENOMEM; once the limit is lifted, rampart
+ * starts), and one whose first malloc runs on a stack in .bss, far below the real one
+ * (the size of the address space must not be guessed from it).
  */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "../harness.h"
 #include "rampart.h"
@@ -110,9 +116,14 @@ static int workload(size_t limit)
 	CHECK(buf[n - 1] == 0xa5);
 	free(buf);
 
-	/* Too big for the limit: refused at once. */
+	/* Too big for the limit: refused at once, and the quarantine is not given up for it. */
+	struct rampart_stats before, after;
+	rampart_get_stats(&before);
+	CHECK(before.quarantine_bytes_now > 0);
 	errno = 0;
 	CHECK(malloc(limit + GiB) == NULL && errno == ENOMEM);
+	rampart_get_stats(&after);
+	CHECK(after.quarantine_bytes_now == before.quarantine_bytes_now);
 
 	/* Run out on purpose: NULL with ENOMEM, then everything works again. */
 	static void *blocks[8192];
@@ -152,9 +163,97 @@ static int workload(size_t limit)
 	return 0;
 }
 
+static void say(const char *s) { (void)!write(1, s, strlen(s)); }
+
+/* No room for rampart's first mappings: every malloc fails cleanly, and start-up works
+ * once the limit is lifted, however many times it failed before. No stdio before that
+ * (its buffers come from malloc). */
+static int startup_fails_then_works(void)
+{
+	long pages = vm_size_pages();
+	CHECK(pages > 0);
+	struct rlimit tight = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE), RLIM_INFINITY};
+	CHECK(setrlimit(RLIMIT_AS, &tight) == 0);
+	for (int i = 0; i < 20; i++) {
+		errno = 0;
+		void *p = malloc(16 + (size_t)i * 1000);
+		if (p) {
+			say("startup: a malloc succeeded with no room left\n");
+			return 1;
+		}
+		CHECK(errno == ENOMEM);
+	}
+	struct rlimit free_ = {RLIM_INFINITY, RLIM_INFINITY};
+	CHECK(setrlimit(RLIMIT_AS, &free_) == 0);
+	for (int i = 0; i < 1000; i++) {
+		char *p = malloc(16 + (size_t)i * 100);
+		CHECK(p != NULL);
+		p[0] = 1;
+	}
+	CHECK(malloc(8 * MiB) != NULL);
+	say("      start-up: 20 mallocs refused under a full RLIMIT_AS, then rampart started\n");
+	return 0;
+}
+
+/* The first malloc on a stack in .bss (a coroutine's, or a signal stack): the windows
+ * are sized from the real stack's place, so a class still holds gigabytes. */
+static ucontext_t main_ctx, low_ctx;
+static char low_stack[256 * 1024];
+static int low_result = 1;
+static void on_low_stack(void)
+{
+	static void *v[1 << 18];
+	size_t n = 0;
+	for (; n < sizeof v / sizeof *v; n++) { /* 1 GiB of 4 KiB blocks: one class */
+		v[n] = malloc(4000);
+		if (!v[n]) break;
+		*(volatile char *)v[n] = 1;
+	}
+	for (size_t i = 0; i < n; i++) free(v[i]);
+	low_result = n == sizeof v / sizeof *v ? 0 : 1;
+	if (low_result) say("lowstack: a class ran out early\n");
+}
+static int first_malloc_on_low_stack(void)
+{
+	CHECK(getcontext(&low_ctx) == 0);
+	low_ctx.uc_stack.ss_sp = low_stack;
+	low_ctx.uc_stack.ss_size = sizeof low_stack;
+	low_ctx.uc_link = &main_ctx;
+	makecontext(&low_ctx, on_low_stack, 0);
+	CHECK(swapcontext(&main_ctx, &low_ctx) == 0);
+	if (!low_result) say("      first malloc on a stack in .bss: 1 GiB of 4 KiB blocks\n");
+	return low_result;
+}
+
+static int run_child(const char *what, size_t limit)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (limit) {
+			struct rlimit rl = {limit, limit};
+			if (setrlimit(RLIMIT_AS, &rl)) {
+				perror("setrlimit");
+				_exit(2);
+			}
+		}
+		char arg[32];
+		snprintf(arg, sizeof arg, "%zu", limit);
+		execl("/proc/self/exe", "limit_as", what, arg, (char *)NULL);
+		perror("exec");
+		_exit(2);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	if (WIFSIGNALED(st)) printf("      killed by signal %d (%s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "child")) return workload(strtoul(argv[2], NULL, 10));
+	if (argc == 3 && !strcmp(argv[1], "startup")) return startup_fails_then_works();
+	if (argc == 3 && !strcmp(argv[1], "lowstack")) return first_malloc_on_low_stack();
 
 	static const size_t limits[] = {1 * GiB, 4 * GiB};
 	int failed = 0;
@@ -184,6 +283,12 @@ int main(int argc, char **argv)
 			       ok ? "ok  " : "FAIL", limits[l] / MiB);
 		failed += !ok;
 	}
+	bool ok = run_child("startup", 0);
+	printf("%s  start-up that fails under RLIMIT_AS, then succeeds once it is lifted\n", ok ? "ok  " : "FAIL");
+	failed += !ok;
+	ok = run_child("lowstack", 0);
+	printf("%s  first malloc on a stack in .bss\n", ok ? "ok  " : "FAIL");
+	failed += !ok;
 	printf("%d failed\n", failed);
 	return failed != 0;
 }

@@ -376,9 +376,11 @@ START_TEST(test_window_grow)
 	struct guard_region r;
 	guard_start(&r, w1);
 	ck_assert_uint_eq(r.size, 0);
-	ck_assert_uint_eq(r.flags, expected_flags(b));
+	ck_assert_uint_eq(r.flags, expected_flags(b) | REGION_GROWS);
 	ck_assert(guard_grow(&r, 16 * pg, "test:window"));
 	ck_assert_uint_eq(r.size, 16 * pg);
+	ck_assert(inaccessible((char *)w1 - 1)); /* the closed page below */
+	ck_assert(os_range_mapped(w1 - pg, w1));
 	ck_assert(inaccessible((char *)w1) && inaccessible((char *)w1 + 16 * pg - 1));
 	ck_assert(guard_extend(&r, 2 * pg, 4 * pg));
 	ck_assert(accessible((char *)w1 + 2 * pg) && accessible((char *)w1 + 6 * pg - 1));
@@ -398,6 +400,9 @@ START_TEST(test_window_grow)
 	ck_assert(guard_grow(&r, 40 * pg, "test:window")); /* up to it is still fine */
 	ck_assert_int_eq(munmap(foreign, pg), 0);
 	ck_assert(guard_unmap(&r));
+	ck_assert(!os_range_mapped(w1 - pg, w1 + size)); /* the page below went too */
+	guard_window_release(w2);
+	guard_window_release(w1);
 }
 END_TEST
 

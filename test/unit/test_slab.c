@@ -3,6 +3,7 @@
  * canary layout, the zero-size class and alignment. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "rampart.h"
 #include "sizeclass.h"
 #include "slab.h"
+#include "init.h"
 
 /* malloc_object_size(p) is fatal (asked in a child, whose report is discarded). */
 static bool object_size_is_fatal(const void *p)
@@ -304,6 +306,71 @@ START_TEST(extent_grows)
 }
 END_TEST
 
+/* The end of the run of mappings that holds a, from /proc/self/maps (in address order). */
+static uintptr_t mapped_end(uintptr_t a)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	ck_assert(f != NULL);
+	char line[512];
+	uintptr_t end = 0;
+	while (fgets(line, sizeof line, f)) {
+		char *dash;
+		uintptr_t lo = strtoul(line, &dash, 16), hi = strtoul(dash + 1, NULL, 16);
+		if ((lo <= a && a < hi) || (end && lo == end)) end = hi;
+		else if (end) break;
+	}
+	fclose(f);
+	return end;
+}
+
+/* The slab window is set aside, not mapped: a program may map something there with
+ * an address hint. That memory is not rampart's: malloc_object_size answers 0 for it.
+ * And a class whose growth runs into such a mapping fails its allocations with ENOMEM
+ * (never maps over it, never crashes). */
+START_TEST(foreign_mapping_in_window)
+{
+	free(malloc(16)); /* started */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t region = (size_t)1 << ro.slab.region_shift;
+	/* The far end of the last region: no class maps that far. */
+	char *hint = (char *)(ro.slab.base + ro.slab.size - 2 * pg);
+	char *m = mmap(hint, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ck_assert(m == hint);
+	m[0] = 7;
+	ck_assert(slab_contains(m));
+	ck_assert_uint_eq(malloc_object_size(m), 0);
+	ck_assert_uint_eq(malloc_object_size(m + 100), 0);
+	ck_assert_int_eq(munmap(m, pg), 0);
+
+	/* A mapping just above what class 9's region of this thread's arena has mapped. */
+	size_t n = sc_usable(9);
+	void *first = malloc(n);
+	ck_assert(first != NULL);
+	uintptr_t r0 = ro.slab.base + ((uintptr_t)first - ro.slab.base) / region * region;
+	char *wall = (char *)mapped_end((uintptr_t)first);
+	ck_assert((uintptr_t)wall < r0 + region);
+	ck_assert(mmap(wall, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == wall);
+	wall[0] = 9;
+	static void *got[1 << 16];
+	size_t count = 0;
+	for (;;) {
+		ck_assert(count < sizeof got / sizeof *got);
+		errno = 0;
+		void *p = malloc(n);
+		if (!p) {
+			ck_assert_int_eq(errno, ENOMEM);
+			break;
+		}
+		ck_assert((uintptr_t)p + n <= (uintptr_t)wall);
+		got[count++] = p;
+	}
+	ck_assert_int_eq(wall[0], 9); /* never mapped over */
+	for (size_t i = 0; i < count; i++) free(got[i]);
+	free(first);
+	ck_assert_int_eq(munmap(wall, pg), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("slab");
@@ -319,6 +386,7 @@ int main(void)
 	tcase_add_test(t, fresh_slot_untouched);
 	tcase_add_test(t, extent_wipe_and_calloc);
 	tcase_add_test(t, extent_grows);
+	tcase_add_test(t, foreign_mapping_in_window);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
