@@ -22,7 +22,6 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ucontext.h>
 
 #include "../harness.h"
 #include "rampart.h"
@@ -196,12 +195,14 @@ static int startup_fails_then_works(void)
 }
 
 /* The first malloc on a stack in .bss (a coroutine's, or a signal stack): the windows
- * are sized from the real stack's place, so a class still holds gigabytes. */
-static ucontext_t main_ctx, low_ctx;
+ * are sized from the real stack's place, so a class still holds gigabytes. The stack is
+ * a signal stack here (sigaltstack is in every C library; ucontext is not in musl), and
+ * the signal is raised by the program itself, so malloc in the handler is safe. */
 static char low_stack[256 * 1024];
-static int low_result = 1;
-static void on_low_stack(void)
+static volatile int low_result = 1;
+static void on_low_stack(int sig)
 {
+	(void)sig;
 	static void *v[1 << 18];
 	size_t n = 0;
 	for (; n < sizeof v / sizeof *v; n++) { /* 1 GiB of 4 KiB blocks: one class */
@@ -211,17 +212,18 @@ static void on_low_stack(void)
 	}
 	for (size_t i = 0; i < n; i++) free(v[i]);
 	low_result = n == sizeof v / sizeof *v ? 0 : 1;
-	if (low_result) say("lowstack: a class ran out early\n");
 }
 static int first_malloc_on_low_stack(void)
 {
-	CHECK(getcontext(&low_ctx) == 0);
-	low_ctx.uc_stack.ss_sp = low_stack;
-	low_ctx.uc_stack.ss_size = sizeof low_stack;
-	low_ctx.uc_link = &main_ctx;
-	makecontext(&low_ctx, on_low_stack, 0);
-	CHECK(swapcontext(&main_ctx, &low_ctx) == 0);
-	if (!low_result) say("      first malloc on a stack in .bss: 1 GiB of 4 KiB blocks\n");
+	stack_t ss = {.ss_sp = low_stack, .ss_size = sizeof low_stack, .ss_flags = 0};
+	CHECK(sigaltstack(&ss, NULL) == 0);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_low_stack;
+	sa.sa_flags = SA_ONSTACK;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(raise(SIGUSR1) == 0);
+	say(low_result ? "lowstack: a class ran out early\n" : "      first malloc on a stack in .bss: 1 GiB of 4 KiB blocks\n");
 	return low_result;
 }
 
