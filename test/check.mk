@@ -11,6 +11,9 @@
 #                      where the start-up probe must choose mprotect
 #   make check-seccomp rampart under a seccomp filter built from test/seccomp/syscalls.list,
 #                      which also generates the README's system-call table
+#   make check-real    Python's own regression tests (libpython3.11-testsuite) with
+#                      glibc and preloaded rampart, both backends; compared module by
+#                      module. REAL_SHORT=1: the short subset CI runs
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -31,6 +34,7 @@ CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
 
 .PHONY: check-seccomp check-seccomp-readme seccomp-table
+.PHONY: check-real
 .PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64
 
 # test/portable/api_check.c: the public interface without a test framework. Part of
@@ -161,4 +165,18 @@ check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=madvise $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=mprotect $(TEST_OUT)/system/seccomp_check
 
-check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp
+# Real programs' own test suites: Python's regression tests with PYTHONMALLOC=malloc
+# (every object from malloc), without rampart and preloaded under each backend.
+# A module that fails only under rampart fails the check unless test/real/python-known.txt
+# lists it (or each of its tests that failed) with the reason; python-ignore.txt names
+# tests left out of every configuration. The broad list is test/real/python-broad.txt,
+# REAL_SHORT=1 takes test/real/python-short.txt. Logs and XML: out-real/real[-short]/.
+REAL_SHORT ?=
+REAL_JOBS ?= 2
+REAL_SET := $(if $(REAL_SHORT),short,broad)
+check-real:
+	$(MAKE) --no-print-directory OUT=out-real lib
+	python3 test/real/python_check.py --lib out-real/librampart.so \
+		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS)
+
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-real
