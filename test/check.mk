@@ -170,13 +170,15 @@ check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 # A module that fails only under rampart fails the check unless test/real/python-known.txt
 # lists it (or each of its tests that failed) with the reason; python-ignore.txt names
 # tests left out of every configuration. The broad list is test/real/python-broad.txt,
-# REAL_SHORT=1 takes test/real/python-short.txt. Logs and XML: out-real/real[-short]/.
+# REAL_SHORT=1 takes test/real/python-short.txt. Logs and XML: out-real/real-{broad,short}/;
+# REAL_ARGS=--no-run compares the last run's logs again (python_check.py --help).
 REAL_SHORT ?=
 REAL_JOBS ?= 2
+REAL_ARGS ?=
 REAL_SET := $(if $(REAL_SHORT),short,broad)
 check-real:
 	$(MAKE) --no-print-directory OUT=out-real lib
 	python3 test/real/python_check.py --lib out-real/librampart.so \
-		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS)
+		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS) $(REAL_ARGS)
 
 check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-real
