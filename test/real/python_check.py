@@ -174,7 +174,11 @@ def run_config(args, name, modules, excluded, ignorefile):
     cases = {t: v for t, v in parse_junit(xml).items() if module_of(t) not in excluded}
     rerun = rerun & set(modules)
     took = re.findall(r"^Total duration: (.*)$", text, re.M)
-    return {"status": status, "rerun": rerun, "cases": cases, "time": took[-1] if took else "?"}
+    # rampart's own lines: a fatal one in a test's child process fails the check
+    # even when the test tolerated the child's death.
+    said = [l for l in text.splitlines() if "rampart: fatal" in l or "rampart: warning" in l]
+    return {"status": status, "rerun": rerun, "cases": cases, "said": said,
+            "time": took[-1] if took else "?"}
 
 
 def counts(result):
@@ -302,6 +306,10 @@ def main():
                 continue
             what = ", ".join(unlisted) if unlisted else "no failing test id recorded (crash, timeout or subtest)"
             bad.append(f"{name}: {mod}: {r} (glibc: {b}): {what}")
+        for line in res["said"]:
+            print(f"  {name}: rampart said: {line.strip()}")
+            if "rampart: fatal" in line:
+                bad.append(f"{name}: rampart: fatal in the log: {line.strip()}")
     for ident in sorted(i for i in set(known) - used if module_of(i) in modules):
         print(f"  note: listed in python-known.txt but did not fail: {ident}")
     for mod, reason in excluded.items():
