@@ -17,6 +17,9 @@
 #                      session without it; glibc programs linked statically with rampart
 #   make check-fuzz    the operation-sequence fuzzer (test/fuzz/) for 30 s per backend;
 #                      make fuzz FUZZ_SECONDS=n runs it longer
+#   make check-real    Python's own regression tests (libpython3.11-testsuite) with
+#                      glibc and preloaded rampart, both backends; compared module by
+#                      module. REAL_SHORT=1: the short subset CI runs
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -37,6 +40,7 @@ CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
 
 .PHONY: check-seccomp check-seccomp-readme seccomp-table
+.PHONY: check-real
 .PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64 check-uring check-system-wide
 
 # test/portable/api_check.c: the public interface without a test framework. Part of
@@ -251,4 +255,21 @@ fuzz-seeds: $(TEST_OUT)/system/fuzz_replay
 	@mkdir -p test/fuzz/corpus
 	$(TEST_OUT)/system/fuzz_replay --write-seeds test/fuzz/corpus
 
-check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide check-fuzz
+# Real programs' own test suites: Python's regression tests with PYTHONMALLOC=malloc
+# (every object from malloc), without rampart and preloaded under each backend.
+# A module that fails only under rampart fails the check unless test/real/python-known.txt
+# lists it (or each of its tests that failed) with the reason; python-ignore.txt names
+# tests left out of every configuration. The broad list is test/real/python-broad.txt,
+# REAL_SHORT=1 takes test/real/python-short.txt. Logs and XML: out-real/real-{broad,short}/;
+# REAL_ARGS=--no-run compares the last run's logs again (python_check.py --help).
+REAL_SHORT ?=
+REAL_JOBS ?= 2
+REAL_ARGS ?=
+REAL_SET := $(if $(REAL_SHORT),short,broad)
+check-real:
+	$(MAKE) --no-print-directory OUT=out-real lib
+	python3 test/real/python_check.py --lib out-real/librampart.so \
+		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS) $(REAL_ARGS)
+
+
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide check-fuzz check-real
