@@ -4,8 +4,9 @@
  * the machine's /etc is never touched.
  *
  * Set-up (needs root and unshare(CLONE_NEWNS); otherwise the test prints why and
- * passes as skipped): a private mount namespace; a tmpfs on /tmp; the real /etc bound
- * under it; a tmpfs on /etc holding a symlink to every real entry (the loader still
+ * passes as skipped): a private mount namespace; a tmpfs on a scratch directory made
+ * in /tmp (not on /tmp itself: the build tree, this program included, may live there);
+ * the real /etc bound under it; a tmpfs on /etc holding a symlink to every real entry (the loader still
  * finds ld.so.cache) plus our own rampart.conf, which the test rewrites, chowns and
  * chmods per case.
  *
@@ -142,15 +143,23 @@ static void slurp(const char *path, char *buf, size_t cap)
 	if (fd >= 0) close(fd);
 }
 
+/* The scratch directory, a tmpfs in the private namespace (see private_etc). */
+static char W[64] = "/tmp/rampart-policy_ns-XXXXXX";
+
+static void wpath(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", W, name); }
+
 /* Run exe --child scenario with RAMPART_OPTIONS=opts (NULL: unset), as uid (0: root). */
 static struct result run_as(const char *exe, const char *scenario, const char *opts, uid_t uid)
 {
 	struct result r;
+	char out_path[128], err_path[128];
+	wpath(out_path, sizeof out_path, "out");
+	wpath(err_path, sizeof err_path, "err");
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		int out = open("/tmp/out", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		int err = open("/tmp/err", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (out < 0 || err < 0) _exit(125);
 		dup2(out, 1);
 		dup2(err, 2);
@@ -166,8 +175,8 @@ static struct result run_as(const char *exe, const char *scenario, const char *o
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
 	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp("/tmp/out", r.out, sizeof r.out);
-	slurp("/tmp/err", r.err, sizeof r.err);
+	slurp(out_path, r.out, sizeof r.out);
+	slurp(err_path, r.err, sizeof r.err);
 	return r;
 }
 
@@ -317,7 +326,8 @@ static void cases_errors(void)
 /* A set-user-ID root copy of this program, run by nobody: AT_SECURE. */
 static void cases_secure(void)
 {
-	const char *copy = "/tmp/secure_copy";
+	char copy[128];
+	wpath(copy, sizeof copy, "secure_copy");
 	int in = open(self, O_RDONLY | O_CLOEXEC), out = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
 	CHECK(in >= 0 && out >= 0);
 	static char buf[1 << 16];
@@ -360,20 +370,22 @@ static bool private_etc(void)
 		printf("skip: making / private: %s\n", strerror(errno));
 		return false;
 	}
-	if (mount("policy_ns", "/tmp", "tmpfs", 0, "mode=1777")) {
-		printf("skip: tmpfs on /tmp: %s\n", strerror(errno));
+	if (mount("policy_ns", W, "tmpfs", 0, "mode=1777")) {
+		printf("skip: tmpfs on %s: %s\n", W, strerror(errno));
 		return false;
 	}
-	CHECK(mkdir("/tmp/etc", 0755) == 0);
-	CHECK(mount("/etc", "/tmp/etc", NULL, MS_BIND | MS_REC, NULL) == 0);
+	char real_etc[128];
+	wpath(real_etc, sizeof real_etc, "etc");
+	CHECK(mkdir(real_etc, 0755) == 0);
+	CHECK(mount("/etc", real_etc, NULL, MS_BIND | MS_REC, NULL) == 0);
 	CHECK(mount("policy_ns", "/etc", "tmpfs", 0, "mode=755") == 0);
-	DIR *d = opendir("/tmp/etc");
+	DIR *d = opendir(real_etc);
 	CHECK(d != NULL);
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "rampart.conf")) continue;
 		char from[512], to[512];
-		snprintf(from, sizeof from, "/tmp/etc/%s", e->d_name);
+		snprintf(from, sizeof from, "%s/%s", real_etc, e->d_name);
 		snprintf(to, sizeof to, "/etc/%s", e->d_name);
 		CHECK(symlink(from, to) == 0);
 	}
@@ -399,11 +411,21 @@ int main(int argc, char **argv)
 	extern void *__libc_malloc(size_t) __attribute__((weak));
 	passthrough_available_here = __libc_malloc != NULL;
 #endif
-	if (!private_etc()) return 0;
+	/* Made before the namespace, so that it exists on the host too (empty there);
+	 * removed at the end, after its tmpfs is gone. */
+	CHECK(mkdtemp(W) != NULL);
+	bool have_ns = private_etc();
+	if (!have_ns) {
+		rmdir(W);
+		return 0;
+	}
 	if (!passthrough_available_here) printf("note: a static program: passthrough must be refused with a reason\n");
 	cases_passthrough();
 	cases_errors();
 	cases_secure();
+	/* The namespace's mounts go with the process; the directory on the host stays
+	 * unless removed from there: from here it is the tmpfs's mount point. */
+	if (umount2(W, MNT_DETACH) == 0) rmdir(W);
 	printf("%d failed\n", failures);
 	return failures ? 1 : 0;
 }
