@@ -254,7 +254,9 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, cons
 static void quarantine_region(struct large_state *s, struct large_entry *e)
 {
 #if CONFIG_REGION_QUARANTINE
-	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {
+	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit) would push every
+	 * other region out of the quarantine, itself included: it goes at once instead. */
+	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP && e->region.size <= s->quarantine.bytes_max) {
 		e->state = ENTRY_QUARANTINED;
 		quarantine_push(&s->quarantine, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
 		stat_inc(STAT_QUARANTINE_NOW);

@@ -113,7 +113,17 @@ static int workload(size_t limit)
 		free(large[i]);
 	}
 	CHECK(buf[n - 1] == 0xa5);
+	/* A block beyond the quarantine's bound (a sixteenth of the limit) is unmapped at
+	 * once rather than pushing every other freed region out of the quarantine. */
+	struct rampart_stats held;
+	rampart_get_stats(&held);
+	CHECK(held.quarantine_bytes_now > 0);
 	free(buf);
+	if (n > limit / 16) {
+		struct rampart_stats now;
+		rampart_get_stats(&now);
+		CHECK(now.quarantine_bytes_now == held.quarantine_bytes_now);
+	}
 
 	/* Too big for the limit: refused at once, and the quarantine is not given up for it. */
 	struct rampart_stats before, after;
