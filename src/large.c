@@ -254,9 +254,16 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, cons
 static void quarantine_region(struct large_state *s, struct large_entry *e)
 {
 #if CONFIG_REGION_QUARANTINE
-	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit) would push every
-	 * other region out of the quarantine, itself included: it goes at once instead. */
-	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP && e->region.size <= s->quarantine.bytes_max) {
+	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit, or a bound set to 0)
+	 * leaves at once, as if pushed and evicted, but without pushing every other region
+	 * out of the quarantine first. */
+	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP && e->region.size > s->quarantine.bytes_max) {
+		struct guard_region r = e->region;
+		remove_entry(s, e);
+		retire_region(s, &r);
+		return;
+	}
+	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {
 		e->state = ENTRY_QUARANTINED;
 		quarantine_push(&s->quarantine, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
 		stat_inc(STAT_QUARANTINE_NOW);
