@@ -27,6 +27,12 @@ CONFIG_CACHE_BYTES ?= 536870912
 CONFIG_CACHE_MAX_WASTE_PERCENT ?= 10
 # Cached regions idle for longer than this (milliseconds) are unmapped.
 CONFIG_CACHE_DECAY_MS ?= 10000
+# New large blocks are populated up front (MADV_POPULATE_WRITE) as far as large blocks
+# freed just before had resident pages, holding at most this many bytes of such credit
+# (0 = off; run time: large_refill_bytes) ...
+CONFIG_LARGE_REFILL_BYTES ?= 67108864
+# ... which lapses after this many ms without a large free.
+CONFIG_LARGE_REFILL_MS ?= 1000
 
 # --- small allocations (slab, <= CONFIG_SMALL_MAX) ---------------------------------
 # Independent arenas; threads are assigned round-robin, each (arena, class) has a lock.

@@ -73,7 +73,9 @@ static void say_choices(void)
 	out_num(&o, ro.opt.large_cache_bytes);
 	out_str(&o, " bytes, decay ");
 	out_num(&o, ro.opt.large_cache_decay_ms);
-	out_str(&o, " ms; stats ");
+	out_str(&o, " ms; refill ");
+	out_num(&o, ro.opt.large_refill_bytes);
+	out_str(&o, " bytes; stats ");
 	out_str(&o, ro.opt.stats == STATS_JSON ? "json" : ro.opt.stats == STATS_TEXT ? "text" : "off");
 	out_str(&o, ro.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
 	out_flush(&o);

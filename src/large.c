@@ -23,6 +23,7 @@
 #include "policy.h"
 #include "quarantine.h"
 #include "random.h"
+#include "refill.h"
 #include "stats.h"
 
 enum { ENTRY_LIVE = 1, ENTRY_QUARANTINED = 2 };
@@ -33,6 +34,7 @@ struct large_entry {
 	size_t requested;
 	uint32_t state;
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
+	size_t populated;    /* bytes from data that refill_populate filled (refill.h) */
 	struct guard_region region;
 };
 
@@ -47,6 +49,7 @@ struct large_state {
 	struct quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
 	struct region_cache cache;
 	struct cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
+	struct refill refill;
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,
@@ -188,6 +191,7 @@ bool large_init(void)
 			held_bound(ro.opt.large_quarantine_bytes));
 	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(ro.opt.large_cache_bytes), ro.opt.large_cache_decay_ms);
+	refill_init(&s->refill, ro.opt.large_refill_bytes);
 	ro.large = s;
 	return true;
 }
@@ -219,6 +223,7 @@ void *large_alloc(size_t size, size_t align)
 	size_t len;
 	if (size > LARGE_MAX || !page_round(size, &len) || align > LARGE_MAX) return NULL;
 	void *result = NULL;
+	size_t populate = 0;
 	pthread_mutex_lock(&s->lock);
 	if (reserve_slot(s)) {
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
@@ -228,6 +233,7 @@ void *large_alloc(size_t size, size_t align)
 		 * give back before failing. */
 		if (take_cached(s, &e.region, lead, len, align) || map_region(s, &e.region, &lead, len, &trail, align)) {
 			e.data = e.region.base + lead;
+			e.populated = populate = refill_take(&s->refill, len);
 			place(s, &e);
 			s->used++;
 			stat_inc(STAT_LARGE_LIVE_NOW);
@@ -235,6 +241,7 @@ void *large_alloc(size_t size, size_t align)
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (populate) refill_populate(&s->refill, result, populate);
 	return result;
 }
 
@@ -310,6 +317,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
+	refill_freed(&s->refill, (const void *)e->data, e->usable, e->populated);
 	/* Close at once: the pages go back and any later access faults. Where even that is
 	 * refused (VMA limit), give the whole region back instead. */
 	if (!guard_close(&e->region, lead_of(e), e->usable)) {

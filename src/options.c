@@ -38,6 +38,8 @@ static const struct key keys[] = {
 	 "N  regions the reuse cache holds (0: no cache)"},
 	{"large_cache_decay_ms", K_COUNT, F(large_cache_decay_ms), (size_t)1 << 40,
 	 "N  milliseconds a cached region may stay idle"},
+	{"large_refill_bytes", K_SIZE, F(large_refill_bytes), (size_t)1 << 46,
+	 "SIZE  most bytes of new large blocks populated up front, earned by touched ones freed (0: off)"},
 	{"passthrough", K_BOOL, F(passthrough), 0,
 	 "0|1  hand every call to the C library's allocator, for the life of the process (default 0;"
 	 " the bare word passthrough means 1)"},
@@ -57,6 +59,7 @@ void options_default(struct options *o)
 		.large_cache_bytes = CONFIG_CACHE_BYTES,
 		.large_cache_entries = CONFIG_CACHE_ENTRIES,
 		.large_cache_decay_ms = CONFIG_CACHE_DECAY_MS,
+		.large_refill_bytes = CONFIG_LARGE_REFILL_BYTES,
 		.sized_free = true,
 		.on_error = ON_ERROR_ABORT,
 	};

@@ -142,6 +142,13 @@ int __wrap_madvise(void *addr, size_t len, int advice)
 {
 	fk.madvise_calls++;
 	if (advice == MADV_GUARD_REMOVE) fk.guard_remove_calls++;
+	if (advice == MADV_POPULATE_WRITE) {
+		fk.populate_calls++;
+		if (fk.populate_errno) {
+			errno = fk.populate_errno;
+			return -1;
+		}
+	}
 	if (advice != MADV_GUARD_INSTALL) return __real_madvise(addr, len, advice);
 	fk.guard_install_calls++;
 	int err = fk.guard_install_errno;

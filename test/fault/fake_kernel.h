@@ -16,6 +16,9 @@
 #ifndef MADV_GUARD_REMOVE
 #define MADV_GUARD_REMOVE 103
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 struct fake_kernel {
 	/* --- knobs --- */
@@ -39,6 +42,8 @@ struct fake_kernel {
 	int mremap_intrude;
 	/* Linux before 4.17: MAP_FIXED_NOREPLACE is unknown, the address only a hint. */
 	bool noreplace_unknown;
+	/* MADV_POPULATE_WRITE fails with this (0: off); EINVAL is Linux before 5.14. */
+	int populate_errno;
 	/* pthread_atfork (wrapped) allocates, as musl's does, and records the state. */
 	bool atfork_allocates;
 
@@ -46,6 +51,7 @@ struct fake_kernel {
 	unsigned long mmap_calls, mmap_none, mmap_rw, mmap_fixed, mmap_failed;
 	unsigned long munmap_calls, mprotect_calls, mremap_calls, madvise_calls;
 	unsigned long guard_install_calls, guard_remove_calls, guard_install_failed;
+	unsigned long populate_calls;
 	unsigned long overcommit_reads;
 	unsigned long label_calls;                      /* PR_SET_VMA prctl calls */
 	struct { unsigned long addr, len; } labels[64]; /* the first 64 of them */

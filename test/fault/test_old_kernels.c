@@ -9,6 +9,8 @@
  *  - Linux before 6.13: no guard markers (MADV_GUARD_INSTALL is EINVAL).
  *  - Linux before 5.17: no anon VMA names (PR_SET_VMA is EINVAL; the default here).
  *  - Linux before 4.17: MAP_FIXED_NOREPLACE is unknown and the address a mere hint.
+ *  - Linux before 5.14: no MADV_POPULATE_WRITE (EINVAL); and populating that fails for
+ *    lack of memory.
  *  - Another thread's mmap landing in the hole a realloc move leaves behind.
  *
  * Every case runs in a forked child under each backend; the start-up case re-executes
@@ -33,6 +35,7 @@
 #include "init.h"
 #include "os.h"
 #include "rampart.h"
+#include "refill.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -255,6 +258,84 @@ static void aligned_after_install_fails(void)
 }
 static void test_aligned_after_install_fails(void **state) { both(aligned_after_install_fails); }
 
+/* --- populating new large blocks (src/refill.h) --- */
+
+static size_t resident_pages(const void *p, size_t n)
+{
+	static unsigned char vec[1024];
+	size_t pgs = n / os_page;
+	CHECK(pgs <= sizeof vec);
+	CHECK(mincore((void *)p, n, vec) == 0);
+	size_t r = 0;
+	for (size_t i = 0; i < pgs; i++) r += vec[i] & 1;
+	return r;
+}
+
+/* Touched blocks freed until one was measured (src/refill.h): whatever state the
+ * child inherited, the refill now sees a program that uses its large blocks. */
+static void prime(void)
+{
+	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+		unsigned char *p = malloc(256 * KiB);
+		CHECK(p != NULL);
+		memset(p, 1, 256 * KiB);
+		free(p);
+	}
+	fk.populate_calls = 0;
+}
+
+/* A touched block freed, then a new one: populating is tried; whatever the kernel
+ * answers, the block is whole, zero and errno untouched. Its pages resident before
+ * anything here read them go to *resident. */
+static unsigned char *after_touched_free(size_t n, size_t *resident)
+{
+	unsigned char *a = malloc(n);
+	CHECK(a != NULL);
+	memset(a, 0x77, n);
+	free(a);
+	errno = SENTINEL;
+	unsigned char *b = malloc(n);
+	CHECK(b != NULL && errno == SENTINEL);
+	*resident = resident_pages(b, n);
+	check_block(b, n);
+	for (size_t i = 0; i < n; i += 4096) CHECK(b[i] == 0);
+	return b;
+}
+
+/* Linux before 5.14: the first EINVAL (the first block, on the credit prime() left)
+ * switches populating off for good. */
+static void populate_unknown(void)
+{
+	size_t r;
+	prime();
+	fk.populate_errno = EINVAL;
+	unsigned char *b = after_touched_free(2 * MiB, &r);
+	CHECK(fk.populate_calls == 1 && r == 0);
+	memset(b, 1, 2 * MiB);
+	free(b);
+	free(after_touched_free(2 * MiB, &r));
+	CHECK(fk.populate_calls == 1 && r == 0);
+}
+static void test_populate_unknown(void **state) { both(populate_unknown); }
+
+/* Out of memory while populating: the pages come by faults; populating is tried
+ * again later. */
+static void populate_enomem(void)
+{
+	size_t r;
+	prime();
+	fk.populate_errno = ENOMEM;
+	/* Both blocks are tried: the first on the credit prime() left, the second on the
+	 * first's. */
+	free(after_touched_free(2 * MiB, &r));
+	CHECK(fk.populate_calls == 2 && r == 0);
+	fk.populate_errno = 0;
+	prime(); /* the block above was only read: the refill took a pause */
+	free(after_touched_free(2 * MiB, &r));
+	CHECK(fk.populate_calls == 2 && r == 2 * MiB / os_page);
+}
+static void test_populate_enomem(void **state) { both(populate_enomem); }
+
 /* --- start-up on an emulated Linux 4.19, and the fork handlers --- */
 
 static int run_scenario(const char *name)
@@ -312,6 +393,8 @@ int main(void)
 		cmocka_unit_test(test_intruder_old_kernel),
 		cmocka_unit_test(test_zero_size_aligned_grows),
 		cmocka_unit_test(test_aligned_after_install_fails),
+		cmocka_unit_test(test_populate_unknown),
+		cmocka_unit_test(test_populate_enomem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "../harness.h"
 #include "large.h"
 #include "os.h"
+#include "refill.h"
 #include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
@@ -369,6 +370,112 @@ START_TEST(test_very_large)
 }
 END_TEST
 
+/* --- refill (src/refill.h): new blocks populated as far as touched ones were freed --- */
+
+static size_t resident_pages(const void *p, size_t n)
+{
+	static unsigned char vec[(64 * MiB) >> 12];
+	size_t pgs = pages(n) / pg;
+	ck_assert_uint_le(pgs, sizeof vec);
+	ck_assert_int_eq(mincore((void *)p, pages(n), vec), 0);
+	size_t r = 0;
+	for (size_t i = 0; i < pgs; i++) r += vec[i] & 1;
+	return r;
+}
+
+/* Can this kernel populate (MADV_POPULATE_WRITE, Linux 5.14)? Asked on a scratch
+ * mapping; emulators that accept and ignore advice answer no here too. */
+static bool kernel_populates(void)
+{
+	unsigned char *m = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(m != MAP_FAILED);
+	bool yes = madvise(m, 4 * pg, 23 /* MADV_POPULATE_WRITE */) == 0 && resident_pages(m, 4 * pg) == 4;
+	munmap(m, 4 * pg);
+	return yes;
+}
+
+/* Whatever credit the process had lapses (CONFIG_LARGE_REFILL_MS without a free). */
+static void let_credit_lapse(void) { usleep((CONFIG_LARGE_REFILL_MS + 100) * 1000); }
+
+/* Touched blocks freed until one was measured: the refill sees a program that uses its
+ * large blocks (whatever the state inherited from the test runner), then its credit
+ * lapses. */
+static void prime(void)
+{
+	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+		unsigned char *p = malloc(256 * KiB);
+		ck_assert_ptr_nonnull(p);
+		memset(p, 1, 256 * KiB);
+		free(p);
+	}
+	let_credit_lapse();
+}
+
+START_TEST(test_refill_follows_use)
+{
+	bool pop = kernel_populates();
+	size_t n = 4 * MiB, np = n / pg;
+	prime();
+	/* Without credit a new block comes without pages. */
+	unsigned char *b = malloc(n);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(resident_pages(b, n), 0);
+	/* A touched block freed: the next block of its size is populated, zero-filled. */
+	memset(b, 0x5a, n);
+	free(b);
+	unsigned char *c = malloc(n);
+	ck_assert_uint_eq(resident_pages(c, n), (pop ? np : 0));
+	ck_assert(zero(c, n));
+	ck_assert(inaccessible(b) || b == c); /* the freed block stays closed */
+	/* The credit is spent: the one after that comes without pages. */
+	unsigned char *d = malloc(n);
+	ck_assert_uint_eq(resident_pages(d, n), 0);
+	/* c was populated and only read, never written: freeing it earns nothing, and the
+	 * program now counts as one that leaves its blocks unused. */
+	free(c);
+	unsigned char *e = malloc(n);
+	ck_assert_uint_eq(resident_pages(e, n), 0);
+	free(d);
+	free(e);
+	/* Used blocks again: within REFILL_PROBE_EVERY frees, populating is back. */
+	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+		unsigned char *t = malloc(n);
+		ck_assert_ptr_nonnull(t);
+		memset(t, 2, n);
+		free(t);
+	}
+	unsigned char *f = malloc(n);
+	ck_assert_uint_eq(resident_pages(f, n), (pop ? np : 0));
+	free(f);
+}
+END_TEST
+
+/* Credit is what was resident, no more: a block half used buys its used half of a
+ * bigger block; calloc of a populated block is still all zero; credit lapses. */
+START_TEST(test_refill_bounded)
+{
+	bool pop = kernel_populates();
+	prime();
+	unsigned char *a = malloc(2 * MiB);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 1, MiB); /* half of it */
+	free(a);
+	unsigned char *b = calloc(1, 8 * MiB);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(resident_pages(b, 8 * MiB), (pop ? MiB / pg : 0));
+	ck_assert(zero(b, 8 * MiB));
+	free(b);
+	/* Lapsed: after CONFIG_LARGE_REFILL_MS the credit of a touched block is gone. */
+	unsigned char *c = malloc(MiB);
+	memset(c, 1, MiB);
+	free(c);
+	let_credit_lapse();
+	unsigned char *d = malloc(MiB);
+	ck_assert_uint_eq(resident_pages(d, MiB), 0);
+	free(d);
+}
+END_TEST
+
 /* A block of zero bytes with a big alignment grows by realloc like any other. */
 START_TEST(test_zero_size_aligned_realloc)
 {
@@ -403,6 +510,8 @@ static Suite *suite(void)
 	tcase_add_test(t, test_reuse_is_zero);
 	tcase_add_test(t, test_very_large);
 	tcase_add_test(t, test_zero_size_aligned_realloc);
+	tcase_add_test(t, test_refill_follows_use);
+	tcase_add_test(t, test_refill_bounded);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -145,7 +145,7 @@ static bool same_options(const struct options *a, const struct options *b)
 	       a->large_quarantine_bytes == b->large_quarantine_bytes &&
 	       a->large_quarantine_entries == b->large_quarantine_entries &&
 	       a->large_cache_bytes == b->large_cache_bytes && a->large_cache_entries == b->large_cache_entries &&
-	       a->large_cache_decay_ms == b->large_cache_decay_ms;
+	       a->large_cache_decay_ms == b->large_cache_decay_ms && a->large_refill_bytes == b->large_refill_bytes;
 }
 
 /* stats, verbose and the large-block bounds, and what the messages name. */
@@ -161,6 +161,7 @@ START_TEST(test_knobs)
 	ck_assert_uint_eq(d.large_cache_decay_ms, CONFIG_CACHE_DECAY_MS);
 	ck_assert_uint_eq(d.large_quarantine_bytes, CONFIG_REGION_QUARANTINE_BYTES);
 	ck_assert_uint_eq(d.large_quarantine_entries, CONFIG_REGION_QUARANTINE_FIFO);
+	ck_assert_uint_eq(d.large_refill_bytes, CONFIG_LARGE_REFILL_BYTES);
 
 	o = parse_all("stats=1", warn, sizeof warn);
 	ck_assert_int_eq(o.stats, STATS_TEXT);
@@ -187,6 +188,14 @@ START_TEST(test_knobs)
 	ck_assert_uint_eq(o.large_cache_decay_ms, 500);
 	ck_assert_uint_eq(o.large_quarantine_bytes, (size_t)1 << 30);
 	ck_assert_uint_eq(o.large_quarantine_entries, 0);
+	o = parse_all("large_refill_bytes=0", warn, sizeof warn);
+	ck_assert_uint_eq(o.large_refill_bytes, 0);
+	o = parse_all("large_refill_bytes=16m", warn, sizeof warn);
+	ck_assert_uint_eq(o.large_refill_bytes, (size_t)16 << 20);
+	ck_assert_str_eq(warn, "");
+	o = parse_all("large_refill_bytes=lots", warn, sizeof warn);
+	ck_assert_uint_eq(o.large_refill_bytes, CONFIG_LARGE_REFILL_BYTES);
+	ck_assert_msg(strstr(warn, "large_refill_bytes"), "stderr '%s'", warn);
 	o = parse_all("large_cache_bytes=4096,large_cache_entries=0", warn, sizeof warn);
 	ck_assert_uint_eq(o.large_cache_bytes, 4096);
 	ck_assert_uint_eq(o.large_cache_entries, 0);
