@@ -18,10 +18,12 @@
  *    the freed blocks are used less than that, only one free in REFILL_PROBE_EVERY is
  *    measured, so a program with sparse large blocks pays no system call for this on
  *    most frees.
- *  - Pages rampart populated earn credit again only in the share the program wrote
- *    (sampled: a page it never wrote is still all zero), so a program that stopped
- *    touching its blocks stops the populating after one round instead of keeping it
- *    going on credit rampart made itself.
+ *  - Pages rampart populated earn credit again at three quarters only (whether the
+ *    program wrote them cannot be seen without reading the block, which the program
+ *    may have protected), so credit a program does not use dies out within a few
+ *    blocks instead of keeping itself going.
+ *  - "Resident" is what mincore reports: pages the program only read (mapped to the
+ *    kernel's shared zero page) count as used too.
  *  - Populating is advice: a failure leaves the block as it would be without it, and
  *    EINVAL (a kernel before 5.14) switches it off for the process.
  *  - Protections are unchanged: freed pages are still dropped at free; what is
@@ -49,7 +51,7 @@ struct refill {
 
 void refill_init(struct refill *r, size_t cap);
 /* A large block [p, p + len) is about to be freed, its first `populated` bytes filled
- * by refill_populate: its resident pages become credit. */
+ * by refill_populate: its resident pages become credit. Never reads the block. */
 void refill_freed(struct refill *r, const void *p, size_t len, size_t populated);
 /* Bytes (whole pages, at most len) to populate in a new block of len bytes. */
 size_t refill_take(struct refill *r, size_t len);

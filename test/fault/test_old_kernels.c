@@ -332,7 +332,8 @@ static void populate_enomem(void)
 	fk.populate_errno = 0;
 	prime(); /* the block above was only read: the refill took a pause */
 	free(after_touched_free(2 * MiB, &r));
-	CHECK(fk.populate_calls == 2 && r == 2 * MiB / os_page);
+	/* Most of it: pages rampart populated in the first block earn 3/4 back. */
+	CHECK(fk.populate_calls == 2 && r >= MiB / os_page && r <= 2 * MiB / os_page);
 }
 static void test_populate_enomem(void **state) { both(populate_enomem); }
 

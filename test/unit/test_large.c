@@ -430,14 +430,26 @@ START_TEST(test_refill_follows_use)
 	/* The credit is spent: the one after that comes without pages. */
 	unsigned char *d = malloc(n);
 	ck_assert_uint_eq(resident_pages(d, n), 0);
-	/* c was populated and only read, never written: freeing it earns nothing, and the
-	 * program now counts as one that leaves its blocks unused. */
+	/* Blocks populated and never used: rampart's own pages earn three quarters back,
+	 * so the populating dies out within a few blocks (4 -> 3 -> 2.25 MiB, then the
+	 * block counts as less than half used and earns nothing). Only mincore here: a
+	 * read would map the zero page, which counts as use. */
 	free(c);
-	unsigned char *e = malloc(n);
-	ck_assert_uint_eq(resident_pages(e, n), 0);
-	free(d);
-	free(e);
-	/* Used blocks again: within REFILL_PROBE_EVERY frees, populating is back. */
+	size_t last = np, rounds = 0;
+	for (;;) {
+		unsigned char *e = malloc(n);
+		ck_assert_ptr_nonnull(e);
+		size_t r = resident_pages(e, n);
+		free(e);
+		if (!r) break;
+		ck_assert_msg(r < last, "round %zu: %zu pages populated after %zu", rounds, r, last);
+		last = r;
+		ck_assert_uint_lt(++rounds, 5);
+	}
+	ck_assert_uint_ge(rounds, (pop ? 2 : 0));
+	free(d); /* never touched: the refill now counts the program as a sparse one */
+	/* Used blocks again: within REFILL_PROBE_EVERY frees, populating is back, at the
+	 * steady state of about 80% of each block (rampart's own pages count 3/4). */
 	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
 		unsigned char *t = malloc(n);
 		ck_assert_ptr_nonnull(t);
@@ -445,7 +457,9 @@ START_TEST(test_refill_follows_use)
 		free(t);
 	}
 	unsigned char *f = malloc(n);
-	ck_assert_uint_eq(resident_pages(f, n), (pop ? np : 0));
+	size_t rf = resident_pages(f, n);
+	if (pop) ck_assert_msg(rf >= np / 2 && rf <= np, "%zu of %zu pages populated", rf, np);
+	else ck_assert_uint_eq(rf, 0);
 	free(f);
 }
 END_TEST
