@@ -253,15 +253,22 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 	return true;
 }
 
+/* A chunk's bitmaps of the closed and the empty set: a bit per position in each. */
+#define SET_CHUNK_BYTES (2u * CHUNK / 8u)
+
 /* Every position below the high-water mark must have a descriptor: live_slot reads it. */
 static bool have_desc(struct slab_class *k, uint32_t pos)
 {
 	if (!dir_room(k, pos >> CHUNK_SHIFT)) return false;
 	if (k->dir[pos >> CHUNK_SHIFT]) return true;
 	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
-	 * chunk's bitmaps of the closed and the empty set follow its descriptors. */
-	k->dir[pos >> CHUNK_SHIFT] = meta_alloc(CHUNK * sizeof(struct slab) + 2 * CHUNK / 8);
-	return k->dir[pos >> CHUNK_SHIFT] != NULL;
+	 * chunk's bitmaps of the closed and the empty set come first, in the page of its
+	 * lowest descriptors: a class using a few slabs touches one page of the chunk, not
+	 * also its last. */
+	char *chunk = meta_alloc(SET_CHUNK_BYTES + CHUNK * sizeof(struct slab));
+	if (!chunk) return false;
+	k->dir[pos >> CHUNK_SHIFT] = (struct slab *)(chunk + SET_CHUNK_BYTES);
+	return true;
 }
 
 /* --- position sets: the closed set and the empty set ------------------------------ */
@@ -270,7 +277,7 @@ enum { SET_CLOSED, SET_EMPTY };
 
 static inline uint64_t *set_bits(const struct slab_class *k, unsigned set, uint32_t chunk)
 {
-	return (uint64_t *)(k->dir[chunk] + CHUNK) + set * (CHUNK / 64);
+	return (uint64_t *)((char *)k->dir[chunk] - SET_CHUNK_BYTES) + set * (CHUNK / 64);
 }
 
 static inline uint32_t *set_count(struct slab_class *k, unsigned set)
