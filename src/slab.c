@@ -59,8 +59,10 @@
 #define MAX_POSITIONS (1u << 22)
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
 #define MIN_REGION_SHIFT 26u
-/* Directory chunks every class starts with (CHUNK slab positions each). */
+/* Directory chunks every class starts with (CHUNK slab positions each), and the bytes
+ * of that directory with both sets' summary words. */
 #define DIR_START 32u
+#define DIR_BYTES (DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t))
 /* Slot quarantine entries per class: at most this many (rand16 indexes it). */
 #define SLOT_Q_MAX 4096u
 /* ... and at least this many in each half (random array and FIFO). */
@@ -128,6 +130,20 @@ struct slab_class {
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
 
+/* Arena 0 is set up at start-up, the others by the first thread sent there
+ * (arena_open). Bit a of arenas_open: arena a is set up. Nothing reads an unopened
+ * arena's class structs: a pointer decoding into one is no live block. */
+static _Atomic uint32_t arenas_open;
+static struct lock arena_lock; /* serialises opening; taken before any class lock */
+_Static_assert(CONFIG_SLAB_ARENAS >= 1 && CONFIG_SLAB_ARENAS <= 32, "arenas_open has a bit per arena");
+
+/* Relaxed is enough: whoever goes on to read the arena's classes takes a class lock,
+ * which the set-up released after writing them. */
+static inline bool arena_is_open(unsigned a)
+{
+	return atomic_load_explicit(&arenas_open, memory_order_relaxed) >> a & 1;
+}
+
 /* --- locking (lock.h) ----------------------------------------------------------- */
 
 static inline void class_lock(struct slab_class *k) { lock_take(&k->lock); }
@@ -169,9 +185,12 @@ static inline void grow_extent(const struct slab_class *k, struct slab *s, uint3
 	if (n > extent_of(k, s, i)) set_extent(k, s, i, n);
 }
 
+/* The class of an address in the slab window, or NULL when its arena never opened:
+ * then nothing there was ever handed out, and its class struct is not to be read. */
 static inline struct slab_class *class_at(uintptr_t a)
 {
-	return &ro.slab.classes[(a - ro.slab.base) >> ro.slab.region_shift];
+	size_t r = (a - ro.slab.base) >> ro.slab.region_shift;
+	return arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
 }
 
 /* 16 random bits from the class's generator: a ChaCha block serves many choices.
@@ -566,9 +585,12 @@ static inline bool all_zero(const void *p, size_t n)
 }
 #endif
 
+static void arena_open(unsigned a);
+
 static unsigned assign_arena(void)
 {
 	unsigned a = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % ro.slab.arenas + 1;
+	if (!arena_is_open(a - 1)) arena_open(a - 1);
 	tls_arena = a;
 	return a;
 }
@@ -714,13 +736,25 @@ static inline void check_neighbours(struct slab_class *k, const struct slab *s, 
 #endif
 }
 
+/* A free of a pointer into an arena that never opened: fatal, or under
+ * on_error=report reported and ignored. */
+static noinline cold void free_unopened(const char *what, const void *p)
+{
+	if (!policy_ignore_bad_free(what, p)) fatal(what, p);
+}
+
 void slab_free(void *p, bool sized, unsigned c_claimed)
 {
+	static const char what[] = "free of a pointer that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
 	struct slab_class *k = class_at(a);
+	if (unlikely(!k)) {
+		free_unopened(what, p);
+		return;
+	}
 	class_lock(k);
 	uint32_t pos, i;
-	struct slab *s = live_slot(k, a, &pos, &i, "free of a pointer that is not a live allocation", true);
+	struct slab *s = live_slot(k, a, &pos, &i, what, true);
 	if (unlikely(!s)) return; /* on_error=report: reported and ignored */
 	if (unlikely(sized && c_claimed != k->cls) && !policy_tolerate_size(p))
 		die(k, "sized free with a wrong size or alignment", p);
@@ -745,11 +779,12 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 
 size_t slab_usable_size(const void *p)
 {
+	static const char what[] = "malloc_usable_size of a pointer that is not a live allocation";
 	struct slab_class *k = class_at((uintptr_t)p);
+	if (unlikely(!k)) fatal(what, p);
 	class_lock(k);
 	uint32_t pos, i;
-	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "malloc_usable_size of a pointer that is not a live allocation",
-				   false);
+	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, what, false);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
 	return k->usable;
@@ -757,10 +792,12 @@ size_t slab_usable_size(const void *p)
 
 bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 {
+	static const char what[] = "realloc of a pointer that is not a live allocation";
 	struct slab_class *k = class_at((uintptr_t)p);
+	if (unlikely(!k)) fatal(what, p);
 	class_lock(k);
 	uint32_t pos, i;
-	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, "realloc of a pointer that is not a live allocation", false);
+	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, what, false);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p);
 	bool stays = c_new == k->cls;
 	if (stays) grow_extent(k, s, i, size);
@@ -774,8 +811,9 @@ size_t slab_object_size(const void *p)
 	static const char what[] = "malloc_object_size of a pointer into rampart's memory that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
 	struct slab_class *k = class_at(a);
-	size_t off = a - k->region.base;
+	if (!k) return 0; /* a region never mapped: whatever is there is not rampart's */
 	class_lock(k);
+	size_t off = a - k->region.base;
 	/* Outside what the region has mapped (the closed page below its first slab, the
 	 * slabs, the closed tail) the window is only set aside: another mapping may sit there
 	 * (a program's mmap with an address hint), so that is not rampart's memory. */
@@ -842,7 +880,7 @@ __attribute__((destructor)) static void slab_check_at_exit(void)
 	uintptr_t last = 0;
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
-		if (ro.slab.classes[r].open_slabs) check_class_at_exit(&ro.slab.classes[r], &last);
+		if (arena_is_open(r / SC_COUNT) && r % SC_COUNT) check_class_at_exit(&ro.slab.classes[r], &last);
 	if (last) fatal(EXIT_CANARY_MSG, (void *)last);
 #endif
 }
@@ -865,118 +903,168 @@ static uint32_t slot_q_half(uint32_t size)
 #endif
 }
 
+/* Metadata bytes of one arena besides its class structs: per class a directory of
+ * DIR_START chunks with both sets' summary words, the slot quarantine, the slab
+ * quarantine ring. */
+static size_t arena_mem_bytes(void)
+{
+	size_t bytes = 0;
+	for (unsigned c = 0; c < SC_COUNT; c++) {
+		struct sc_geometry g;
+		sc_geometry(c, os_page, &g);
+		bytes += DIR_BYTES + 2 * (size_t)slot_q_half(g.size) * sizeof(uintptr_t) +
+			 align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
+	}
+	return bytes;
+}
+
+/* Set up class c of region r (its lock held, or nobody else can see it yet): geometry,
+ * a random guard area, its share of the arena's metadata at *mem, its generator. */
+static void class_setup(struct slab_class *k, unsigned r, unsigned c, char **mem, struct random_state *seed)
+{
+	struct sc_geometry g;
+	sc_geometry(c, os_page, &g);
+	size_t region = (size_t)1 << ro.slab.region_shift;
+	k->cls = c;
+	k->size = g.size;
+	k->usable = g.usable;
+	k->slots = g.slots;
+	k->nwords = (g.slots + 63) / 64;
+	k->pages = g.pages;
+	k->page_shift = (unsigned)__builtin_ctzl(os_page);
+	k->slot_magic = magic_of(g.size);
+	k->pages_magic = magic_of(g.pages);
+	k->slab_bytes = (size_t)g.pages * os_page;
+	k->open_slabs = c != 0;
+	k->track_extent = g.slots <= SLAB_EXTENT_SLOTS;
+	k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
+	k->empty_max = k->empty_floor;
+	for (uint32_t i = g.slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
+
+	/* The random guard area: up to 1/16 of the region, at least one page. Never
+	 * mapped: the region starts above it. */
+	size_t guard_pages = 1 + random_below(seed, region / 16 / os_page);
+	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
+	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
+	guard_start(&k->region, area);
+	k->region.flags |= REGION_KEEP_ANON;
+
+	char *m = *mem;
+	k->dir = (struct slab **)m;
+	k->dir_cap = DIR_START;
+	k->set_words = (DIR_START + 63) / 64;
+	k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
+	k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
+	m += DIR_BYTES;
+	uint32_t half = slot_q_half(g.size);
+	if (half) {
+		k->qrand = (uintptr_t *)m;
+		m += half * sizeof(uintptr_t);
+		k->qring = (uintptr_t *)m;
+		m += half * sizeof(uintptr_t);
+		k->qrand_mask = k->qring_mask = half - 1;
+	}
+	k->sq = (uint32_t *)m;
+	m += align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
+	*mem = m;
+
+	/* Its own generator, keyed from the seed generator (fast key erasure there). */
+	for (int w = 0; w < 4; w++) {
+		uint64_t v = random_u64(seed);
+		memcpy(&k->rnd.key[2 * w], &v, 8);
+	}
+	k->rnd.counter = 0;
+	k->rnd.until_reseed = RANDOM_RESEED_BYTES;
+	k->rnd.pos = RANDOM_BUF_BYTES;
+}
+
+/* Set up every class of arena a, each under its lock: a thread that decodes a pointer
+ * into the arena (a stray free) takes that lock before it reads anything. */
+static void arena_setup(unsigned a, struct random_state *seed)
+{
+	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
+	for (unsigned c = 0; c < SC_COUNT; c++) {
+		unsigned r = a * SC_COUNT + c;
+		struct slab_class *k = &ro.slab.classes[r];
+		class_lock(k);
+		class_setup(k, r, c, &mem, seed);
+		class_unlock(k);
+	}
+	atomic_fetch_or_explicit(&arenas_open, (uint32_t)1 << a, memory_order_release);
+}
+
+/* The first thread sent to arena a (numbered from 0) sets it up: a program with one
+ * thread never touches the metadata of the others (a few hundred KiB per process). */
+static noinline void arena_open(unsigned a)
+{
+	lock_take(&arena_lock);
+	if (!arena_is_open(a)) {
+		struct random_state seed;
+		random_reseed(&seed);
+		arena_setup(a, &seed);
+		memset(&seed, 0, sizeof seed);
+	}
+	lock_give(&arena_lock);
+}
+
+unsigned slab_arenas_open(void)
+{
+	return (unsigned)__builtin_popcount(atomic_load_explicit(&arenas_open, memory_order_acquire));
+}
+
 bool slab_init(void)
 {
 	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
 	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
-	unsigned page_shift = (unsigned)__builtin_ctzl(os_page);
 	/* Address space set aside, not mapped: each region maps what it uses as it grows. */
 	uintptr_t base;
 	while (!guard_window((size_t)nregions << shift, &base))
 		if (--shift < MIN_REGION_SHIFT) return false;
-	size_t region = (size_t)1 << shift;
 
-	/* One generator seeds the per-class ones: one getrandom call, not hundreds. */
-	struct random_state seed;
-	random_reseed(&seed);
-
-	/* Every class starts with a directory of DIR_START chunks and both sets' summary
-	 * words, all in one metadata block; a class that grows past it moves to its own. */
-	size_t dir_bytes = DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t);
-	size_t q_bytes = 0;
-	struct sc_geometry geo[SC_COUNT];
-	for (unsigned c = 0; c < SC_COUNT; c++) {
-		sc_geometry(c, os_page, &geo[c]);
-		q_bytes += 2 * (size_t)slot_q_half(geo[c].size) * sizeof(uintptr_t);
-	}
-	size_t extra = arenas * (q_bytes + SC_COUNT * align_up(dir_bytes + CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8));
+	/* Mapped for every arena now, touched only as arenas open (fresh pages are zero,
+	 * and a zero class struct is an unlocked lock over nothing). */
+	size_t per_arena = arena_mem_bytes();
 	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
-	char *mem = meta_alloc(extra);
+	char *mem = meta_alloc(arenas * per_arena);
 	if (!classes || !mem) {
 		meta_free(classes, nregions * sizeof *classes);
-		meta_free(mem, extra);
+		meta_free(mem, arenas * per_arena);
 		guard_window_release(base);
 		return false;
 	}
-
-	for (unsigned r = 0; r < nregions; r++) {
-		struct slab_class *k = &classes[r];
-		unsigned c = r % SC_COUNT;
-		const struct sc_geometry *g = &geo[c];
-		lock_reset(&k->lock);
-		k->cls = c;
-		k->size = g->size;
-		k->usable = g->usable;
-		k->slots = g->slots;
-		k->nwords = (g->slots + 63) / 64;
-		k->pages = g->pages;
-		k->page_shift = page_shift;
-		k->slot_magic = magic_of(g->size);
-		k->pages_magic = magic_of(g->pages);
-		k->slab_bytes = (size_t)g->pages * os_page;
-		k->open_slabs = c != 0;
-		k->track_extent = g->slots <= SLAB_EXTENT_SLOTS;
-		k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
-		k->empty_max = k->empty_floor;
-		for (uint32_t i = g->slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
-
-		/* The random guard area: up to 1/16 of the region, at least one page. Never
-		 * mapped: the region starts above it. */
-		size_t guard_pages = 1 + random_below(&seed, region / 16 / os_page);
-		uintptr_t area = base + (size_t)r * region + guard_pages * os_page;
-		k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
-		guard_start(&k->region, area);
-		k->region.flags |= REGION_KEEP_ANON;
-
-		k->dir = (struct slab **)mem;
-		k->dir_cap = DIR_START;
-		k->set_words = (DIR_START + 63) / 64;
-		k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
-		k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
-		mem += dir_bytes;
-		uint32_t half = slot_q_half(g->size);
-		if (half) {
-			k->qrand = (uintptr_t *)mem;
-			mem += half * sizeof(uintptr_t);
-			k->qring = (uintptr_t *)mem;
-			mem += half * sizeof(uintptr_t);
-			k->qrand_mask = k->qring_mask = half - 1;
-		}
-		k->sq = (uint32_t *)mem;
-		mem += CONFIG_SLAB_QUARANTINE * sizeof(uint32_t);
-		mem = (char *)align_up((uintptr_t)mem, 8);
-
-		/* Its own generator, keyed from the seed generator (fast key erasure there). */
-		for (int w = 0; w < 4; w++) {
-			uint64_t v = random_u64(&seed);
-			memcpy(&k->rnd.key[2 * w], &v, 8);
-		}
-		k->rnd.counter = 0;
-		k->rnd.until_reseed = RANDOM_RESEED_BYTES;
-		k->rnd.pos = RANDOM_BUF_BYTES;
-	}
-	memset(&seed, 0, sizeof seed);
 	ro.slab = (struct slab_roots){.base = base, .size = (size_t)nregions << shift, .region_shift = shift,
-				      .arenas = arenas, .classes = classes};
+				      .arenas = arenas, .classes = classes, .arena_mem = mem,
+				      .arena_mem_bytes = per_arena};
+	struct random_state seed;
+	random_reseed(&seed);
+	arena_setup(0, &seed);
+	memset(&seed, 0, sizeof seed);
 	return true;
 }
 
+/* Only open arenas have locks anyone can hold (arena_lock keeps one from opening
+ * meanwhile), so only theirs are taken, and unopened arenas stay untouched. */
 void slab_fork_prepare(void)
 {
+	lock_take(&arena_lock);
 	unsigned n = ro.slab.arenas * SC_COUNT;
-	for (unsigned r = 0; r < n; r++) class_lock(&ro.slab.classes[r]);
+	for (unsigned r = 0; r < n; r++)
+		if (arena_is_open(r / SC_COUNT)) class_lock(&ro.slab.classes[r]);
 }
 
 void slab_fork_parent(void)
 {
 	unsigned n = ro.slab.arenas * SC_COUNT;
-	for (unsigned r = n; r-- > 0;) class_unlock(&ro.slab.classes[r]);
+	for (unsigned r = n; r-- > 0;)
+		if (arena_is_open(r / SC_COUNT)) class_unlock(&ro.slab.classes[r]);
+	lock_give(&arena_lock);
 }
 
 void slab_fork_child(void)
 {
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++) {
+		if (!arena_is_open(r / SC_COUNT)) continue;
 		struct slab_class *k = &ro.slab.classes[r];
 		lock_reset(&k->lock);
 		/* Parent and child must not share a future stream: reseed on next use. */
@@ -984,6 +1072,7 @@ void slab_fork_child(void)
 		k->rnd.pos = RANDOM_BUF_BYTES;
 		k->rleft = 0;
 	}
+	lock_reset(&arena_lock);
 }
 
 /* --- introspection: statistics and trim --------------------------------------------
@@ -1018,11 +1107,12 @@ void slab_class_figures(unsigned c, struct slab_class_figures *f)
 {
 	*f = (struct slab_class_figures){0};
 	for (unsigned a = 0; a < ro.slab.arenas; a++) {
+		if (!arena_is_open(a)) continue;
 		struct slab_class *k = &ro.slab.classes[a * SC_COUNT + c];
+		class_lock(k);
 		f->slot_size = k->size;
 		f->usable = k->usable;
 		f->slab_bytes = k->open_slabs ? k->slab_bytes : 0;
-		class_lock(k);
 		class_figures_locked(k, f);
 		class_unlock(k);
 	}
@@ -1046,6 +1136,6 @@ size_t slab_trim(void)
 	size_t closed = 0;
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
-		if (ro.slab.classes[r].open_slabs) closed += trim_class(&ro.slab.classes[r]);
+		if (arena_is_open(r / SC_COUNT) && r % SC_COUNT) closed += trim_class(&ro.slab.classes[r]);
 	return closed;
 }

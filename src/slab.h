@@ -70,6 +70,9 @@ struct slab_class_figures {
 void slab_class_figures(unsigned c, struct slab_class_figures *f);
 /* Close every empty slab kept open (malloc_trim); the bytes closed. */
 size_t slab_trim(void);
+/* Arenas set up so far: the first at start-up, each other one by the first thread sent
+ * there. */
+unsigned slab_arenas_open(void);
 
 void slab_fork_prepare(void);
 void slab_fork_parent(void);

@@ -201,6 +201,8 @@ static void report_json(struct out *o, const struct rampart_heap_stats *h)
 	kv(o, ",", "slabs_active", h->slabs_active);
 	kv(o, ",", "slabs_empty", h->slabs_empty);
 	kv(o, ",", "slabs_closed", h->slabs_closed);
+	kv(o, ",", "arenas_open", slab_arenas_open());
+	kv(o, ",", "arenas", ro.slab.arenas);
 	out_str(o, "},\n\"large\":");
 	kv(o, "{", "live", h->large_live);
 	kv(o, ",", "live_bytes", h->large_live_bytes);
@@ -256,7 +258,11 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 	out_num(o, h->slabs_empty);
 	out_str(o, " empty), ");
 	out_num(o, h->slabs_closed);
-	out_str(o, " slabs closed\nlarge blocks: ");
+	out_str(o, " slabs closed; arenas open: ");
+	out_num(o, slab_arenas_open());
+	out_str(o, " of ");
+	out_num(o, ro.slab.arenas);
+	out_str(o, "\nlarge blocks: ");
 	out_num(o, h->large_live);
 	out_str(o, " live (");
 	bytes(o, h->large_live_bytes);

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -371,6 +372,65 @@ START_TEST(foreign_mapping_in_window)
 }
 END_TEST
 
+/* free(p) is fatal (in a child, whose report is discarded). */
+static bool free_is_fatal(void *p)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		quiet_child();
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, STDERR_FILENO);
+		free(p);
+		_exit(0);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
+}
+
+static void *alloc_in_new_thread(void *arg)
+{
+	(void)arg;
+	return malloc(100);
+}
+
+/* Arenas other than the first are set up by the first thread sent to each: a program
+ * with one thread keeps one arena's metadata. A pointer into an arena not set up is no
+ * live block: freeing it is fatal, malloc_object_size answers 0 (nothing is mapped
+ * there). Threads started one after another are sent to every arena in turn, and
+ * blocks they allocate are freed from here. */
+START_TEST(arenas_open_on_first_use)
+{
+	free(malloc(16)); /* started */
+	/* Check runs each test in a child of its single-threaded runner. */
+	ck_assert_uint_eq(slab_arenas_open(), 1);
+	if (ro.slab.arenas < 2) return; /* nothing more to open */
+	size_t region = (size_t)1 << ro.slab.region_shift;
+	char *stray = (char *)(ro.slab.base + (SC_COUNT + 3) * region + region / 2);
+	ck_assert_uint_eq(malloc_object_size(stray), 0);
+	ck_assert(free_is_fatal(stray));
+
+	void *got[64];
+	ck_assert_uint_le(ro.slab.arenas, 64);
+	for (unsigned t = 0; t < ro.slab.arenas; t++) {
+		pthread_t th;
+		ck_assert_int_eq(pthread_create(&th, NULL, alloc_in_new_thread, NULL), 0);
+		ck_assert_int_eq(pthread_join(th, &got[t]), 0);
+		ck_assert_ptr_nonnull(got[t]);
+		memset(got[t], 0x5a, 100);
+	}
+	ck_assert_uint_eq(slab_arenas_open(), ro.slab.arenas);
+	for (unsigned t = 0; t < ro.slab.arenas; t++) {
+		ck_assert_uint_eq(malloc_usable_size(got[t]), sc_usable(sc_of(100)));
+		free(got[t]);
+	}
+	/* Open now, but nothing was ever handed out that far into the region. */
+	ck_assert_uint_eq(malloc_object_size(stray), 0);
+	ck_assert(free_is_fatal(stray));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("slab");
@@ -387,6 +447,7 @@ int main(void)
 	tcase_add_test(t, extent_wipe_and_calloc);
 	tcase_add_test(t, extent_grows);
 	tcase_add_test(t, foreign_mapping_in_window);
+	tcase_add_test(t, arenas_open_on_first_use);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
