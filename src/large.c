@@ -453,4 +453,5 @@ void large_fork_child(void)
 {
 	pthread_mutex_init(&ro.large->lock, NULL);
 	random_reseed(&ro.large->rnd);
+	refill_fork_child(&ro.large->refill);
 }

@@ -51,6 +51,10 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 size_t refill_take(struct refill *r, size_t len)
 {
 	if (!r->credit) return 0;
+	if (atomic_load_explicit(&r->off, memory_order_relaxed)) {
+		r->credit = 0;
+		return 0;
+	}
 	if (os_now_ms() >= r->until_ms) {
 		r->credit = 0;
 		return 0;
@@ -64,7 +68,27 @@ size_t refill_take(struct refill *r, size_t len)
 void refill_populate(struct refill *r, void *p, size_t len)
 {
 	int err = os_advise(p, len, MADV_POPULATE_WRITE);
-	/* Before Linux 5.14 the advice is unknown; anything else (ENOMEM, a signal) only
-	 * means the pages come by faults, as they would have. */
+	if (!err) {
+		if (!atomic_load_explicit(&r->worked, memory_order_relaxed))
+			atomic_store_explicit(&r->worked, true, memory_order_relaxed);
+		return;
+	}
+	/* The block is fresh, read-write and rampart's alone: EFAULT means a guard marker
+	 * inside it, and EINVAL once the advice has worked means a closed page — both
+	 * rampart's own bug, fatal here rather than at the program's first touch. EINVAL
+	 * before any success is a kernel before 5.14 (the advice is unknown): off for the
+	 * process. Anything else (ENOMEM, a signal, a seccomp filter's EPERM, a poisoned
+	 * page) only means the pages come by faults, as they would have. */
+	if (err == EFAULT || (err == EINVAL && atomic_load_explicit(&r->worked, memory_order_relaxed)))
+		os_unexpected("madvise(MADV_POPULATE_WRITE)", err, p);
 	if (err == EINVAL) atomic_store_explicit(&r->off, true, memory_order_relaxed);
+}
+
+void refill_fork_child(struct refill *r)
+{
+	/* What the parent freed is the parent's: a child forked within the credit's
+	 * lifetime must not populate it again (a pre-forking server would multiply it). */
+	r->credit = 0;
+	r->dense = false;
+	r->skip = 0;
 }

@@ -25,7 +25,10 @@
  *  - "Resident" is what mincore reports: pages the program only read (mapped to the
  *    kernel's shared zero page) count as used too.
  *  - Populating is advice: a failure leaves the block as it would be without it, and
- *    EINVAL (a kernel before 5.14) switches it off for the process.
+ *    EINVAL before any success (a kernel before 5.14) switches it off for the process.
+ *    EFAULT, or EINVAL after a success, can only mean that the fresh block holds a
+ *    closed page: rampart's own bug, fatal (os_unexpected).
+ *  - A forked child starts without credit: the parent's frees are not the child's use.
  *  - Protections are unchanged: freed pages are still dropped at free; what is
  *    populated are fresh zero pages of the new block, before the program sees it.
  *  - refill_freed and refill_take run under the caller's lock; refill_populate does
@@ -46,7 +49,8 @@ struct refill {
 	uint64_t until_ms; /* the credit lapses then */
 	bool dense;        /* the last block measured was mostly used */
 	unsigned skip;     /* frees left unmeasured before the next probe (while !dense) */
-	_Atomic bool off;  /* the kernel cannot populate */
+	_Atomic bool off;    /* the kernel cannot populate */
+	_Atomic bool worked; /* populating succeeded at least once */
 };
 
 void refill_init(struct refill *r, size_t cap);
@@ -57,5 +61,7 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 size_t refill_take(struct refill *r, size_t len);
 /* Populate [p, p + len) of a block no one else has seen yet; errno unchanged. */
 void refill_populate(struct refill *r, void *p, size_t len);
+/* In the child after fork (no other thread exists there). */
+void refill_fork_child(struct refill *r);
 
 #endif

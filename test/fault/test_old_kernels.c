@@ -302,13 +302,22 @@ static unsigned char *after_touched_free(size_t n, size_t *resident)
 	return b;
 }
 
-/* Linux before 5.14: the first EINVAL (the first block, on the credit prime() left)
- * switches populating off for good. */
+/* Linux before 5.14: the advice never works, and the first EINVAL (the first block,
+ * on the credit prime() left) switches populating off for good. */
 static void populate_unknown(void)
 {
 	size_t r;
-	prime();
 	fk.populate_errno = EINVAL;
+	fk.populate_calls = 0;
+	/* A forked child starts without credit: the first touched free earns some, the
+	 * next block tries to populate, and that is the last try. */
+	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+		unsigned char *p = malloc(256 * KiB);
+		CHECK(p != NULL);
+		memset(p, 1, 256 * KiB);
+		free(p);
+	}
+	CHECK(fk.populate_calls == 1);
 	unsigned char *b = after_touched_free(2 * MiB, &r);
 	CHECK(fk.populate_calls == 1 && r == 0);
 	memset(b, 1, 2 * MiB);

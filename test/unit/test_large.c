@@ -3,10 +3,12 @@
  * large_* functions). */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "../harness.h"
 #include "large.h"
@@ -374,7 +376,7 @@ END_TEST
 
 static size_t resident_pages(const void *p, size_t n)
 {
-	static unsigned char vec[(64 * MiB) >> 12];
+	static unsigned char vec[(128 * MiB) >> 12];
 	size_t pgs = pages(n) / pg;
 	ck_assert_uint_le(pgs, sizeof vec);
 	ck_assert_int_eq(mincore((void *)p, pages(n), vec), 0);
@@ -490,6 +492,67 @@ START_TEST(test_refill_bounded)
 }
 END_TEST
 
+/* A forked child starts without credit: what the parent freed is not the child's use
+ * (a server forking workers right after freeing a big buffer would otherwise populate
+ * it again in each). The parent keeps its own. */
+START_TEST(test_refill_not_inherited)
+{
+	bool pop = kernel_populates();
+	size_t n = 4 * MiB, np = n / pg;
+	prime();
+	unsigned char *a = malloc(n);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 3, n);
+	free(a);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		unsigned char *c = malloc(n);
+		_exit(c && resident_pages(c, n) == 0 ? 0 : 1);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's first block was populated");
+	unsigned char *b = malloc(n);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(resident_pages(b, n), (pop ? np : 0));
+	free(b);
+}
+END_TEST
+
+/* Credit never goes beyond large_refill_bytes (64 MiB by default), however much a
+ * freed block had resident. */
+START_TEST(test_refill_capped)
+{
+	bool pop = kernel_populates();
+	size_t n = 96 * MiB;
+	prime();
+	unsigned char *a = malloc(n);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 4, n);
+	errno = 77;
+	free(a); /* measures it with mincore: errno stays */
+	ck_assert_int_eq(errno, 77);
+	unsigned char *b = malloc(n);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(errno, 77);
+	ck_assert_uint_eq(resident_pages(b, n), (pop ? CONFIG_LARGE_REFILL_BYTES / pg : 0));
+	/* A populated block shrunk, then grown, by realloc: contents kept, the bytes beyond
+	 * the shrunk end never show what was written there before (rampart hands out no
+	 * stale bytes), and its free is measured on what it is then. */
+	memset(b, 5, 8 * MiB);
+	b = realloc(b, 8 * MiB);
+	ck_assert_ptr_nonnull(b);
+	b = realloc(b, 40 * MiB);
+	ck_assert_ptr_nonnull(b);
+	for (size_t i = 0; i < 8 * MiB; i += 4096) ck_assert_uint_eq(b[i], 5);
+	ck_assert(zero(b + 8 * MiB, 32 * MiB));
+	free(b);
+	ck_assert_int_eq(errno, 77);
+}
+END_TEST
+
 /* A block of zero bytes with a big alignment grows by realloc like any other. */
 START_TEST(test_zero_size_aligned_realloc)
 {
@@ -526,6 +589,8 @@ static Suite *suite(void)
 	tcase_add_test(t, test_zero_size_aligned_realloc);
 	tcase_add_test(t, test_refill_follows_use);
 	tcase_add_test(t, test_refill_bounded);
+	tcase_add_test(t, test_refill_not_inherited);
+	tcase_add_test(t, test_refill_capped);
 	suite_add_tcase(s, t);
 	return s;
 }
