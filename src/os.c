@@ -78,13 +78,13 @@ int os_move(void *old, size_t len, void *dst)
 	OS_CALL(mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
 }
 
-size_t os_resident(void *addr, size_t len, size_t enough)
+size_t os_resident(void *addr, size_t len, size_t need)
 {
 	enum { PAGES = 1024 }; /* pages per call: 1 KiB of vector on the stack */
 	unsigned char vec[PAGES];
 	int saved = errno;
 	size_t found = 0;
-	for (size_t off = 0; off < len && found < enough; off += PAGES * os_page) {
+	for (size_t off = 0; off < len && found + (len - off) >= need; off += PAGES * os_page) {
 		size_t n = MIN(len - off, PAGES * os_page);
 		if (mincore((char *)addr + off, n, vec) != 0) break;
 		for (size_t i = 0; i < (n + os_page - 1) / os_page; i++) found += (vec[i] & 1) * os_page;

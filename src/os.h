@@ -33,9 +33,10 @@ must_check int os_advise(void *addr, size_t len, int advice);
  * Before Linux 6.17 the source must lie in one VMA (see os_one_mapping): a source that
  * crosses VMAs fails with EFAULT *after* the kernel has unmapped [dst, dst+len). */
 must_check int os_move(void *old, size_t len, void *dst);
-/* Bytes of [addr, addr+len) (whole pages) resident in memory, counted until at least
- * enough are found; 0 where mincore refuses (the caller treats that as "none"). */
-size_t os_resident(void *addr, size_t len, size_t enough);
+/* Bytes of [addr, addr+len) (whole pages) resident in memory; the count stops early,
+ * below need, once the pages left could no longer bring it to need. 0 where mincore
+ * refuses (the caller treats that as "none"). */
+size_t os_resident(void *addr, size_t len, size_t need);
 /* How many bytes from addr (at most len, whole pages) lie in the same VMA as addr. For
  * spans inside rampart's regions, which are always followed by more of the region. */
 size_t os_one_mapping(void *addr, size_t len);

@@ -32,7 +32,9 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 		r->until_ms = now + CONFIG_LARGE_REFILL_MS;
 		return;
 	}
-	size_t resident = os_resident((void *)p, len, len);
+	/* A block less than half resident earns nothing: a sparse one stops the count
+	 * early (mincore runs under the large lock). */
+	size_t resident = os_resident((void *)p, len, len / 2);
 	/* Pages rampart populated look like any other resident page; counted at three
 	 * quarters, a block that keeps being used still earns most of its size (a steady
 	 * state of about 80% populated), while credit nobody uses dies out in a few blocks.

@@ -2,6 +2,7 @@
  * without side effects, and a no-replace mapping never lands on anything. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,28 @@ START_TEST(test_map_noreplace)
 }
 END_TEST
 
+/* os_resident counts resident pages exactly, or stops early, below need, once the
+ * pages left could not bring the count to need; errno untouched. */
+START_TEST(test_resident_stops_early)
+{
+	size_t n = 4096 * pg; /* four of its 1024-page mincore calls */
+	void *p = NULL;
+	ck_assert_int_eq(os_map(&p, n, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	unsigned char *b = p;
+	for (size_t i = 0; i < 10; i++) b[i * pg] = 1;
+	b[n - 1] = 1; /* the last page */
+	errno = SENTINEL;
+	ck_assert_uint_eq(os_resident(p, n, 0), 11 * pg);
+	ck_assert_uint_eq(os_resident(p, n, 11 * pg), 11 * pg);
+	/* Half of it cannot be reached: the count stops before the last page. */
+	ck_assert_uint_eq(os_resident(p, n, n / 2), 10 * pg);
+	ck_assert_int_eq(errno, SENTINEL);
+	memset(p, 2, n);
+	ck_assert_uint_eq(os_resident(p, n, n / 2), n);
+	ck_assert_int_eq(os_unmap(p, n), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("os");
@@ -89,6 +112,7 @@ int main(void)
 	tcase_add_test(t, test_warn_keeps_errno);
 	tcase_add_test(t, test_one_mapping);
 	tcase_add_test(t, test_map_noreplace);
+	tcase_add_test(t, test_resident_stops_early);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
