@@ -137,11 +137,11 @@ static _Atomic uint32_t arenas_open;
 static struct lock arena_lock; /* serialises opening; taken before any class lock */
 _Static_assert(CONFIG_SLAB_ARENAS >= 1 && CONFIG_SLAB_ARENAS <= 32, "arenas_open has a bit per arena");
 
-/* Relaxed is enough: whoever goes on to read the arena's classes takes a class lock,
- * which the set-up released after writing them. */
+/* Acquire pairs with the release in arena_setup: a thread that sees the bit sees the
+ * arena's classes set up (it takes a class lock before reading them anyway). */
 static inline bool arena_is_open(unsigned a)
 {
-	return atomic_load_explicit(&arenas_open, memory_order_relaxed) >> a & 1;
+	return atomic_load_explicit(&arenas_open, memory_order_acquire) >> a & 1;
 }
 
 /* --- locking (lock.h) ----------------------------------------------------------- */
