@@ -115,8 +115,11 @@ struct slab_class {
 	uint32_t set_words; /* summary words per set */
 	uint32_t nclosed, nempty;
 	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
-	 * soon after closing one (churn) and decays towards its floor when it does not. */
+	 * soon after closing one (churn) and decays towards its floor when it does not.
+	 * peak_now/peak_prev: most slabs in use in this decay period and the one before. */
 	uint32_t empty_max, empty_floor, nactive;
+	uint32_t peak_now, peak_prev;
+	bool empty_reused; /* an empty slab was taken, or the budget grew, this period */
 	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
@@ -398,13 +401,31 @@ static void empty_insert(struct slab_class *k, uint32_t pos, struct slab *s)
 	s->state = SLAB_EMPTY;
 }
 
+/* Slabs the class may keep empty and open beyond its budget: as many as take it back to
+ * its recent peak of slabs in use (this decay period's or the last one's). A program that
+ * frees a structure and builds it again reuses the same slabs without faulting them in
+ * again, and the class's open slabs never outnumber what it had in use a moment ago. */
+static uint32_t back_to_peak(const struct slab_class *k)
+{
+	uint32_t peak = MAX(k->peak_now, k->peak_prev);
+	return peak > k->nactive ? peak - k->nactive : 0;
+}
+
 /* A slab must be reopened or taken fresh: if one was closed a moment ago the budget was
  * too small for this churn, so it grows (bounded by a fraction of the slabs in use). */
 static void grow_empty_budget(struct slab_class *k)
 {
 	uint64_t now = os_now_ms();
 	uint32_t cap = k->empty_floor + k->nactive / CONFIG_SLAB_EMPTY_MAX_FRACTION;
-	if (now - k->closed_at_ms < CONFIG_SLAB_EMPTY_DECAY_MS && k->empty_max < cap) k->empty_max++;
+	if (now - k->closed_at_ms < CONFIG_SLAB_EMPTY_DECAY_MS && k->empty_max < cap) {
+		k->empty_max++;
+		k->empty_reused = true;
+	}
+}
+
+static uint32_t empty_allowed(const struct slab_class *k)
+{
+	return MAX(k->empty_max, back_to_peak(k));
 }
 
 /* A slab with a free slot, put on the partial list; false on OOM. */
@@ -416,6 +437,7 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 		pos = set_lowest(k, SET_EMPTY);
 		s = desc(k, pos);
 		set_remove(k, SET_EMPTY, pos);
+		k->empty_reused = true;
 	} else if (k->nclosed) {
 		if (k->open_slabs) grow_empty_budget(k);
 		pos = set_lowest(k, SET_CLOSED);
@@ -428,6 +450,7 @@ static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 		s = desc(k, pos);
 	}
 	k->nactive++;
+	if (k->nactive > k->peak_now) k->peak_now = k->nactive;
 	if (s->state != SLAB_EMPTY) {
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used. */
@@ -478,14 +501,19 @@ static bool close_highest_empty(struct slab_class *k)
 	return false;
 }
 
-/* Every CONFIG_SLAB_EMPTY_DECAY_MS the budget above the floor halves, and the empty slabs
- * beyond it close at once: a class that stopped churning gives its memory back. */
+/* Every CONFIG_SLAB_EMPTY_DECAY_MS in which no empty slab was taken again, the budget
+ * above the floor halves, and the empty slabs beyond it close at once: a class that
+ * stopped churning gives its memory back. */
 static void decay_empty_budget(struct slab_class *k, uint64_t now)
 {
 	if (now < k->decay_at_ms) return;
 	k->decay_at_ms = now + CONFIG_SLAB_EMPTY_DECAY_MS;
-	k->empty_max = k->empty_floor + (k->empty_max - k->empty_floor) / 2;
-	while (k->nempty > k->empty_max && close_highest_empty(k)) {}
+	k->peak_prev = k->peak_now;
+	k->peak_now = k->nactive;
+	bool reused = k->empty_reused;
+	k->empty_reused = false;
+	if (!reused) k->empty_max = k->empty_floor + (k->empty_max - k->empty_floor) / 2;
+	while (k->nempty > empty_allowed(k) && close_highest_empty(k)) {}
 }
 
 /* The last slot of a slab went back: cache it, or close a slab (contents are zero). */
@@ -493,7 +521,7 @@ static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	k->nactive--;
 	if (k->open_slabs) decay_empty_budget(k, os_now_ms());
-	bool room = k->nempty < k->empty_max;
+	bool room = k->nempty < empty_allowed(k);
 	if (!room && k->nempty && set_highest(k, SET_EMPTY) > pos) {
 		/* The lower one stays open: the open slabs stay together at the bottom. */
 		room = close_highest_empty(k);
@@ -1126,6 +1154,7 @@ static size_t trim_class(struct slab_class *k)
 	size_t closed = 0;
 	class_lock(k);
 	k->empty_max = k->empty_floor;
+	k->peak_now = k->peak_prev = k->nactive;
 	while (k->nempty && close_highest_empty(k)) closed += k->slab_bytes;
 	class_unlock(k);
 	return closed;

@@ -431,6 +431,52 @@ START_TEST(arenas_open_on_first_use)
 }
 END_TEST
 
+/* Empty slabs follow the class's recent peak: a structure freed and built again reuses
+ * the slabs it had without closing or reopening any, and a class left alone long enough
+ * closes them down to its floor. Slabs of 1 KiB slots, several budget floors' worth. */
+static void churn_class(void **v, size_t n, size_t size)
+{
+	for (size_t i = 0; i < n; i++) {
+		v[i] = malloc(size);
+		ck_assert_ptr_nonnull(v[i]);
+		memset(v[i], 0x33, size);
+	}
+	for (size_t i = 0; i < n; i++) free(v[i]);
+}
+
+START_TEST(empty_slabs_follow_peak)
+{
+	enum { SIZE = 1000 };
+	unsigned c = sc_of(SIZE);
+	struct slab_class_figures f;
+	free(malloc(SIZE));
+	slab_class_figures(c, &f);
+	size_t slots = f.slab_bytes / f.slot_size, floor = MAX(1, CONFIG_SLAB_EMPTY_CACHE_BYTES / f.slab_bytes);
+	size_t slabs = 4 * floor + 64, n = slabs * slots;
+	void **v = malloc(n * sizeof *v);
+	ck_assert_ptr_nonnull(v);
+	churn_class(v, n, SIZE);
+	slab_class_figures(c, &f);
+	size_t open = f.slabs_active + f.slabs_empty;
+	ck_assert_uint_ge(open, slabs);
+	ck_assert_uint_eq(f.slabs_closed, 0);       /* nothing closed by freeing everything */
+	ck_assert_uint_gt(f.slabs_empty, 3 * floor); /* beyond the floor: back to the peak */
+	for (int round = 0; round < 3; round++) churn_class(v, n, SIZE);
+	slab_class_figures(c, &f);
+	ck_assert_uint_eq(f.slabs_closed, 0);
+	ck_assert_uint_eq(f.slabs_active + f.slabs_empty, open); /* the same slabs again */
+	/* Left alone: each decay period that ends with a slab emptied forgets an older peak. */
+	for (int poke = 0; poke < 3; poke++) {
+		usleep((CONFIG_SLAB_EMPTY_DECAY_MS + 100) * 1000);
+		churn_class(v, 4 * slots + 256, SIZE);
+	}
+	slab_class_figures(c, &f);
+	ck_assert_uint_le(f.slabs_empty, floor + 8);
+	ck_assert_uint_gt(f.slabs_closed, 0);
+	free(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("slab");
@@ -448,6 +494,7 @@ int main(void)
 	tcase_add_test(t, extent_grows);
 	tcase_add_test(t, foreign_mapping_in_window);
 	tcase_add_test(t, arenas_open_on_first_use);
+	tcase_add_test(t, empty_slabs_follow_peak);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
