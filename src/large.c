@@ -449,9 +449,8 @@ void large_figures(struct large_figures *f)
 
 void large_fork_prepare(void) { pthread_mutex_lock(&ro.large->lock); }
 void large_fork_parent(void) { pthread_mutex_unlock(&ro.large->lock); }
-void large_fork_child(void)
+void large_fork_child(bool locked)
 {
-	pthread_mutex_init(&ro.large->lock, NULL);
-	random_reseed(&ro.large->rnd);
-	refill_fork_child(&ro.large->refill);
+	if (locked) pthread_mutex_init(&ro.large->lock, NULL);
+	refill_fork_child(&ro.large->refill); /* its generator reseeds on its next draw */
 }

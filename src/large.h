@@ -41,6 +41,7 @@ void large_figures(struct large_figures *f);
 
 void large_fork_prepare(void);
 void large_fork_parent(void);
-void large_fork_child(void);
+/* locked: the prepare handler took the lock (other threads existed). */
+void large_fork_child(bool locked);
 
 #endif

@@ -10,9 +10,10 @@
  *    looked) or EINTR (a signal) as a matter of course, and a wake can fail in the same
  *    ways; neither is a failure of the malloc or free that took the lock.
  *  - Private futexes: a lock never lives in memory shared with another process.
- *  - fork: the prepare handler takes every lock, the parent gives them back, the
- *    child resets them with lock_reset() (the threads that might have been waiting do
- *    not exist there, so a 2 would only cost a useless wake).
+ *  - fork: while other threads exist, the prepare handler takes every lock, the parent
+ *    gives them back, the child resets them with lock_reset() (the threads that might
+ *    have been waiting do not exist there, so a 2 would only cost a useless wake). With
+ *    one thread no lock can be held at fork, and none is touched.
  *  - Nothing here allocates; a lock is an aligned 32-bit word, zero means free.
  */
 #ifndef RAMPART_LOCK_H

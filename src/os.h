@@ -47,6 +47,9 @@ bool os_moves_cross_vmas(void);
 bool os_label(void *addr, size_t len, const char *name);
 /* Fill buf with random bytes from the kernel; fatal if the kernel refuses. */
 void os_random(void *buf, size_t len);
+/* The C library knows the process has never had a second thread (glibc's
+ * __libc_single_threaded, 2.32 and later); false when it cannot tell (musl). */
+bool os_single_threaded(void);
 /* Milliseconds from a coarse monotonic clock (vDSO: no system call). */
 uint64_t os_now_ms(void);
 /* Does any mapping of the process overlap [lo, hi)? From /proc/self/maps, read with

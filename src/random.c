@@ -93,17 +93,34 @@ static void chacha_lanes(const uint32_t key[8], uint64_t counter, uint8_t *out)
 		}
 }
 
+uint32_t random_generation;
+
+void random_fork_child(void) { random_generation++; }
+
 void random_reseed(struct random_state *r)
 {
 	os_random(r->key, sizeof r->key);
+	r->generation = random_generation;
 	r->counter = 0;
 	r->until_reseed = RANDOM_RESEED_BYTES;
 	r->pos = RANDOM_BUF_BYTES;
 }
 
-static void refill(struct random_state *r)
+void random_seed_from(struct random_state *r, struct random_state *seed)
 {
-	if (r->until_reseed < RANDOM_BUF_BYTES) random_reseed(r);
+	for (int w = 0; w < 4; w++) {
+		uint64_t v = random_u64(seed);
+		memcpy(&r->key[2 * w], &v, 8);
+	}
+	r->generation = random_generation;
+	r->counter = 0;
+	r->until_reseed = RANDOM_RESEED_BYTES;
+	r->pos = RANDOM_BUF_BYTES;
+}
+
+void random_refill(struct random_state *r)
+{
+	if (r->until_reseed < RANDOM_BUF_BYTES || r->generation != random_generation) random_reseed(r);
 	for (size_t off = 0; off < RANDOM_BUF_BYTES; off += 64 * RANDOM_LANES) {
 		chacha_lanes(r->key, r->counter, r->buf + off);
 		r->counter += RANDOM_LANES;
@@ -116,7 +133,7 @@ static void refill(struct random_state *r)
 
 uint64_t random_u64(struct random_state *r)
 {
-	if (unlikely(r->pos + 8 > RANDOM_BUF_BYTES)) refill(r);
+	if (unlikely(r->pos + 8 > RANDOM_BUF_BYTES || r->generation != random_generation)) random_refill(r);
 	uint64_t v;
 	memcpy(&v, r->buf + r->pos, 8);
 	memset(r->buf + r->pos, 0, 8);

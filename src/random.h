@@ -4,8 +4,11 @@
  * buffered, so a draw is usually a load from the buffer.
  *
  * Invariants:
- *  - Seeded from getrandom(); reseeded after RANDOM_RESEED_BYTES of output and after
- *    fork() (random_reseed), so parent and child never share a future stream.
+ *  - Seeded from getrandom(); reseeded after RANDOM_RESEED_BYTES of output, and on the
+ *    first draw in a child after fork(): random_fork_child() moves the fork generation
+ *    on, and a state whose generation is older reseeds before it answers. So parent and
+ *    child never share a future stream, and fork itself writes no state (every page a
+ *    child writes after fork is a copy: touching none keeps fork + exec cheap).
  *  - Fast key erasure: every refill replaces the key with fresh keystream, so output
  *    already used cannot be recomputed from a later state.
  */
@@ -24,11 +27,31 @@ struct random_state {
 	uint64_t counter;
 	uint32_t until_reseed;
 	uint32_t pos;
+	uint32_t generation; /* the fork generation it was seeded in */
 	uint8_t buf[RANDOM_BUF_BYTES];
 };
 
+/* Moved on by random_fork_child(); read by every draw. */
+extern uint32_t random_generation;
+
 void random_reseed(struct random_state *r);
+/* Key r from seed's keystream instead of from the kernel (fast key erasure there). */
+void random_seed_from(struct random_state *r, struct random_state *seed);
 uint64_t random_u64(struct random_state *r);
+/* The buffered keystream is spent, or the state predates the last fork. */
+void random_refill(struct random_state *r);
+/* 16 bits: the cheap draw for slot choices, inlined. */
+static inline uint32_t random_u16(struct random_state *r)
+{
+	if (unlikely(r->pos + 2 > RANDOM_BUF_BYTES || r->generation != random_generation)) random_refill(r);
+	uint16_t v;
+	__builtin_memcpy(&v, r->buf + r->pos, 2);
+	__builtin_memset(r->buf + r->pos, 0, 2);
+	r->pos += 2;
+	return v;
+}
+/* In the child, from the fork handler (one thread): every state reseeds on next use. */
+void random_fork_child(void);
 /* Uniform in [0, bound); bound > 0. */
 uint64_t random_below(struct random_state *r, uint64_t bound);
 

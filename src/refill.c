@@ -90,6 +90,7 @@ void refill_fork_child(struct refill *r)
 {
 	/* What the parent freed is the parent's: a child forked within the credit's
 	 * lifetime must not populate it again (a pre-forking server would multiply it). */
+	if (!r->credit && !r->dense && !r->skip) return; /* nothing to reset: no page written */
 	r->credit = 0;
 	r->dense = false;
 	r->skip = 0;

@@ -125,8 +125,6 @@ struct slab_class {
 	uint32_t sq_head, sq_count;
 	uintptr_t *qrand, *qring; /* slot quarantine */
 	uint32_t qrand_mask, qring_mask, qhead, qcount;
-	uint64_t rbits;
-	uint32_t rleft;
 	struct random_state rnd;
 } __attribute__((aligned(64)));
 
@@ -198,17 +196,7 @@ static inline struct slab_class *class_at(uintptr_t a)
 
 /* 16 random bits from the class's generator: a ChaCha block serves many choices.
  * (Unused where neither random slot choice nor the slot quarantine is built: light.) */
-static inline __attribute__((unused)) uint32_t rand16(struct slab_class *k)
-{
-	if (unlikely(!k->rleft)) {
-		k->rbits = random_u64(&k->rnd);
-		k->rleft = 4;
-	}
-	uint32_t r = (uint32_t)(k->rbits & 0xffff);
-	k->rbits >>= 16;
-	k->rleft--;
-	return r;
-}
+static inline __attribute__((unused)) uint32_t rand16(struct slab_class *k) { return random_u16(&k->rnd); }
 
 static cold __attribute__((noreturn)) void die(struct slab_class *k, const char *what, const void *p)
 {
@@ -996,14 +984,7 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, char **mem
 	m += align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
 	*mem = m;
 
-	/* Its own generator, keyed from the seed generator (fast key erasure there). */
-	for (int w = 0; w < 4; w++) {
-		uint64_t v = random_u64(seed);
-		memcpy(&k->rnd.key[2 * w], &v, 8);
-	}
-	k->rnd.counter = 0;
-	k->rnd.until_reseed = RANDOM_RESEED_BYTES;
-	k->rnd.pos = RANDOM_BUF_BYTES;
+	random_seed_from(&k->rnd, seed); /* its own generator: one getrandom per arena */
 }
 
 /* Set up every class of arena a, each under its lock: a thread that decodes a pointer
@@ -1093,12 +1074,7 @@ void slab_fork_child(void)
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++) {
 		if (!arena_is_open(r / SC_COUNT)) continue;
-		struct slab_class *k = &ro.slab.classes[r];
-		lock_reset(&k->lock);
-		/* Parent and child must not share a future stream: reseed on next use. */
-		k->rnd.until_reseed = 0;
-		k->rnd.pos = RANDOM_BUF_BYTES;
-		k->rleft = 0;
+		lock_reset(&ro.slab.classes[r].lock);
 	}
 	lock_reset(&arena_lock);
 }

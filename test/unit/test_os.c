@@ -4,6 +4,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -104,6 +105,24 @@ START_TEST(test_resident_stops_early)
 }
 END_TEST
 
+/* Single-threaded until a second thread is made, and not again after it ends (the fork
+ * handlers skip their locks only while true). Where the C library cannot tell: false. */
+static void *nothing(void *arg) { return arg; }
+
+START_TEST(test_single_threaded)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+	ck_assert(os_single_threaded());
+#endif
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, nothing, NULL), 0);
+	ck_assert(!os_single_threaded());
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert(!os_single_threaded());
+}
+END_TEST
+
+
 int main(void)
 {
 	Suite *s = suite_create("os");
@@ -113,6 +132,7 @@ int main(void)
 	tcase_add_test(t, test_one_mapping);
 	tcase_add_test(t, test_map_noreplace);
 	tcase_add_test(t, test_resident_stops_early);
+	tcase_add_test(t, test_single_threaded);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);

@@ -477,6 +477,76 @@ START_TEST(empty_slabs_follow_peak)
 }
 END_TEST
 
+/* After fork, parent and child draw from different streams: the same allocations made
+ * in both pick different slots and different large-block guards, whether the fork
+ * took every lock (another thread running) or none (one thread: no page written). The
+ * child can allocate in every class either way. */
+enum { FORK_DRAWS = 48 };
+
+static void fork_draws(uintptr_t *out)
+{
+	void *p[FORK_DRAWS];
+	for (int i = 0; i < FORK_DRAWS; i++) {
+		p[i] = malloc(i < FORK_DRAWS - 8 ? 200 : (size_t)(300 << 10));
+		ck_assert_ptr_nonnull(p[i]);
+		out[i] = (uintptr_t)p[i];
+	}
+	for (int i = 0; i < FORK_DRAWS; i++) free(p[i]);
+}
+
+static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&idle_mu); /* held by the test until after the fork */
+	pthread_mutex_unlock(&idle_mu);
+	free(malloc(64));
+	return NULL;
+}
+
+static void fork_and_compare(void)
+{
+	uintptr_t mine[FORK_DRAWS], theirs[FORK_DRAWS];
+	int fd[2];
+	ck_assert_int_eq(pipe(fd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		fork_draws(theirs);
+		int ok = write(fd[1], theirs, sizeof theirs) == (ssize_t)sizeof theirs;
+		for (unsigned c = 1; c < SC_COUNT; c++) free(malloc(sc_usable(c)));
+		_exit(ok ? 0 : 1);
+	}
+	fork_draws(mine);
+	ck_assert_int_eq(read(fd[0], theirs, sizeof theirs), (ssize_t)sizeof theirs);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fd[0]);
+	close(fd[1]);
+	int small_same = 0, large_same = 0;
+	for (int i = 0; i < FORK_DRAWS - 8; i++) small_same += mine[i] == theirs[i];
+	for (int i = FORK_DRAWS - 8; i < FORK_DRAWS; i++) large_same += mine[i] == theirs[i];
+	ck_assert_int_lt(small_same, FORK_DRAWS - 8);
+	ck_assert_int_lt(large_same, 8);
+}
+
+START_TEST(fork_child_draws_its_own_stream)
+{
+	uintptr_t warm[FORK_DRAWS];
+	fork_draws(warm); /* both generators in use before the fork */
+	fork_and_compare(); /* one thread: the handlers take no lock */
+	pthread_t th;
+	pthread_mutex_lock(&idle_mu);
+	ck_assert_int_eq(pthread_create(&th, NULL, idle_thread, NULL), 0);
+	fork_and_compare(); /* two threads: every lock taken and given back */
+	pthread_mutex_unlock(&idle_mu);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	fork_and_compare();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("slab");
@@ -495,6 +565,7 @@ int main(void)
 	tcase_add_test(t, foreign_mapping_in_window);
 	tcase_add_test(t, arenas_open_on_first_use);
 	tcase_add_test(t, empty_slabs_follow_peak);
+	tcase_add_test(t, fork_child_draws_its_own_stream);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
