@@ -186,6 +186,11 @@ class SqliteWorkload(Workload):
         return {"argv": [ctx.sqlite3, ":memory:"], "stdin": path}
 
 
+class ShellWorkload(Workload):
+    def setup(self, ctx, p):
+        return {"argv": [ctx.bash, os.path.join(HERE, "shell.sh"), str(p[0])]}
+
+
 class GccWorkload(Workload):
     def setup(self, ctx, p):
         n = p[0]
@@ -236,6 +241,9 @@ WORKLOADS = [
                [600000], [10000]),
     SqliteWorkload("sqlite", "sqlite3 :memory: runs N single-row INSERTs into a table with two indexes, then queries",
                    [400000], [3000]),
+    ShellWorkload("shell", "bash runs a script of N command substitutions, each a pipeline through tr (fork, "
+                  "fork + exec), then sorts the results; every program started is preloaded too",
+                  [500], [40], tree=True),
     GccWorkload("gcc", "gcc -O2 compiles a generated C file of N functions (the program is then run and checked)",
                 [500], [15], tree=True),
 ]
@@ -252,6 +260,7 @@ PARAM_NAMES = {
     "large": ["iterations", "slots", "min", "max"],
     "python": ["N"],
     "sqlite": ["N"],
+    "shell": ["N"],
     "gcc": ["N"],
 }
 
@@ -852,7 +861,7 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, 
           [("geomean faults vs glibc", "glibc"), ("geomean faults vs rampart", "rampart")], per_op=True)
     L("An operation is one allocator call (malloc, calloc, realloc or free) made by the C workload, "
       "which prints how many it made; rows marked (per run) count the whole program run instead "
-      "(python, sqlite and gcc: for gcc, its child processes too). Process start-up is included.")
+      "(python, sqlite, shell and gcc: for shell and gcc, their child processes too). Process start-up is included.")
     L("")
     if sysres:
         table("Memory system calls per operation (one untimed run under strace)", "sys", fmt_rate,
@@ -906,7 +915,7 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, 
         L("| %s | %s | %s |" % (w.name, w.what, ", ".join(
             "%s=%s" % (pn[i] if i < len(pn) else "arg%d" % (i + 1), ps[i]) for i in range(len(ps)))))
     L("")
-    L("Peak RSS is the child's `ru_maxrss` from `wait4` (for gcc: its largest process). VMAs are "
+    L("Peak RSS is the child's `ru_maxrss` from `wait4` (for shell and gcc: the largest process). VMAs are "
       "sampled from `/proc/PID/maps` by the driver while the workload runs (every 5 ms or more), "
       "and for the C workloads also counted by the workload itself at its points of peak memory; "
       "the larger count is kept. Wall time includes process start-up and exit. Page faults are "
@@ -1036,6 +1045,7 @@ def main():
     ctx.python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else shutil.which("python3")
     ctx.sqlite3 = shutil.which("sqlite3")
     ctx.gcc = shutil.which("gcc")
+    ctx.bash = shutil.which("bash")
     ctx.strace = shutil.which("strace")
 
     workloads = WORKLOADS
@@ -1047,7 +1057,7 @@ def main():
                      % (", ".join(unknown), ", ".join(w.name for w in WORKLOADS)))
         workloads = [w for w in WORKLOADS if w.name in want]
     tools = {"python": ("python3", ctx.python), "sqlite": ("sqlite3", ctx.sqlite3),
-             "gcc": ("gcc", ctx.gcc)}
+             "gcc": ("gcc", ctx.gcc), "shell": ("bash", ctx.bash)}
     notes = []
     for w in list(workloads):
         if w.name in tools and not tools[w.name][1]:
