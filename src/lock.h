@@ -39,6 +39,14 @@ static inline void lock_take(struct lock *l)
 		lock_wait(l);
 }
 
+/* Take the lock only if it is free now; never waits. */
+static inline bool lock_try(struct lock *l)
+{
+	uint32_t expected = 0;
+	return atomic_compare_exchange_strong_explicit(&l->word, &expected, 1, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
 static inline void lock_give(struct lock *l)
 {
 	if (unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)) lock_wake(l);

@@ -411,16 +411,21 @@ static void grow_empty_budget(struct slab_class *k)
 	}
 }
 
+/* The zero class's slabs cost nothing open and never decay: its budget stays fixed, so
+ * its slabs keep going through the slab quarantine. */
 static uint32_t empty_allowed(const struct slab_class *k)
 {
-	return MAX(k->empty_max, back_to_peak(k));
+	return k->open_slabs ? MAX(k->empty_max, back_to_peak(k)) : k->empty_max;
 }
+
+static void decay_idle_classes(const struct slab_class *self, uint64_t now);
 
 /* A slab with a free slot, put on the partial list; false on OOM. */
 static noinline bool new_slab(struct slab_class *k, uint32_t *out)
 {
 	uint32_t pos;
 	struct slab *s;
+	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
 	if (k->nempty) {
 		pos = set_lowest(k, SET_EMPTY);
 		s = desc(k, pos);
@@ -501,14 +506,40 @@ static void decay_empty_budget(struct slab_class *k, uint64_t now)
 	bool reused = k->empty_reused;
 	k->empty_reused = false;
 	if (!reused) k->empty_max = k->empty_floor + (k->empty_max - k->empty_floor) / 2;
+	k->empty_max = MIN(k->empty_max, k->empty_floor + k->nactive / CONFIG_SLAB_EMPTY_MAX_FRACTION);
 	while (k->nempty > empty_allowed(k) && close_highest_empty(k)) {}
+}
+
+/* A class decays under its own lock, when one of its slabs empties: one that went idle
+ * after freeing a structure would keep it open for good. So once per decay period a
+ * slow path of any class sweeps every other class (of every arena: a thread that ended
+ * leaves its arena idle). A class whose lock is taken is in use: it is skipped. Only an
+ * idle process keeps its empty slabs (malloc_trim gives them back). */
+static void decay_idle_classes(const struct slab_class *self, uint64_t now)
+{
+	static _Atomic uint64_t next_sweep_ms;
+	uint64_t due = atomic_load_explicit(&next_sweep_ms, memory_order_relaxed);
+	if (now < due || !atomic_compare_exchange_strong_explicit(&next_sweep_ms, &due, now + CONFIG_SLAB_EMPTY_DECAY_MS,
+								   memory_order_relaxed, memory_order_relaxed))
+		return;
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++) {
+		struct slab_class *k = &ro.slab.classes[r];
+		if (k == self || !arena_is_open(r / SC_COUNT) || !k->open_slabs || !lock_try(&k->lock)) continue;
+		if (k->nempty) decay_empty_budget(k, now);
+		class_unlock(k);
+	}
 }
 
 /* The last slot of a slab went back: cache it, or close a slab (contents are zero). */
 static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	k->nactive--;
-	if (k->open_slabs) decay_empty_budget(k, os_now_ms());
+	if (k->open_slabs) {
+		uint64_t now = os_now_ms();
+		decay_empty_budget(k, now);
+		decay_idle_classes(k, now);
+	}
 	bool room = k->nempty < empty_allowed(k);
 	if (!room && k->nempty && set_highest(k, SET_EMPTY) > pos) {
 		/* The lower one stays open: the open slabs stay together at the bottom. */
