@@ -133,11 +133,8 @@ void random_refill(struct random_state *r)
 
 uint64_t random_u64(struct random_state *r)
 {
-	if (unlikely(r->pos + 8 > RANDOM_BUF_BYTES || r->generation != random_generation)) random_refill(r);
 	uint64_t v;
-	memcpy(&v, r->buf + r->pos, 8);
-	memset(r->buf + r->pos, 0, 8);
-	r->pos += 8;
+	random_take(r, &v, sizeof v);
 	return v;
 }
 

@@ -40,14 +40,19 @@ void random_seed_from(struct random_state *r, struct random_state *seed);
 uint64_t random_u64(struct random_state *r);
 /* The buffered keystream is spent, or the state predates the last fork. */
 void random_refill(struct random_state *r);
+/* n bytes of keystream into out, erased from the buffer as they are taken. */
+static inline void random_take(struct random_state *r, void *out, uint32_t n)
+{
+	if (unlikely(r->pos + n > RANDOM_BUF_BYTES || r->generation != random_generation)) random_refill(r);
+	__builtin_memcpy(out, r->buf + r->pos, n);
+	__builtin_memset(r->buf + r->pos, 0, n);
+	r->pos += n;
+}
 /* 16 bits: the cheap draw for slot choices, inlined. */
 static inline uint32_t random_u16(struct random_state *r)
 {
-	if (unlikely(r->pos + 2 > RANDOM_BUF_BYTES || r->generation != random_generation)) random_refill(r);
 	uint16_t v;
-	__builtin_memcpy(&v, r->buf + r->pos, 2);
-	__builtin_memset(r->buf + r->pos, 0, 2);
-	r->pos += 2;
+	random_take(r, &v, sizeof v);
 	return v;
 }
 /* In the child, from the fork handler (one thread): every state reseeds on next use. */

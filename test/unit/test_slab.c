@@ -18,8 +18,8 @@
 #include "init.h"
 #include "os.h"
 
-/* malloc_object_size(p) is fatal (asked in a child, whose report is discarded). */
-static bool object_size_is_fatal(const void *p)
+/* op(p) is fatal: asked in a child, whose report is discarded. */
+static bool fatal_in_child(void (*op)(void *), void *p)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -27,13 +27,17 @@ static bool object_size_is_fatal(const void *p)
 		quiet_child();
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, STDERR_FILENO);
-		(void)malloc_object_size(p);
+		op(p);
 		_exit(0);
 	}
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
 	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
 }
+
+static void ask_object_size(void *p) { (void)malloc_object_size(p); }
+static bool object_size_is_fatal(const void *p) { return fatal_in_child(ask_object_size, (void *)p); }
+static bool free_is_fatal(void *p) { return fatal_in_child(free, p); }
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -372,23 +376,6 @@ START_TEST(foreign_mapping_in_window)
 	ck_assert_int_eq(munmap(wall, pg), 0);
 }
 END_TEST
-
-/* free(p) is fatal (in a child, whose report is discarded). */
-static bool free_is_fatal(void *p)
-{
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		quiet_child();
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, STDERR_FILENO);
-		free(p);
-		_exit(0);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
-}
 
 static void *alloc_in_new_thread(void *arg)
 {
