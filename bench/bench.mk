@@ -12,9 +12,9 @@
 # BENCH_ALLOCATORS=glibc,rampart,..., BENCH_TIMEOUT=seconds per run,
 # BENCH_EXTRA="name=/path/lib.so ..." (more allocators, as extra columns),
 # BENCH_SYSCALLS=0|1 (the strace pass counting memory system calls; default
-# on, off with QUICK=1).  A run narrowed by any of them (or with fewer than 3
-# rounds) is partial and writes out/bench/partial.md instead of the committed
-# bench/results/latest.*.
+# on, off with QUICK=1).  A run narrowed by any of them but BENCH_EXTRA (or with
+# fewer than 3 rounds) is partial and writes out/bench/partial.md instead of the
+# committed bench/results/latest.*.
 
 BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
 BENCH_STANDALONE := $(if $(filter bench/bench.mk ./bench/bench.mk,$(firstword $(MAKEFILE_LIST))),1,)

@@ -18,8 +18,11 @@
  * high-water mark grows as one read-write span in which guards and closed slabs are
  * closed spans: guard markers (a class costs one VMA) or PROT_NONE holes.
  *
- * Descriptors live in metadata chunks of CHUNK slabs, found through a directory; the
- * per-class state (lock, lists, quarantines, generator) is one cache-aligned struct.
+ * Descriptors live in metadata chunks of CHUNK slabs, found through a directory, except
+ * each class's first FIRST_POSITIONS: those of all the classes of an arena live side by
+ * side, position by position, so a process that uses a few slabs in each of many classes
+ * writes a few pages of descriptors, not one per class. The per-class state (lock,
+ * lists, quarantines, generator) is one cache-aligned struct.
  *
  * Lists, by slab state:
  *   ACTIVE  open, 1..slots slots in use; on the partial list unless full
@@ -55,6 +58,12 @@
  * enough that a class in light use maps little, big enough to keep chunks few. */
 #define CHUNK_SHIFT 7u
 #define CHUNK (1u << CHUNK_SHIFT)
+/* Positions whose descriptors every class of an arena keeps in one shared block (row
+ * by row: position 0 of every class, then position 1, ...). A short-lived process such
+ * as one stage of a shell pipeline uses a slab or two per class: its descriptors are then
+ * a page or two in all, and so are the pages a forked child copies when it writes them. */
+#define FIRST_POSITIONS 8u
+_Static_assert(FIRST_POSITIONS <= CHUNK, "the first positions lie in chunk 0");
 /* At most this many slab positions per region: bounds the directory (256 KiB). */
 #define MAX_POSITIONS (1u << 22)
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
@@ -101,6 +110,8 @@ struct slab_class {
 	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
 	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
 	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
+	struct slab *first;   /* descriptor of position 0; position p < FIRST_POSITIONS at
+			       * first[p * SC_COUNT] (the arena's shared block) */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm */
 	uint32_t dir_cap;
 	bool dir_own;         /* dir was allocated on its own (not start-up's shared block) */
@@ -113,6 +124,7 @@ struct slab_class {
 	 * chunk, so the lowest and the highest member are found in a few loads. */
 	uint64_t *set_chunks[2];
 	uint32_t set_words; /* summary words per set */
+	uint64_t set0[2][CHUNK / 64]; /* chunk 0's bitmaps (it may have no chunk of its own) */
 	uint32_t nclosed, nempty;
 	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
 	 * soon after closing one (churn) and decays towards its floor when it does not.
@@ -123,7 +135,7 @@ struct slab_class {
 	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
-	uintptr_t *qrand, *qring; /* slot quarantine */
+	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
 	uint32_t qrand_mask, qring_mask, qhead, qcount;
 	struct random_state rnd;
 } __attribute__((aligned(64)));
@@ -162,7 +174,15 @@ static inline uint32_t div32(uint32_t n, uint32_t d, uint64_t magic)
 
 static inline struct slab *desc(const struct slab_class *k, uint32_t pos)
 {
+	if (pos < FIRST_POSITIONS) return &k->first[(size_t)pos * SC_COUNT];
 	return &k->dir[pos >> CHUNK_SHIFT][pos & (CHUNK - 1)];
+}
+
+/* Whether position pos has a descriptor yet (positions below hwm all do, but for a
+ * guard alone in its chunk). */
+static inline bool desc_exists(const struct slab_class *k, uint32_t pos)
+{
+	return pos < FIRST_POSITIONS || k->dir[pos >> CHUNK_SHIFT];
 }
 
 static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
@@ -269,6 +289,7 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 /* Every position below the high-water mark must have a descriptor: live_slot reads it. */
 static bool have_desc(struct slab_class *k, uint32_t pos)
 {
+	if (pos < FIRST_POSITIONS) return true;
 	if (!dir_room(k, pos >> CHUNK_SHIFT)) return false;
 	if (k->dir[pos >> CHUNK_SHIFT]) return true;
 	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
@@ -285,8 +306,9 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 
 enum { SET_CLOSED, SET_EMPTY };
 
-static inline uint64_t *set_bits(const struct slab_class *k, unsigned set, uint32_t chunk)
+static inline uint64_t *set_bits(struct slab_class *k, unsigned set, uint32_t chunk)
 {
+	if (!chunk) return k->set0[set];
 	return (uint64_t *)((char *)k->dir[chunk] - SET_CHUNK_BYTES) + set * (CHUNK / 64);
 }
 
@@ -314,7 +336,7 @@ static void set_remove(struct slab_class *k, unsigned set, uint32_t pos)
 }
 
 /* The lowest member (the set must not be empty). */
-static uint32_t set_lowest(const struct slab_class *k, unsigned set)
+static uint32_t set_lowest(struct slab_class *k, unsigned set)
 {
 	const uint64_t *sum = k->set_chunks[set];
 	uint32_t w = 0;
@@ -326,7 +348,7 @@ static uint32_t set_lowest(const struct slab_class *k, unsigned set)
 }
 
 /* The highest member (the set must not be empty). */
-static uint32_t set_highest(const struct slab_class *k, unsigned set)
+static uint32_t set_highest(struct slab_class *k, unsigned set)
 {
 	const uint64_t *sum = k->set_chunks[set];
 	uint32_t w = k->set_words - 1;
@@ -567,9 +589,19 @@ static void release(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t
 }
 
 #if CONFIG_SLOT_QUARANTINE
-static void release_addr(struct slab_class *k, uintptr_t a)
+/* A quarantine entry names a slot by its offset in the region in 16-byte units, plus
+ * one (zero: no entry). Slots are 16-byte aligned and a region spans at most 2^36
+ * bytes, so 32 bits are enough: half the metadata of addresses, and half the pages a
+ * process writes into after fork (every page written after fork is a copy). */
+_Static_assert(CONFIG_SLAB_REGION_SHIFT <= 36, "quarantine entries hold an offset in 16-byte units in 32 bits");
+static inline uint32_t qentry(const struct slab_class *k, uintptr_t a)
 {
-	size_t off = a - k->region.base;
+	return (uint32_t)((a - k->region.base) >> 4) + 1;
+}
+
+static void release_entry(struct slab_class *k, uint32_t e)
+{
+	size_t off = (size_t)(e - 1) << 4;
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
 	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
 	release(k, desc(k, pos), pos, div32(in, k->size, k->slot_magic));
@@ -580,14 +612,14 @@ static void release_addr(struct slab_class *k, uintptr_t a)
 static void quarantine_slot(struct slab_class *k, uintptr_t a)
 {
 	uint32_t j = rand16(k) & k->qrand_mask;
-	uintptr_t out = k->qrand[j];
-	k->qrand[j] = a;
+	uint32_t out = k->qrand[j];
+	k->qrand[j] = qentry(k, a);
 	if (!out) return;
 	if (k->qcount > k->qring_mask) {
-		uintptr_t old = k->qring[k->qhead];
+		uint32_t old = k->qring[k->qhead];
 		k->qhead = (k->qhead + 1) & k->qring_mask;
 		k->qcount--;
-		release_addr(k, old);
+		release_entry(k, old);
 	}
 	k->qring[(k->qhead + k->qcount) & k->qring_mask] = out;
 	k->qcount++;
@@ -897,7 +929,7 @@ static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
 {
 	class_lock(k);
 	for (uint32_t pos = 0; pos < k->hwm; pos++) {
-		if (!k->dir[pos >> CHUNK_SHIFT]) continue; /* a guard position alone in its chunk */
+		if (!desc_exists(k, pos)) continue; /* a guard position alone in its chunk */
 		const struct slab *s = desc(k, pos);
 		if (s->state != SLAB_ACTIVE) continue;
 		uintptr_t start = slab_start(k, pos);
@@ -950,16 +982,19 @@ static uint32_t slot_q_half(uint32_t size)
 #endif
 }
 
-/* Metadata bytes of one arena besides its class structs: per class a directory of
- * DIR_START chunks with both sets' summary words, the slot quarantine, the slab
- * quarantine ring. */
+/* The arena's shared block of its classes' first descriptors. */
+#define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
+
+/* Metadata bytes of one arena besides its class structs: the block of first
+ * descriptors, then per class a directory of DIR_START chunks with both sets' summary
+ * words, the slot quarantine, the slab quarantine ring. */
 static size_t arena_mem_bytes(void)
 {
-	size_t bytes = 0;
+	size_t bytes = align_up(FIRST_BLOCK_BYTES, 8);
 	for (unsigned c = 0; c < SC_COUNT; c++) {
 		struct sc_geometry g;
 		sc_geometry(c, os_page, &g);
-		bytes += DIR_BYTES + 2 * (size_t)slot_q_half(g.size) * sizeof(uintptr_t) +
+		bytes += DIR_BYTES + 2 * (size_t)slot_q_half(g.size) * sizeof(uint32_t) +
 			 align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
 	}
 	return bytes;
@@ -967,7 +1002,8 @@ static size_t arena_mem_bytes(void)
 
 /* Set up class c of region r (its lock held, or nobody else can see it yet): geometry,
  * a random guard area, its share of the arena's metadata at *mem, its generator. */
-static void class_setup(struct slab_class *k, unsigned r, unsigned c, char **mem, struct random_state *seed)
+static void class_setup(struct slab_class *k, unsigned r, unsigned c, struct slab *first, char **mem,
+			struct random_state *seed)
 {
 	struct sc_geometry g;
 	sc_geometry(c, os_page, &g);
@@ -996,6 +1032,7 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, char **mem
 	guard_start(&k->region, area);
 	k->region.flags |= REGION_KEEP_ANON;
 
+	k->first = first + c;
 	char *m = *mem;
 	k->dir = (struct slab **)m;
 	k->dir_cap = DIR_START;
@@ -1005,10 +1042,10 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, char **mem
 	m += DIR_BYTES;
 	uint32_t half = slot_q_half(g.size);
 	if (half) {
-		k->qrand = (uintptr_t *)m;
-		m += half * sizeof(uintptr_t);
-		k->qring = (uintptr_t *)m;
-		m += half * sizeof(uintptr_t);
+		k->qrand = (uint32_t *)m;
+		m += half * sizeof(uint32_t);
+		k->qring = (uint32_t *)m;
+		m += half * sizeof(uint32_t);
 		k->qrand_mask = k->qring_mask = half - 1;
 	}
 	k->sq = (uint32_t *)m;
@@ -1023,11 +1060,13 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, char **mem
 static void arena_setup(unsigned a, struct random_state *seed)
 {
 	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
+	struct slab *first = (struct slab *)mem;
+	mem += align_up(FIRST_BLOCK_BYTES, 8);
 	for (unsigned c = 0; c < SC_COUNT; c++) {
 		unsigned r = a * SC_COUNT + c;
 		struct slab_class *k = &ro.slab.classes[r];
 		class_lock(k);
-		class_setup(k, r, c, &mem, seed);
+		class_setup(k, r, c, first, &mem, seed);
 		class_unlock(k);
 	}
 	atomic_fetch_or_explicit(&arenas_open, (uint32_t)1 << a, memory_order_release);
@@ -1117,7 +1156,7 @@ void slab_fork_child(void)
 static void class_figures_locked(const struct slab_class *k, struct slab_class_figures *f)
 {
 	for (uint32_t pos = 0; pos < k->hwm; pos++) {
-		if (!k->dir[pos >> CHUNK_SHIFT]) { /* a chunk holding only a guard position */
+		if (!desc_exists(k, pos)) { /* a chunk holding only a guard position */
 			pos |= CHUNK - 1;
 			continue;
 		}
