@@ -419,6 +419,63 @@ START_TEST(arenas_open_on_first_use)
 }
 END_TEST
 
+/* The first slab positions of a class keep their descriptors in a block the arena's
+ * classes share, the later ones in the class's own chunks. With every class holding
+ * blocks on both sides at once, each block decodes and answers its size, each class
+ * counts exactly its own, a double free is caught on either side, and it all repeats
+ * once the slabs emptied. */
+START_TEST(descriptors_on_both_sides_of_the_shared_block)
+{
+	enum { SLABS = 12, MAX_SIZE = 16384, PER_CLASS = SLABS * SLAB_MAX_SLOTS };
+	unsigned last = sc_of(MAX_SIZE);
+	/* One large block holds every list, so that no class counted here holds one. */
+	char **pool = malloc((size_t)SC_COUNT * PER_CLASS * sizeof *pool);
+	ck_assert_ptr_nonnull(pool);
+	size_t n[SC_COUNT], before[SC_COUNT];
+	for (int round = 0; round < 2; round++) {
+		for (unsigned c = 1; c <= last; c++) {
+			struct slab_class_figures f;
+			slab_class_figures(c, &f);
+			before[c] = f.live;
+			n[c] = SLABS * (f.slab_bytes / f.slot_size);
+			char **v = pool + (size_t)c * PER_CLASS;
+			for (size_t j = 0; j < n[c]; j++) {
+				v[j] = malloc(sc_usable(c));
+				ck_assert_ptr_nonnull(v[j]);
+				memset(v[j], (int)j, sc_usable(c));
+			}
+		}
+		for (unsigned c = 1; c <= last; c++) {
+			struct slab_class_figures f;
+			slab_class_figures(c, &f);
+			ck_assert_uint_eq(f.live, before[c] + n[c]);
+			ck_assert_uint_ge(f.slabs_active, SLABS);
+			char **v = pool + (size_t)c * PER_CLASS;
+			qsort(v, n[c], sizeof *v, cmp_ptr);
+			for (size_t j = 0; j < n[c]; j++) {
+				ck_assert_uint_eq(malloc_usable_size(v[j]), f.usable);
+				ck_assert_uint_eq(malloc_object_size(v[j] + 8), f.usable - 8);
+			}
+			/* The highest block lies SLABS - 1 slabs or more above the lowest: past the 8
+		 * positions of the shared block. */
+			ck_assert_uint_ge((uintptr_t)(v[n[c] - 1] - v[0]), (SLABS - 1) * f.slab_bytes);
+		}
+		for (unsigned c = 1; c <= last; c++) {
+			char **v = pool + (size_t)c * PER_CLASS;
+			for (size_t j = 0; j < n[c]; j++) free(v[j]);
+			if (c % 8 == 1) {
+				ck_assert(free_is_fatal(v[0]));
+				ck_assert(free_is_fatal(v[n[c] - 1]));
+			}
+			struct slab_class_figures f;
+			slab_class_figures(c, &f);
+			ck_assert_uint_eq(f.live, before[c]);
+		}
+	}
+	free(pool);
+}
+END_TEST
+
 /* Empty slabs follow the class's recent peak: a structure freed and built again reuses
  * the slabs it had without closing or reopening any, and a class left alone while
  * another one works closes them down to its floor. Slabs of 1 KiB slots, several
@@ -560,6 +617,7 @@ int main(void)
 	tcase_add_test(t, decode_every_class);
 	tcase_add_test(t, bitmaps_hand_out_distinct_slots);
 	tcase_add_test(t, quarantine_holds_freed_slot);
+	tcase_add_test(t, descriptors_on_both_sides_of_the_shared_block);
 	tcase_add_test(t, canary_layout);
 	tcase_add_test(t, zero_size_class);
 	tcase_add_test(t, alignment_and_resizing);
