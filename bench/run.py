@@ -1071,6 +1071,10 @@ def main():
         if why:
             notes.append("memory system calls not counted: " + why)
             syscalls = False
+    if not shutil.which("gnuplot"):
+        # Said up front: a full run takes most of an hour, and without gnuplot it ends
+        # by removing the committed chart rather than leaving it beside a new report.
+        notes.append("gnuplot not installed: this run will draw no chart (make bench-deps installs it)")
     for n in notes:
         print("bench: note: " + n)
     if not allocs or not workloads:
