@@ -32,7 +32,8 @@ struct slab_roots {
 	unsigned region_shift;      /* log2 of one (arena, class) region */
 	unsigned arenas;
 	struct slab_class *classes; /* arenas * SC_COUNT, in region order */
-	char *arena_mem;            /* arenas * arena_mem_bytes: directories, quarantines */
+	char *arena_mem;            /* arenas * arena_mem_bytes: each arena's block of its
+				     * classes' first descriptors, directories, quarantines */
 	size_t arena_mem_bytes;
 };
 

@@ -59,9 +59,11 @@
 #define CHUNK_SHIFT 7u
 #define CHUNK (1u << CHUNK_SHIFT)
 /* Positions whose descriptors every class of an arena keeps in one shared block (row
- * by row: position 0 of every class, then position 1, ...). A short-lived process such
- * as one stage of a shell pipeline uses a slab or two per class: its descriptors are then
- * a page or two in all, and so are the pages a forked child copies when it writes them. */
+ * by row: position 0 of every class, then position 1, ...; a row is about 2.3 pages).
+ * A short-lived process such as one stage of a shell pipeline uses a slab or two per
+ * class: its descriptors are then a few pages in all, not one per class, and so are the
+ * pages a forked child copies when it writes them. A class's chunk 0, once it needs one,
+ * still has room for all CHUNK positions: the first FIRST_POSITIONS stay unused there. */
 #define FIRST_POSITIONS 8u
 _Static_assert(FIRST_POSITIONS <= CHUNK, "the first positions lie in chunk 0");
 /* At most this many slab positions per region: bounds the directory (256 KiB). */
@@ -84,7 +86,9 @@ enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
 /* Extents are kept in 16-byte units: a slot of 128 KiB is 8192 units. */
 #define EXTENT_UNIT 16u
 
-/* Hot fields first: an allocation touches the first two cache lines. */
+/* Hot fields first: an allocation touches the first two cache lines. Line-aligned: in an
+ * arena's shared block (FIRST_POSITIONS) descriptors of different classes, under
+ * different locks, sit side by side and must not share a line between threads. */
 struct slab {
 	uint64_t used[SLAB_WORDS]; /* handed out or quarantined; bits past `slots` are set */
 	uint64_t canary;           /* leading (lowest-address) byte zero */
@@ -96,7 +100,7 @@ struct slab {
 	/* Live: the units the program may have written. Not live: the units the free wiped,
 	 * which the next allocation checks. */
 	uint16_t extent[SLAB_EXTENT_SLOTS];
-};
+} __attribute__((aligned(64)));
 
 struct slab_class {
 	struct lock lock;
@@ -283,8 +287,11 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 	return true;
 }
 
-/* A chunk's bitmaps of the closed and the empty set: a bit per position in each. */
+/* A chunk's bitmaps of the closed and the empty set: a bit per position in each. They
+ * head the chunk, padded to a cache line so that its descriptors stay aligned. */
 #define SET_CHUNK_BYTES (2u * CHUNK / 8u)
+#define CHUNK_HEAD_BYTES 64u
+_Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
 
 /* Every position below the high-water mark must have a descriptor: live_slot reads it. */
 static bool have_desc(struct slab_class *k, uint32_t pos)
@@ -296,9 +303,9 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	 * chunk's bitmaps of the closed and the empty set come first, in the page of its
 	 * lowest descriptors: a class using a few slabs touches one page of the chunk, not
 	 * also its last. */
-	char *chunk = meta_alloc(SET_CHUNK_BYTES + CHUNK * sizeof(struct slab));
+	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * sizeof(struct slab));
 	if (!chunk) return false;
-	k->dir[pos >> CHUNK_SHIFT] = (struct slab *)(chunk + SET_CHUNK_BYTES);
+	k->dir[pos >> CHUNK_SHIFT] = (struct slab *)(chunk + CHUNK_HEAD_BYTES);
 	return true;
 }
 
@@ -309,7 +316,7 @@ enum { SET_CLOSED, SET_EMPTY };
 static inline uint64_t *set_bits(struct slab_class *k, unsigned set, uint32_t chunk)
 {
 	if (!chunk) return k->set0[set];
-	return (uint64_t *)((char *)k->dir[chunk] - SET_CHUNK_BYTES) + set * (CHUNK / 64);
+	return (uint64_t *)((char *)k->dir[chunk] - CHUNK_HEAD_BYTES) + set * (CHUNK / 64);
 }
 
 static inline uint32_t *set_count(struct slab_class *k, unsigned set)
@@ -588,12 +595,12 @@ static void release(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t
 	}
 }
 
-#if CONFIG_SLOT_QUARANTINE
 /* A quarantine entry names a slot by its offset in the region in 16-byte units, plus
  * one (zero: no entry). Slots are 16-byte aligned and a region spans at most 2^36
  * bytes, so 32 bits are enough: half the metadata of addresses, and half the pages a
  * process writes into after fork (every page written after fork is a copy). */
 _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 36, "quarantine entries hold an offset in 16-byte units in 32 bits");
+#if CONFIG_SLOT_QUARANTINE
 static inline uint32_t qentry(const struct slab_class *k, uintptr_t a)
 {
 	return (uint32_t)((a - k->region.base) >> 4) + 1;
@@ -982,7 +989,8 @@ static uint32_t slot_q_half(uint32_t size)
 #endif
 }
 
-/* The arena's shared block of its classes' first descriptors. */
+/* The arena's shared block of its classes' first descriptors (line-aligned: it starts
+ * the arena's metadata, and each arena's share is a whole number of lines). */
 #define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
 
 /* Metadata bytes of one arena besides its class structs: the block of first
@@ -990,14 +998,14 @@ static uint32_t slot_q_half(uint32_t size)
  * words, the slot quarantine, the slab quarantine ring. */
 static size_t arena_mem_bytes(void)
 {
-	size_t bytes = align_up(FIRST_BLOCK_BYTES, 8);
+	size_t bytes = FIRST_BLOCK_BYTES;
 	for (unsigned c = 0; c < SC_COUNT; c++) {
 		struct sc_geometry g;
 		sc_geometry(c, os_page, &g);
 		bytes += DIR_BYTES + 2 * (size_t)slot_q_half(g.size) * sizeof(uint32_t) +
 			 align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
 	}
-	return bytes;
+	return align_up(bytes, 64);
 }
 
 /* Set up class c of region r (its lock held, or nobody else can see it yet): geometry,
@@ -1059,9 +1067,9 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, struct sla
  * into the arena (a stray free) takes that lock before it reads anything. */
 static void arena_setup(unsigned a, struct random_state *seed)
 {
-	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
+	char *start = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes, *mem = start;
 	struct slab *first = (struct slab *)mem;
-	mem += align_up(FIRST_BLOCK_BYTES, 8);
+	mem += FIRST_BLOCK_BYTES;
 	for (unsigned c = 0; c < SC_COUNT; c++) {
 		unsigned r = a * SC_COUNT + c;
 		struct slab_class *k = &ro.slab.classes[r];
@@ -1069,6 +1077,7 @@ static void arena_setup(unsigned a, struct random_state *seed)
 		class_setup(k, r, c, first, &mem, seed);
 		class_unlock(k);
 	}
+	if ((size_t)(mem - start) > ro.slab.arena_mem_bytes) fatal("slab metadata layout inconsistent", mem);
 	atomic_fetch_or_explicit(&arenas_open, (uint32_t)1 << a, memory_order_release);
 }
 

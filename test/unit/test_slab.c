@@ -421,31 +421,34 @@ END_TEST
 
 /* The first slab positions of a class keep their descriptors in a block the arena's
  * classes share, the later ones in the class's own chunks. With every class holding
- * blocks on both sides at once, each block decodes and answers its size, each class
- * counts exactly its own, a double free is caught on either side, and it all repeats
- * once the slabs emptied. */
+ * blocks in a dozen slabs or more at once (from its lowest positions, in a fresh test
+ * process, to beyond the shared block), each block keeps its contents, decodes and
+ * answers its size, each class counts exactly its own, a double free is caught at
+ * either end, and it all repeats once the slabs emptied. Descriptors that overlapped
+ * between classes or positions would miscount or mistake a slot's state. */
+static unsigned char tag_of(const void *p) { return (unsigned char)((uintptr_t)p >> 4 | 1); }
+
 START_TEST(descriptors_on_both_sides_of_the_shared_block)
 {
-	enum { SLABS = 12, MAX_SIZE = 16384, PER_CLASS = SLABS * SLAB_MAX_SLOTS };
-	unsigned last = sc_of(MAX_SIZE);
+	enum { SLABS = 12, PER_CLASS = SLABS * SLAB_MAX_SLOTS };
 	/* One large block holds every list, so that no class counted here holds one. */
 	char **pool = malloc((size_t)SC_COUNT * PER_CLASS * sizeof *pool);
 	ck_assert_ptr_nonnull(pool);
 	size_t n[SC_COUNT], before[SC_COUNT];
 	for (int round = 0; round < 2; round++) {
-		for (unsigned c = 1; c <= last; c++) {
+		for (unsigned c = 1; c < SC_COUNT; c++) {
 			struct slab_class_figures f;
 			slab_class_figures(c, &f);
 			before[c] = f.live;
-			n[c] = SLABS * (f.slab_bytes / f.slot_size);
+			n[c] = SLABS * MIN(f.slab_bytes / f.slot_size, (size_t)SLAB_MAX_SLOTS);
 			char **v = pool + (size_t)c * PER_CLASS;
 			for (size_t j = 0; j < n[c]; j++) {
 				v[j] = malloc(sc_usable(c));
 				ck_assert_ptr_nonnull(v[j]);
-				memset(v[j], (int)j, sc_usable(c));
+				memset(v[j], tag_of(v[j]), sc_usable(c));
 			}
 		}
-		for (unsigned c = 1; c <= last; c++) {
+		for (unsigned c = 1; c < SC_COUNT; c++) {
 			struct slab_class_figures f;
 			slab_class_figures(c, &f);
 			ck_assert_uint_eq(f.live, before[c] + n[c]);
@@ -455,15 +458,17 @@ START_TEST(descriptors_on_both_sides_of_the_shared_block)
 			for (size_t j = 0; j < n[c]; j++) {
 				ck_assert_uint_eq(malloc_usable_size(v[j]), f.usable);
 				ck_assert_uint_eq(malloc_object_size(v[j] + 8), f.usable - 8);
+				ck_assert_uint_eq((unsigned char)v[j][0], tag_of(v[j]));
+				ck_assert_uint_eq((unsigned char)v[j][f.usable - 1], tag_of(v[j]));
 			}
-			/* The highest block lies SLABS - 1 slabs or more above the lowest: past the 8
-		 * positions of the shared block. */
+			/* The highest block lies SLABS - 1 slabs or more above the lowest: past
+			 * the 8 positions of the shared block. */
 			ck_assert_uint_ge((uintptr_t)(v[n[c] - 1] - v[0]), (SLABS - 1) * f.slab_bytes);
 		}
-		for (unsigned c = 1; c <= last; c++) {
+		for (unsigned c = 1; c < SC_COUNT; c++) {
 			char **v = pool + (size_t)c * PER_CLASS;
 			for (size_t j = 0; j < n[c]; j++) free(v[j]);
-			if (c % 8 == 1) {
+			if (c % 8 == 1 || c == SC_COUNT - 1) {
 				ck_assert(free_is_fatal(v[0]));
 				ck_assert(free_is_fatal(v[n[c] - 1]));
 			}
@@ -497,7 +502,8 @@ START_TEST(empty_slabs_follow_peak)
 	struct slab_class_figures f;
 	free(malloc(SIZE));
 	slab_class_figures(c, &f);
-	size_t slots = f.slab_bytes / f.slot_size, floor = MAX(1, CONFIG_SLAB_EMPTY_CACHE_BYTES / f.slab_bytes);
+	size_t slots = MIN(f.slab_bytes / f.slot_size, (size_t)SLAB_MAX_SLOTS);
+	size_t floor = MAX(1, CONFIG_SLAB_EMPTY_CACHE_BYTES / f.slab_bytes);
 	size_t slabs = 4 * floor + 64, n = slabs * slots;
 	void **v = malloc(n * sizeof *v);
 	ck_assert_ptr_nonnull(v);
