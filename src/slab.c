@@ -54,7 +54,7 @@
 #error "CONFIG_WRITE_AFTER_FREE_CHECK needs CONFIG_ZERO_ON_FREE"
 #endif
 
-/* Descriptors come in chunks of CHUNK positions (about 23 KiB of metadata each): small
+/* Descriptors come in chunks of CHUNK positions (about 24 KiB of metadata each): small
  * enough that a class in light use maps little, big enough to keep chunks few. */
 #define CHUNK_SHIFT 7u
 #define CHUNK (1u << CHUNK_SHIFT)
