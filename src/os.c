@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -203,6 +202,30 @@ long os_read_long(const char *path)
 	}
 	errno = saved;
 	return v;
+}
+
+int os_huge_pages(size_t *size)
+{
+	int saved = errno;
+	int mode = OS_HUGE_NEVER;
+	char buf[64];
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		/* The mode in force is the one in brackets: "always [madvise] never". */
+		if (strstr(buf, "[always]")) mode = OS_HUGE_ALWAYS;
+		else if (strstr(buf, "[madvise]")) mode = OS_HUGE_ASKED;
+	}
+	long pmd = os_read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+	/* PR_SET_THP_DISABLE (inherited across fork and exec) turns them off for the
+	 * process whatever the system setting; an old kernel without the prctl says -1. */
+	if (pmd <= 0 || (size_t)pmd <= os_page || (pmd & (pmd - 1)) || prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
+		mode = OS_HUGE_NEVER;
+	*size = mode == OS_HUGE_NEVER ? 0 : (size_t)pmd;
+	errno = saved;
+	return mode;
 }
 
 /* --- reporting: fixed buffers only, nothing here may allocate --- */

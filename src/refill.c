@@ -35,12 +35,14 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 	/* A block less than half resident earns nothing: a sparse one stops the count
 	 * early (mincore runs under the large lock). */
 	size_t resident = os_resident((void *)p, len, len / 2);
-	/* Pages rampart populated look like any other resident page; counted at three
-	 * quarters, a block that keeps being used still earns most of its size (a steady
-	 * state of about 80% populated), while credit nobody uses dies out in a few blocks.
-	 * Nothing of the block is read: the program may have protected its pages. */
+	/* Pages rampart populated look like any other resident page; counted less a
+	 * REFILL_OWN_TAX-th, a block that keeps being used earns nearly all its size again
+	 * (populating a part leaves the rest to come by faults, the dearest way, and the
+	 * freed block's resident pages are the measure of its use), while credit nobody
+	 * uses dies out within a dozen blocks. Nothing of the block is read: the program
+	 * may have protected its pages. */
 	size_t ours = MIN(MIN(populated, len), resident);
-	size_t used = resident - ours / 4;
+	size_t used = resident - ours / REFILL_OWN_TAX;
 	r->dense = used >= len / 2;
 	if (!r->dense) {
 		r->skip = REFILL_PROBE_EVERY - 1;
@@ -67,8 +69,37 @@ size_t refill_take(struct refill *r, size_t len)
 	return take;
 }
 
+/* The huge-page windows of [p, p + len): the spans aligned to the huge page size inside
+ * it. Empty page tables keep the kernel from mapping a huge page there, and a reused
+ * region has them (closing a span installs guard markers, which need page tables, and
+ * reopening removes the markers but not the tables): MADV_DONTNEED frees empty ones
+ * where the kernel reclaims page tables (CONFIG_PT_RECLAIM, Linux 6.14+); elsewhere
+ * only fresh regions get huge pages. The span is fresh and no one has seen it, so
+ * dropping it loses nothing. Where the kernel maps huge pages only on request, the
+ * windows are marked MADV_HUGEPAGE: a mark splits the VMA at its ends, so only whole
+ * windows are marked, and it stays with the address space after the block is freed.
+ * Both are advice: whatever fails (locked memory refuses MADV_DONTNEED) leaves the
+ * pages to come one by one, as before. */
+static void huge_windows(struct refill *r, void *p, size_t len)
+{
+	int mode = atomic_load_explicit(&r->huge, memory_order_acquire);
+	if (!mode) { /* first populate of the process: ask once (racing threads agree) */
+		size_t found;
+		mode = os_huge_pages(&found);
+		atomic_store_explicit(&r->huge_size, found, memory_order_relaxed);
+		atomic_store_explicit(&r->huge, mode, memory_order_release);
+	}
+	if (mode == OS_HUGE_NEVER) return;
+	size_t size = atomic_load_explicit(&r->huge_size, memory_order_relaxed);
+	uintptr_t lo = align_up((uintptr_t)p, size), hi = ((uintptr_t)p + len) & ~(uintptr_t)(size - 1);
+	if (hi <= lo) return;
+	if (os_advise((void *)lo, hi - lo, MADV_DONTNEED)) return;
+	if (mode == OS_HUGE_ASKED && os_advise((void *)lo, hi - lo, MADV_HUGEPAGE)) return;
+}
+
 void refill_populate(struct refill *r, void *p, size_t len)
 {
+	huge_windows(r, p, len);
 	int err = os_advise(p, len, MADV_POPULATE_WRITE);
 	if (!err) {
 		if (!atomic_load_explicit(&r->worked, memory_order_relaxed))

@@ -183,6 +183,38 @@ static void overflow_mlockall_current(void)
 	touch_write(launder(q) + 300 * KiB);
 }
 
+/* Blocks populated with huge pages (src/refill.h): a touched 16 MiB block freed makes
+ * the next one populated, its 2 MiB-aligned spans with huge pages where the kernel has
+ * them. The guards, the cut tail and the freed block must fault all the same. */
+#define HUGE_BLOCK (16 * MiB)
+static unsigned char *huge_block(void)
+{
+	for (int i = 0; i < 17; i++) { /* the refill measures one free in 16 at first */
+		unsigned char *t = malloc(HUGE_BLOCK);
+		memset(t, 1, HUGE_BLOCK);
+		free(t);
+	}
+	unsigned char *p = malloc(HUGE_BLOCK);
+	memset(p, 2, HUGE_BLOCK);
+	return p;
+}
+static void huge_overflow_one(void) { touch_write(launder(huge_block()) + HUGE_BLOCK); }
+static void huge_underflow_one(void) { touch_read(launder(huge_block()) - 1); }
+static void huge_uaf_write(void)
+{
+	unsigned char *p = huge_block();
+	free(p);
+	touch_write(launder(p) + 6 * MiB + 12345);
+}
+static void huge_shrink_cut_inside_huge_page(void)
+{
+	unsigned char *p = huge_block();
+	/* The cut falls in the middle of an aligned 2 MiB span: the huge page is split. */
+	uintptr_t cut = (((uintptr_t)p + 4 * MiB) & ~(uintptr_t)(2 * MiB - 1)) + MiB;
+	unsigned char *q = realloc(p, cut - (uintptr_t)p);
+	touch_write(launder(q) + (cut - (uintptr_t)p) + 4096);
+}
+
 /* malloc_object_size answers for live memory; inside a freed block it is fatal. */
 static void object_size_of_freed(void) { (void)malloc_object_size(freed_block(MiB)); }
 static void object_size_inside_freed(void) { (void)malloc_object_size(freed_block(MiB) + 5000); }
@@ -258,6 +290,11 @@ static const struct death_case cases[] = {
 	{"realloc((void *)1, 16)", realloc_wild, DIE_FATAL, "realloc of a pointer that is not a live allocation"},
 	{"realloc shrink: write to the cut tail", realloc_shrink_tail, DIE_FAULT, NULL},
 	{"realloc shrink: read of the first cut byte", realloc_shrink_first_cut_byte, DIE_FAULT, NULL},
+	{"huge pages: write one byte past a populated 16 MiB block", huge_overflow_one, DIE_FAULT, NULL},
+	{"huge pages: read one byte before a populated 16 MiB block", huge_underflow_one, DIE_FAULT, NULL},
+	{"huge pages: write into a freed populated 16 MiB block", huge_uaf_write, DIE_FAULT, NULL},
+	{"huge pages: realloc shrink cutting a huge page, write past the cut", huge_shrink_cut_inside_huge_page,
+	 DIE_FAULT, NULL},
 	{"use after free after mlockall(MCL_FUTURE|MCL_ONFAULT)", uaf_mlockall_future_onfault, DIE_FAULT, NULL},
 	{"use after free after mlockall(MCL_FUTURE|MCL_ONFAULT), block from before",
 	 uaf_mlockall_future_onfault_early, DIE_FAULT, NULL},
