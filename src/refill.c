@@ -93,8 +93,9 @@ static void huge_windows(struct refill *r, void *p, size_t len)
 	size_t size = atomic_load_explicit(&r->huge_size, memory_order_relaxed);
 	uintptr_t lo = align_up((uintptr_t)p, size), hi = ((uintptr_t)p + len) & ~(uintptr_t)(size - 1);
 	if (hi <= lo) return;
-	if (os_advise((void *)lo, hi - lo, MADV_DONTNEED)) return;
-	if (mode == OS_HUGE_ASKED && os_advise((void *)lo, hi - lo, MADV_HUGEPAGE)) return;
+	int err = os_advise((void *)lo, hi - lo, MADV_DONTNEED);
+	if (!err && mode == OS_HUGE_ASKED) err = os_advise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	(void)err; /* refused: the pages come as they would have */
 }
 
 void refill_populate(struct refill *r, void *p, size_t len)
