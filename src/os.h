@@ -62,11 +62,13 @@ bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uint
 /* Read a small decimal number from a /proc file; -1 when unreadable. */
 long os_read_long(const char *path);
 
-/* Transparent huge pages, from sysfs (two small files) and prctl: whether the kernel
- * maps huge pages into anonymous memory by itself (OS_HUGE_ALWAYS), only into spans
- * marked MADV_HUGEPAGE (OS_HUGE_ASKED), or not at all for this process (OS_HUGE_NEVER,
- * also when the files cannot be read); *size is the huge page size (the span one page
- * table maps: 2 MiB with 4 KiB pages), 0 with OS_HUGE_NEVER. errno unchanged. */
+/* Transparent huge pages, from sysfs (up to three small files) and prctl: whether the
+ * kernel maps huge pages into anonymous memory by itself (OS_HUGE_ALWAYS), only into
+ * spans marked MADV_HUGEPAGE (OS_HUGE_ASKED), or not at all for this process
+ * (OS_HUGE_NEVER, also where the files do not exist); 0 when a file could not be read
+ * now (no file descriptor left, say: ask again later). *size is the huge page size (the
+ * span one page table maps: 2 MiB with 4 KiB pages), 0 unless huge pages can be had.
+ * errno unchanged. */
 enum { OS_HUGE_NEVER = 1, OS_HUGE_ASKED, OS_HUGE_ALWAYS };
 int os_huge_pages(size_t *size);
 

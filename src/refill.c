@@ -19,6 +19,22 @@ void refill_init(struct refill *r, size_t cap)
 /* The smallest span worth a system call to populate. */
 #define REFILL_MIN_BYTES ((size_t)16 * os_page)
 
+/* The huge page size when new blocks get huge pages, else 0; asks the kernel once (and
+ * again after a transient failure). Threads racing here get the same answer. */
+static size_t huge_size(struct refill *r, int *mode)
+{
+	size_t h = atomic_load_explicit(&r->huge, memory_order_relaxed);
+	if (!h) {
+		size_t size;
+		int m = os_huge_pages(&size);
+		if (!m) return 0;
+		h = size | (size_t)m;
+		atomic_store_explicit(&r->huge, h, memory_order_relaxed);
+	}
+	*mode = (int)(h & 3);
+	return h & ~(size_t)3;
+}
+
 void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 {
 	if (!r->cap || atomic_load_explicit(&r->off, memory_order_relaxed)) return;
@@ -41,7 +57,13 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 	 * freed block's resident pages are the measure of its use), while credit nobody
 	 * uses dies out within a dozen blocks. Nothing of the block is read: the program
 	 * may have protected its pages. */
-	size_t ours = MIN(MIN(populated, len), resident);
+	size_t ours = MIN(populated, len);
+	/* Populating part of a huge-page span can bring the whole span in (a huge page
+	 * faulted at its end, or THP "always"): that much is rampart's too. */
+	int mode;
+	size_t hsize = ours ? huge_size(r, &mode) : 0;
+	if (hsize) ours = MIN(len, align_up((uintptr_t)p + ours, hsize) - (uintptr_t)p);
+	ours = MIN(ours, resident);
 	size_t used = resident - ours / REFILL_OWN_TAX;
 	r->dense = used >= len / 2;
 	if (!r->dense) {
@@ -73,26 +95,23 @@ size_t refill_take(struct refill *r, size_t len)
  * it. Empty page tables keep the kernel from mapping a huge page there, and a reused
  * region has them (closing a span installs guard markers, which need page tables, and
  * reopening removes the markers but not the tables): MADV_DONTNEED frees empty ones
- * where the kernel reclaims page tables (CONFIG_PT_RECLAIM, Linux 6.14+); elsewhere
- * only fresh regions get huge pages. The span is fresh and no one has seen it, so
- * dropping it loses nothing. Where the kernel maps huge pages only on request, the
- * windows are marked MADV_HUGEPAGE: a mark splits the VMA at its ends, so only whole
- * windows are marked, and it stays with the address space after the block is freed.
- * Both are advice: whatever fails (locked memory refuses MADV_DONTNEED) leaves the
- * pages to come one by one, as before. */
+ * where the kernel reclaims page tables (CONFIG_PT_RECLAIM: Linux 6.14 and later, on
+ * x86_64 first); elsewhere only fresh regions get huge pages and the call is wasted.
+ * The span is fresh and no one has seen it, so dropping it loses nothing. Where the
+ * kernel maps huge pages only on request, the windows are marked MADV_HUGEPAGE: a mark
+ * splits the VMA at its ends, so only whole windows are marked, and it stays with the
+ * address space after the block is freed (under the madvise backend; the mprotect
+ * backend's close maps the span anew, without it). Both are advice: whatever fails
+ * leaves the pages to come one by one, as before. */
 static void huge_windows(struct refill *r, void *p, size_t len)
 {
-	int mode = atomic_load_explicit(&r->huge, memory_order_acquire);
-	if (!mode) { /* first populate of the process: ask once (racing threads agree) */
-		size_t found;
-		mode = os_huge_pages(&found);
-		atomic_store_explicit(&r->huge_size, found, memory_order_relaxed);
-		atomic_store_explicit(&r->huge, mode, memory_order_release);
-	}
-	if (mode == OS_HUGE_NEVER) return;
-	size_t size = atomic_load_explicit(&r->huge_size, memory_order_relaxed);
+	int mode;
+	size_t size = huge_size(r, &mode);
+	if (!size) return;
 	uintptr_t lo = align_up((uintptr_t)p, size), hi = ((uintptr_t)p + len) & ~(uintptr_t)(size - 1);
 	if (hi <= lo) return;
+	/* Locked memory refuses MADV_DONTNEED (EINVAL), and then gets no mark either: its
+	 * pages are populated at the lock anyway. */
 	int err = os_advise((void *)lo, hi - lo, MADV_DONTNEED);
 	if (!err && mode == OS_HUGE_ASKED) err = os_advise((void *)lo, hi - lo, MADV_HUGEPAGE);
 	(void)err; /* refused: the pages come as they would have */

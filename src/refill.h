@@ -14,7 +14,7 @@
  *  - Credit comes only from pages found resident (mincore) in large blocks as they are
  *    freed; a new block is populated only as far as the credit goes, which it spends.
  *    So populating never makes the process more resident than it was before those
- *    frees. The credit is capped (large_refill_bytes) and lapses after
+ *    frees, but for a huge page at the end of a populated range (below). The credit is capped (large_refill_bytes) and lapses after
  *    CONFIG_LARGE_REFILL_MS without a free.
  *  - Only blocks the program mostly used (at least half their pages) earn credit. While
  *    the freed blocks are used less than that, only one free in REFILL_PROBE_EVERY is
@@ -25,11 +25,15 @@
  *    may have protected), so credit a program does not use dies out within a dozen
  *    blocks (15/16 of the block each time, until it is less than half) instead of
  *    keeping itself going.
- *  - Huge pages only where rampart populates anyway: the spans of a populated range
- *    that are aligned to the huge page size get them (emptied page tables, and
- *    MADV_HUGEPAGE where the kernel wants to be asked), so they never make a process
- *    more resident than populating does. The mark stays with the address space after
- *    the block is freed; a later block there may get huge pages where it is touched.
+ *  - Huge pages are asked for only where rampart populates anyway: the spans of a
+ *    populated range that are aligned to the huge page size (emptied page tables, and
+ *    MADV_HUGEPAGE where the kernel wants to be asked). The populated range counts as
+ *    rampart's up to the next huge page boundary (a huge page faulted at its end
+ *    covers that much). The mark stays with the address space after the block is
+ *    freed (madvise backend): a later block there may get huge pages where the program
+ *    touches it sparsely (khugepaged by default fills a 2 MiB span around a single
+ *    touched page), which is the one way this can make a process more resident than
+ *    populating alone would.
  *  - "Resident" is what mincore reports: pages the program only read (mapped to the
  *    kernel's shared zero page) count as used too.
  *  - Populating is advice: a failure leaves the block as it would be without it, and
@@ -53,7 +57,7 @@
 /* Pages rampart populated earn credit again less this fraction (1/16). Measured on the
  * large benchmark (4,000 iterations, Linux 6.18 x86_64 VM, medians of 3): a quarter
  * left about 20% of each block to page faults and ran 1.6x glibc's time, a sixteenth
- * 0.97x. */
+ * 0.97x (huge pages in both). */
 #define REFILL_OWN_TAX 16
 
 struct refill {
@@ -64,8 +68,9 @@ struct refill {
 	unsigned skip;     /* frees left unmeasured before the next probe (while !dense) */
 	_Atomic bool off;    /* the kernel cannot populate */
 	_Atomic bool worked; /* populating succeeded at least once */
-	_Atomic int huge;    /* 0 until the first populate asks, then os_huge_pages' mode */
-	_Atomic size_t huge_size; /* its huge page size (stored before huge) */
+	/* 0 until a populate has asked; then os_huge_pages' huge page size | its mode (the
+	 * size is a power of two above a page, so the low bits are free). */
+	_Atomic size_t huge;
 };
 
 void refill_init(struct refill *r, size_t cap);

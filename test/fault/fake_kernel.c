@@ -142,6 +142,15 @@ int __wrap_madvise(void *addr, size_t len, int advice)
 {
 	fk.madvise_calls++;
 	if (advice == MADV_GUARD_REMOVE) fk.guard_remove_calls++;
+	if (advice == MADV_DONTNEED || advice == MADV_HUGEPAGE) {
+		int err = advice == MADV_DONTNEED ? fk.dontneed_errno : fk.hugepage_errno;
+		if (advice == MADV_DONTNEED) fk.dontneed_calls++;
+		else fk.hugepage_calls++;
+		if (err) {
+			errno = err;
+			return -1;
+		}
+	}
 	if (advice == MADV_POPULATE_WRITE) {
 		fk.populate_calls++;
 		if (fk.populate_errno) {

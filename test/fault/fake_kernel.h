@@ -44,6 +44,8 @@ struct fake_kernel {
 	bool noreplace_unknown;
 	/* MADV_POPULATE_WRITE fails with this (0: off); EINVAL is Linux before 5.14. */
 	int populate_errno;
+	/* MADV_DONTNEED (locked memory: EINVAL) and MADV_HUGEPAGE fail with these (0: off). */
+	int dontneed_errno, hugepage_errno;
 	/* pthread_atfork (wrapped) allocates, as musl's does, and records the state. */
 	bool atfork_allocates;
 
@@ -51,7 +53,7 @@ struct fake_kernel {
 	unsigned long mmap_calls, mmap_none, mmap_rw, mmap_fixed, mmap_failed;
 	unsigned long munmap_calls, mprotect_calls, mremap_calls, madvise_calls;
 	unsigned long guard_install_calls, guard_remove_calls, guard_install_failed;
-	unsigned long populate_calls;
+	unsigned long populate_calls, dontneed_calls, hugepage_calls;
 	unsigned long overcommit_reads;
 	unsigned long label_calls;                      /* PR_SET_VMA prctl calls */
 	struct { unsigned long addr, len; } labels[64]; /* the first 64 of them */

@@ -341,10 +341,36 @@ static void populate_enomem(void)
 	fk.populate_errno = 0;
 	prime(); /* the block above was only read: the refill took a pause */
 	free(after_touched_free(2 * MiB, &r));
-	/* Most of it: pages rampart populated in the first block earn 3/4 back. */
+	/* Most of it: pages rampart populated in the first block earn all but a
+	 * REFILL_OWN_TAX-th back. */
 	CHECK(fk.populate_calls == 2 && r >= MiB / os_page && r <= 2 * MiB / os_page);
 }
 static void test_populate_enomem(void **state) { both(populate_enomem); }
+
+/* Huge pages refused (src/refill.c): MADV_DONTNEED as on locked memory (EINVAL), then
+ * MADV_HUGEPAGE (ENOMEM). The block is populated all the same, whole, zero, errno
+ * untouched; a refused MADV_DONTNEED leaves the span unmarked. 4 MiB always holds an
+ * aligned 2 MiB span. */
+static void huge_refused(void)
+{
+	size_t r, hsize;
+	int mode = os_huge_pages(&hsize);
+	bool spans = mode != OS_HUGE_NEVER && hsize <= 2 * MiB;
+	prime();
+	fk.dontneed_errno = EINVAL;
+	fk.dontneed_calls = fk.hugepage_calls = 0;
+	free(after_touched_free(4 * MiB, &r));
+	CHECK(fk.populate_calls == 2 && r >= 2 * MiB / os_page && r <= 4 * MiB / os_page);
+	CHECK(fk.hugepage_calls == 0 && (!spans || fk.dontneed_calls >= 1));
+	fk.dontneed_errno = 0;
+	fk.hugepage_errno = ENOMEM;
+	prime();
+	free(after_touched_free(4 * MiB, &r));
+	CHECK(fk.populate_calls == 2 && r >= 2 * MiB / os_page && r <= 4 * MiB / os_page);
+	CHECK(!spans || mode != OS_HUGE_ASKED || fk.hugepage_calls >= 1);
+	fk.hugepage_errno = 0;
+}
+static void test_huge_refused(void **state) { both(huge_refused); }
 
 /* --- start-up on an emulated Linux 4.19, and the fork handlers --- */
 
@@ -405,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_aligned_after_install_fails),
 		cmocka_unit_test(test_populate_unknown),
 		cmocka_unit_test(test_populate_enomem),
+		cmocka_unit_test(test_huge_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
