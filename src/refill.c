@@ -51,20 +51,31 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 	/* A block less than half resident earns nothing: a sparse one stops the count
 	 * early (mincore runs under the large lock). */
 	size_t resident = os_resident((void *)p, len, len / 2);
-	/* Pages rampart populated look like any other resident page; counted less a
-	 * REFILL_OWN_TAX-th, a block that keeps being used earns nearly all its size again
-	 * (populating a part leaves the rest to come by faults, the dearest way, and the
-	 * freed block's resident pages are the measure of its use), while credit nobody
-	 * uses dies out within a dozen blocks. Nothing of the block is read: the program
-	 * may have protected its pages. */
+	/* Pages rampart populated look like any other resident page, and nothing of the
+	 * block is read to see what was written (the program may have protected it). So
+	 * they earn credit again less a tax, and the block's unpopulated rest (at least
+	 * its witness, refill_take) tells what the tax is: where the program touched at
+	 * least half of that rest, it likely used the populated part too, and the tax is
+	 * small (REFILL_TAX_SEEN), so a block that keeps being used is populated nearly
+	 * whole. Otherwise the tax is a quarter, and credit nobody uses dies out within
+	 * three blocks. */
 	size_t ours = MIN(populated, len);
-	/* Populating part of a huge-page span can bring the whole span in (a huge page
-	 * faulted at its end, or THP "always"): that much is rampart's too. */
-	int mode;
+	/* Under THP "always", populating part of a huge-page span inside the block brings
+	 * the whole span in (the kernel faults a huge page at the range's end). Those
+	 * extra pages are no one's use: only resident pages beyond them count as the
+	 * program's for sure. (Where huge pages are asked for, only whole spans inside the
+	 * range are marked and emptied: the kernel brings in nothing beyond it.) */
+	int mode = 0;
 	size_t hsize = ours ? huge_size(r, &mode) : 0;
-	if (hsize) ours = MIN(len, align_up((uintptr_t)p + ours, hsize) - (uintptr_t)p);
+	size_t span = ours;
+	if (hsize && mode == OS_HUGE_ALWAYS) {
+		uintptr_t end = align_up((uintptr_t)p + ours, hsize);
+		if (end <= (uintptr_t)p + len) span = end - (uintptr_t)p;
+	}
+	size_t theirs = resident - MIN(resident, span), rest = len - span;
+	bool seen = rest >= os_page && theirs >= rest / 2;
 	ours = MIN(ours, resident);
-	size_t used = resident - ours / REFILL_OWN_TAX;
+	size_t used = theirs + ours - ours / (seen ? REFILL_TAX_SEEN : REFILL_TAX_UNSEEN);
 	r->dense = used >= len / 2;
 	if (!r->dense) {
 		r->skip = REFILL_PROBE_EVERY - 1;
@@ -85,7 +96,11 @@ size_t refill_take(struct refill *r, size_t len)
 		r->credit = 0;
 		return 0;
 	}
-	size_t take = MIN(len, r->credit);
+	/* The block's last pages stay unpopulated: whether the program touches them is what
+	 * refill_freed judges its use by. */
+	size_t witness = MAX(os_page, (len / REFILL_WITNESS_PART) & ~(os_page - 1));
+	if (len <= witness) return 0;
+	size_t take = MIN(len - witness, r->credit) & ~(os_page - 1);
 	if (take < REFILL_MIN_BYTES) return 0; /* a fault or two cost less than the call */
 	r->credit -= take;
 	return take;

@@ -14,26 +14,30 @@
  *  - Credit comes only from pages found resident (mincore) in large blocks as they are
  *    freed; a new block is populated only as far as the credit goes, which it spends.
  *    So populating never makes the process more resident than it was before those
- *    frees, but for a huge page at the end of a populated range (below). The credit is capped (large_refill_bytes) and lapses after
- *    CONFIG_LARGE_REFILL_MS without a free.
+ *    frees, but for a huge page at the end of a populated range (below). The credit
+ *    is capped (large_refill_bytes) and lapses after CONFIG_LARGE_REFILL_MS without a
+ *    free.
  *  - Only blocks the program mostly used (at least half their pages) earn credit. While
  *    the freed blocks are used less than that, only one free in REFILL_PROBE_EVERY is
  *    measured, so a program with sparse large blocks pays no system call for this on
  *    most frees.
- *  - Pages rampart populated earn credit again less a REFILL_OWN_TAX-th (whether the
- *    program wrote them cannot be seen without reading the block, which the program
- *    may have protected), so credit a program does not use dies out within a dozen
- *    blocks (15/16 of the block each time, until it is less than half) instead of
- *    keeping itself going.
+ *  - Pages rampart populated earn credit again less a tax (whether the program wrote
+ *    them cannot be seen without reading the block, which the program may have
+ *    protected): a quarter, unless the program touched at least half of the block's
+ *    unpopulated rest (then a sixty-fourth). A populated block always has such a rest,
+ *    its witness: its last sixty-fourth (at least a page) is never populated. So
+ *    credit a program does not use dies out within three blocks (3/4 of the block each
+ *    time, until it is less than half) instead of keeping itself going, while a block
+ *    that keeps being used is populated nearly whole.
  *  - Huge pages are asked for only where rampart populates anyway: the spans of a
  *    populated range that are aligned to the huge page size (emptied page tables, and
- *    MADV_HUGEPAGE where the kernel wants to be asked). The populated range counts as
- *    rampart's up to the next huge page boundary (a huge page faulted at its end
- *    covers that much). The mark stays with the address space after the block is
- *    freed (madvise backend): a later block there may get huge pages where the program
- *    touches it sparsely (khugepaged by default fills a 2 MiB span around a single
- *    touched page), which is the one way this can make a process more resident than
- *    populating alone would.
+ *    MADV_HUGEPAGE where the kernel wants to be asked). Under THP "always", pages from
+ *    the populated range's end to the next huge page boundary inside the block (a huge
+ *    page faulted at its end brings them in) count as no one's use. The mark stays
+ *    with the address space after the block is freed (madvise backend): a later block
+ *    there may get huge pages where the program touches it sparsely (khugepaged by
+ *    default fills a 2 MiB span around a single touched page), which is the one way
+ *    this can make a process more resident than populating alone would.
  *  - "Resident" is what mincore reports: pages the program only read (mapped to the
  *    kernel's shared zero page) count as used too.
  *  - Populating is advice: a failure leaves the block as it would be without it, and
@@ -54,11 +58,17 @@
 #include "common.h"
 
 #define REFILL_PROBE_EVERY 16
-/* Pages rampart populated earn credit again less this fraction (1/16). Measured on the
- * large benchmark (4,000 iterations, Linux 6.18 x86_64 VM, medians of 3): a quarter
- * left about 20% of each block to page faults and ran 1.6x glibc's time, a sixteenth
- * 0.97x (huge pages in both). */
-#define REFILL_OWN_TAX 16
+/* Pages rampart populated earn credit again less a tax: a sixty-fourth where the program
+ * touched most of what was left unpopulated, a quarter otherwise (refill_freed).
+ * Measured on the large benchmark (4,000 iterations, Linux 6.18 x86_64 VM, huge pages,
+ * medians of 3 interleaved runs): a quarter for all left about 20% of each block to page
+ * faults and ran 1.6x glibc's time, a sixteenth for all 0.88x, a sixty-fourth for all
+ * 0.70x (but credit nobody uses would take 44 blocks to die out), the witness 0.63x. */
+#define REFILL_TAX_SEEN 64
+#define REFILL_TAX_UNSEEN 4
+/* A populated block's last 1/64 (at least a page) is left to the program: the witness
+ * of its use. */
+#define REFILL_WITNESS_PART 64
 
 struct refill {
 	size_t credit;     /* bytes that may be populated */
