@@ -34,7 +34,8 @@ struct large_entry {
 	size_t requested;
 	uint32_t state;
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
-	size_t populated;    /* bytes from data that refill_populate filled (refill.h) */
+	size_t populated;    /* bytes from data + populated_off that refill_populate filled */
+	size_t populated_off; /* (refill.h) */
 	struct guard_region region;
 };
 
@@ -223,7 +224,7 @@ void *large_alloc(size_t size, size_t align)
 	size_t len;
 	if (size > LARGE_MAX || !page_round(size, &len) || align > LARGE_MAX) return NULL;
 	void *result = NULL;
-	size_t populate = 0;
+	size_t populate = 0, populate_off = 0;
 	pthread_mutex_lock(&s->lock);
 	if (reserve_slot(s)) {
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
@@ -233,7 +234,8 @@ void *large_alloc(size_t size, size_t align)
 		 * give back before failing. */
 		if (take_cached(s, &e.region, lead, len, align) || map_region(s, &e.region, &lead, len, &trail, align)) {
 			e.data = e.region.base + lead;
-			e.populated = populate = refill_take(&s->refill, len);
+			e.populated = populate = refill_take(&s->refill, e.data, len, &populate_off);
+			e.populated_off = populate_off;
 			place(s, &e);
 			s->used++;
 			stat_inc(STAT_LARGE_LIVE_NOW);
@@ -241,7 +243,7 @@ void *large_alloc(size_t size, size_t align)
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (populate) refill_populate(&s->refill, result, populate);
+	if (populate) refill_populate(&s->refill, (char *)result + populate_off, populate);
 	return result;
 }
 
@@ -317,7 +319,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
-	refill_freed(&s->refill, (const void *)e->data, e->usable, e->populated);
+	refill_freed(&s->refill, (const void *)e->data, e->usable, e->populated_off, e->populated);
 	/* Close at once: the pages go back and any later access faults. Where even that is
 	 * refused (VMA limit), give the whole region back instead. */
 	if (!guard_close(&e->region, lead_of(e), e->usable)) {

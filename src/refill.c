@@ -35,9 +35,9 @@ static size_t huge_size(struct refill *r, int *mode)
 	return h & ~(size_t)3;
 }
 
-void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
+void refill_freed(struct refill *r, const void *p, size_t len, size_t off, size_t populated)
 {
-	if (!r->cap || atomic_load_explicit(&r->off, memory_order_relaxed)) return;
+	if (!len || !r->cap || atomic_load_explicit(&r->off, memory_order_relaxed)) return;
 	if (!r->dense && r->skip) {
 		r->skip--;
 		return;
@@ -53,29 +53,26 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 	size_t resident = os_resident((void *)p, len, len / 2);
 	/* Pages rampart populated look like any other resident page, and nothing of the
 	 * block is read to see what was written (the program may have protected it). So
-	 * they earn credit again less a tax, and the block's unpopulated rest (at least
-	 * its witness, refill_take) tells what the tax is: where the program touched at
-	 * least half of that rest, it likely used the populated part too, and the tax is
-	 * small (REFILL_TAX_SEEN), so a block that keeps being used is populated nearly
-	 * whole. Otherwise the tax is a quarter, and credit nobody uses dies out within
-	 * three blocks. */
-	size_t ours = MIN(populated, len);
-	/* Under THP "always", populating part of a huge-page span inside the block brings
-	 * the whole span in (the kernel faults a huge page at the range's end). Those
-	 * extra pages are no one's use: only resident pages beyond them count as the
-	 * program's for sure. (Where huge pages are asked for, only whole spans inside the
-	 * range are marked and emptied: the kernel brings in nothing beyond it.) */
-	int mode = 0;
-	size_t hsize = ours ? huge_size(r, &mode) : 0;
-	size_t span = ours;
-	if (hsize && mode == OS_HUGE_ALWAYS) {
-		uintptr_t end = align_up((uintptr_t)p + ours, hsize);
-		if (end <= (uintptr_t)p + len) span = end - (uintptr_t)p;
+	 * they earn credit again less a tax, and the witnesses rampart left unpopulated at
+	 * both ends of the block (refill_take) say which: where the program touched at
+	 * least half of each, it likely used what lies between too, and the tax is small
+	 * (REFILL_TAX_SEEN), so a block that keeps being used is populated nearly whole.
+	 * Otherwise (a program that fills only a prefix, or only the top of a stack, or
+	 * nothing) the tax is a quarter, and credit nobody uses shrinks by a quarter of
+	 * every block it populates. Pages beyond the populated range are surely the
+	 * program's and count whole. A block realloc shrank may have lost its tail witness:
+	 * a quarter. */
+	off = MIN(off, len);
+	size_t ours = MIN(populated, len - off), tail = len - off - ours;
+	size_t theirs = resident, used = resident;
+	if (ours) {
+		size_t head_in = off ? os_resident((void *)p, off, 0) : 0;
+		size_t tail_in = tail ? os_resident((char *)p + off + ours, tail, 0) : 0;
+		bool seen = off && tail && head_in >= off / 2 && tail_in >= tail / 2;
+		theirs = MIN(resident, head_in + tail_in);
+		ours = MIN(ours, resident - theirs);
+		used = theirs + ours - ours / (seen ? REFILL_TAX_SEEN : REFILL_TAX_UNSEEN);
 	}
-	size_t theirs = resident - MIN(resident, span), rest = len - span;
-	bool seen = rest >= os_page && theirs >= rest / 2;
-	ours = MIN(ours, resident);
-	size_t used = theirs + ours - ours / (seen ? REFILL_TAX_SEEN : REFILL_TAX_UNSEEN);
 	r->dense = used >= len / 2;
 	if (!r->dense) {
 		r->skip = REFILL_PROBE_EVERY - 1;
@@ -85,7 +82,7 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t populated)
 	r->credit = MIN(r->cap, r->credit + (used & ~(os_page - 1)));
 }
 
-size_t refill_take(struct refill *r, size_t len)
+size_t refill_take(struct refill *r, uintptr_t p, size_t len, size_t *off)
 {
 	if (!r->credit) return 0;
 	if (atomic_load_explicit(&r->off, memory_order_relaxed)) {
@@ -96,13 +93,26 @@ size_t refill_take(struct refill *r, size_t len)
 		r->credit = 0;
 		return 0;
 	}
-	/* The block's last pages stay unpopulated: whether the program touches them is what
-	 * refill_freed judges its use by. */
-	size_t witness = MAX(os_page, (len / REFILL_WITNESS_PART) & ~(os_page - 1));
-	if (len <= witness) return 0;
-	size_t take = MIN(len - witness, r->credit) & ~(os_page - 1);
+	/* Both ends of the block stay unpopulated, the witnesses of its use: whether the
+	 * program touches them is what refill_freed judges the populated part by. */
+	size_t w = MAX(os_page, (len / REFILL_WITNESS_PART / 2) & ~(os_page - 1));
+	if (len <= 2 * w) return 0;
+	uintptr_t start = p + w, end = start + (MIN(len - 2 * w, r->credit) & ~(os_page - 1));
+	/* Under THP "always" a fault anywhere in a huge-page span inside the block brings
+	 * the whole span in: populating must not start or stop inside one, or it would
+	 * fill a witness (the program's own first touch there costs one fault). */
+	int mode = 0;
+	size_t h = huge_size(r, &mode);
+	if (h && mode == OS_HUGE_ALWAYS) {
+		uintptr_t s0 = start & ~(uintptr_t)(h - 1), e0 = end & ~(uintptr_t)(h - 1);
+		if (s0 != start && s0 >= p && s0 + h <= p + len) start = s0 + h;
+		if (e0 != end && e0 >= p && e0 + h <= p + len) end = e0;
+		if (end < start) end = start;
+	}
+	size_t take = end - start;
 	if (take < REFILL_MIN_BYTES) return 0; /* a fault or two cost less than the call */
-	r->credit -= take;
+	r->credit -= MIN(r->credit, take);
+	*off = start - p;
 	return take;
 }
 

@@ -341,7 +341,7 @@ static void populate_enomem(void)
 	fk.populate_errno = 0;
 	prime(); /* the block above was only read: the refill took a pause */
 	free(after_touched_free(2 * MiB, &r));
-	/* Most of it: the first block was used whole, its witness pages too, so the pages
+	/* Most of it: the first block was used whole, its witnesses too, so the pages
 	 * rampart populated there earn all but a sixty-fourth back. */
 	CHECK(fk.populate_calls == 2 && r >= MiB / os_page && r <= 2 * MiB / os_page);
 }
@@ -351,7 +351,7 @@ static void test_populate_enomem(void **state) { both(populate_enomem); }
  * MADV_HUGEPAGE (ENOMEM). The block is populated all the same, whole, zero, errno
  * untouched; a refused MADV_DONTNEED leaves the span unmarked. The second block of
  * each pair is populated on the first's credit, nearly 8 MiB: that always holds an
- * aligned 2 MiB span (4 MiB would not, once a sixteenth is taxed off). */
+ * aligned 2 MiB span (4 MiB would not, less its witnesses). */
 static void huge_refused(void)
 {
 	size_t r, hsize;
