@@ -401,21 +401,23 @@ static bool kernel_populates(void)
 /* Does the kernel map huge pages into anonymous memory unasked (THP "always")? Then a
  * touch anywhere in an aligned 2 MiB span brings the whole span in, and populating stops
  * short of such spans (refill.h): page counts can only be bounded, not exact. */
+/* The first line of a sysfs file, "" when it cannot be read. */
+static void sysfs_line(const char *path, char *buf, int size)
+{
+	buf[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) return;
+	if (!fgets(buf, size, f)) buf[0] = 0;
+	fclose(f);
+}
+
 static bool thp_always(void)
 {
 	static int known = -1;
 	if (known < 0) {
-		char top[80] = "", own[80] = "";
-		FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-		if (f) {
-			if (!fgets(top, sizeof top, f)) top[0] = 0;
-			fclose(f);
-		}
-		f = fopen("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled", "r");
-		if (f) {
-			if (!fgets(own, sizeof own, f)) own[0] = 0;
-			fclose(f);
-		}
+		char top[80], own[80];
+		sysfs_line("/sys/kernel/mm/transparent_hugepage/enabled", top, sizeof top);
+		sysfs_line("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled", own, sizeof own);
 		known = strstr(own, "[always]") || (!strstr(own, "[never]") && !strstr(own, "[madvise]") &&
 						    strstr(top, "[always]"));
 	}
@@ -511,16 +513,22 @@ START_TEST(test_refill_follows_use)
 }
 END_TEST
 
+/* A block of n bytes written whole and freed: credit for the next ones. */
+static void touched_free(size_t n)
+{
+	unsigned char *a = malloc(n);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 0x5a, n);
+	free(a);
+}
+
 /* The witnesses (refill.h): a block populated on full credit, then used all but skip_head
  * bytes at its start and skip_tail at its end, and freed; the pages populated in the next
  * block of its size. */
 static size_t populated_after(size_t n, size_t skip_head, size_t skip_tail)
 {
 	prime();
-	unsigned char *a = malloc(n);
-	ck_assert_ptr_nonnull(a);
-	memset(a, 1, n);
-	free(a);
+	touched_free(n);
 	unsigned char *b = malloc(n);
 	ck_assert_ptr_nonnull(b);
 	memset(b + skip_head, 2, n - skip_head - skip_tail);
@@ -673,28 +681,17 @@ START_TEST(test_refill_huge_pages)
 {
 	/* Read here, not through os_huge_pages: does this kernel hand out huge pages on
 	 * request, and how big are they? (The cut below needs a few in the block.) */
-	char mode[80] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-	if (f) {
-		if (!fgets(mode, sizeof mode, f)) mode[0] = 0;
-		fclose(f);
-	}
-	long hs = 0;
-	f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
-	if (f) {
-		if (fscanf(f, "%ld", &hs) != 1) hs = 0;
-		fclose(f);
-	}
-	size_t hsize = hs > 0 ? (size_t)hs : 0;
+	char mode[80], size[32];
+	sysfs_line("/sys/kernel/mm/transparent_hugepage/enabled", mode, sizeof mode);
+	sysfs_line("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", size, sizeof size);
+	size_t hsize = (size_t)strtoul(size, NULL, 10);
 	bool huge = !strstr(mode, "[never]") && mode[0] && hsize && hsize <= 4 * MiB && kernel_populates() &&
 		    prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 1;
 	size_t n = 16 * MiB;
 	prime();
-	unsigned char *a = malloc(n);
-	ck_assert_ptr_nonnull(a);
-	memset(a, 0x5a, n);
-	free(a);
-	/* A fresh region (nothing that big is cached: a waits in the quarantine). */
+	touched_free(n);
+	/* A fresh region (nothing that big is cached: the block freed waits in the
+	 * quarantine). */
 	unsigned char *b = malloc(n);
 	ck_assert_ptr_nonnull(b);
 	size_t rb = resident_pages(b, n);
