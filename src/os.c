@@ -204,59 +204,6 @@ long os_read_long(const char *path)
 	return v;
 }
 
-/* The THP mode a sysfs "enabled" file names: the word in brackets ("always [madvise]
- * never"); 0 when the file cannot be read now (a transient failure: ask again later),
- * -1 when it says "[inherit]" or does not exist. */
-static int huge_mode_file(const char *path)
-{
-	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) return errno == ENOENT || errno == EACCES ? -1 : 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0) return 0;
-	buf[n] = 0;
-	if (strstr(buf, "[always]")) return OS_HUGE_ALWAYS;
-	if (strstr(buf, "[madvise]")) return OS_HUGE_ASKED;
-	if (strstr(buf, "[never]")) return OS_HUGE_NEVER;
-	return -1;
-}
-
-int os_huge_pages(size_t *size)
-{
-	int saved = errno;
-	*size = 0;
-	long pmd = os_read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
-	int mode = huge_mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
-	if (mode > 0 && pmd > 0) {
-		/* Linux 6.8+: the PMD size has its own setting, which may defer ("inherit"). */
-		char path[96] = "/sys/kernel/mm/transparent_hugepage/hugepages-";
-		size_t at = strlen(path), kb = (size_t)pmd >> 10;
-		char digits[24];
-		int nd = 0;
-		do digits[nd++] = (char)('0' + kb % 10); while ((kb /= 10) && nd < 20);
-		while (nd) path[at++] = digits[--nd];
-		memcpy(path + at, "kB/enabled", sizeof "kB/enabled");
-		int own = huge_mode_file(path);
-		if (own) mode = own > 0 ? own : mode;
-		else mode = 0;
-	}
-	if (mode == 0) { /* unreadable for now */
-		errno = saved;
-		return 0;
-	}
-	if (mode < 0 || pmd <= 0 || (size_t)pmd <= os_page || (pmd & (pmd - 1))) mode = OS_HUGE_NEVER;
-	/* PR_SET_THP_DISABLE (inherited across fork and exec): 1 turns huge pages off for
-	 * the process; with PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18, the answer has more
-	 * bits) only spans marked MADV_HUGEPAGE get them. An old kernel answers -1. */
-	int off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
-	if (off == 1) mode = OS_HUGE_NEVER;
-	else if (off > 1 && mode == OS_HUGE_ALWAYS) mode = OS_HUGE_ASKED;
-	if (mode != OS_HUGE_NEVER) *size = (size_t)pmd;
-	errno = saved;
-	return mode;
-}
-
 /* --- reporting: fixed buffers only, nothing here may allocate --- */
 
 static size_t put_str(char *dst, size_t at, size_t cap, const char *s)
@@ -659,4 +606,57 @@ void os_unexpected(const char *call, int err, const void *addr)
 	n = put_hex(line, n, sizeof line - 1, (uintptr_t)addr);
 	line[n++] = '\n';
 	die(line, n);
+}
+
+/* --- transparent huge pages (paths built with the reporting formatters) --- */
+
+/* The THP mode a sysfs "enabled" file names: the word in brackets ("always [madvise]
+ * never"); 0 when the file cannot be read now (a transient failure: ask again later),
+ * -1 when it says "[inherit]" or does not exist. */
+static int huge_mode_file(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return errno == ENOENT || errno == EACCES ? -1 : 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	if (strstr(buf, "[always]")) return OS_HUGE_ALWAYS;
+	if (strstr(buf, "[madvise]")) return OS_HUGE_ASKED;
+	if (strstr(buf, "[never]")) return OS_HUGE_NEVER;
+	return -1;
+}
+
+int os_huge_pages(size_t *size)
+{
+	int saved = errno;
+	*size = 0;
+	long pmd = os_read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+	int mode = huge_mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+	if (mode > 0 && pmd > 0) {
+		/* Linux 6.8+: the PMD size has its own setting, which may defer ("inherit"). */
+		char path[96];
+		size_t at = put_str(path, 0, sizeof path - 1, "/sys/kernel/mm/transparent_hugepage/hugepages-");
+		at = put_dec(path, at, sizeof path - 1, (unsigned)(pmd >> 10));
+		at = put_str(path, at, sizeof path - 1, "kB/enabled");
+		path[at] = 0;
+		int own = huge_mode_file(path);
+		if (own) mode = own > 0 ? own : mode;
+		else mode = 0;
+	}
+	if (mode == 0) { /* unreadable for now */
+		errno = saved;
+		return 0;
+	}
+	if (mode < 0 || pmd <= 0 || (size_t)pmd <= os_page || (pmd & (pmd - 1))) mode = OS_HUGE_NEVER;
+	/* PR_SET_THP_DISABLE (inherited across fork and exec): 1 turns huge pages off for
+	 * the process; with PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18, the answer has more
+	 * bits) only spans marked MADV_HUGEPAGE get them. An old kernel answers -1. */
+	int off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (off == 1) mode = OS_HUGE_NEVER;
+	else if (off > 1 && mode == OS_HUGE_ALWAYS) mode = OS_HUGE_ASKED;
+	if (mode != OS_HUGE_NEVER) *size = (size_t)pmd;
+	errno = saved;
+	return mode;
 }

@@ -111,7 +111,7 @@ size_t refill_take(struct refill *r, uintptr_t p, size_t len, size_t *off)
 	}
 	size_t take = end - start;
 	if (take < REFILL_MIN_BYTES) return 0; /* a fault or two cost less than the call */
-	r->credit -= MIN(r->credit, take);
+	r->credit -= take; /* take <= credit: rounding only shrinks it */
 	*off = start - p;
 	return take;
 }
