@@ -77,16 +77,22 @@ int os_move(void *old, size_t len, void *dst)
 	OS_CALL(mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
 }
 
-size_t os_resident(void *addr, size_t len, size_t need)
+size_t os_resident_ends(void *addr, size_t len, size_t need, size_t head, size_t tail, size_t ends_in[2])
 {
 	enum { PAGES = 1024 }; /* pages per call: 1 KiB of vector on the stack */
 	unsigned char vec[PAGES];
 	int saved = errno;
-	size_t found = 0;
+	size_t found = 0, tail_from = len - MIN(tail, len);
+	if (ends_in) ends_in[0] = ends_in[1] = 0;
 	for (size_t off = 0; off < len && found + (len - off) >= need; off += PAGES * os_page) {
 		size_t n = MIN(len - off, PAGES * os_page);
 		if (mincore((char *)addr + off, n, vec) != 0) break;
-		for (size_t i = 0; i < (n + os_page - 1) / os_page; i++) found += (vec[i] & 1) * os_page;
+		for (size_t i = 0; i < (n + os_page - 1) / os_page; i++) {
+			size_t in = (vec[i] & 1) * os_page, at = off + i * os_page;
+			found += in;
+			if (ends_in && at < head) ends_in[0] += in;
+			if (ends_in && at >= tail_from) ends_in[1] += in;
+		}
 	}
 	errno = saved;
 	return found;

@@ -35,8 +35,14 @@ must_check int os_advise(void *addr, size_t len, int advice);
 must_check int os_move(void *old, size_t len, void *dst);
 /* Bytes of [addr, addr+len) (whole pages) resident in memory; the count stops early,
  * below need, once the pages left could no longer bring it to need. 0 where mincore
- * refuses (the caller treats that as "none"). */
-size_t os_resident(void *addr, size_t len, size_t need);
+ * refuses (the caller treats that as "none"). With ends_in, the same pass also counts
+ * the resident bytes of the first head and of the last tail bytes (whole pages; exact
+ * only when the count ran to the end, that is reached need). */
+size_t os_resident_ends(void *addr, size_t len, size_t need, size_t head, size_t tail, size_t ends_in[2]);
+static inline size_t os_resident(void *addr, size_t len, size_t need)
+{
+	return os_resident_ends(addr, len, need, 0, 0, NULL);
+}
 /* How many bytes from addr (at most len, whole pages) lie in the same VMA as addr. For
  * spans inside rampart's regions, which are always followed by more of the region. */
 size_t os_one_mapping(void *addr, size_t len);

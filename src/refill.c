@@ -48,9 +48,6 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t off, size_
 		r->until_ms = now + CONFIG_LARGE_REFILL_MS;
 		return;
 	}
-	/* A block less than half resident earns nothing: a sparse one stops the count
-	 * early (mincore runs under the large lock). */
-	size_t resident = os_resident((void *)p, len, len / 2);
 	/* Pages rampart populated look like any other resident page, and nothing of the
 	 * block is read to see what was written (the program may have protected it). So
 	 * they earn credit again less a tax, and the witnesses rampart left unpopulated at
@@ -64,12 +61,15 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t off, size_
 	 * a quarter. */
 	off = MIN(off, len);
 	size_t ours = MIN(populated, len - off), tail = len - off - ours;
-	size_t theirs = resident, used = resident;
+	/* One mincore pass counts the block and its witnesses. A block less than half
+	 * resident earns nothing: a sparse one stops the count early (mincore runs under
+	 * the large lock), and then the witness counts are partial but unused. */
+	size_t ends_in[2];
+	size_t resident = os_resident_ends((void *)p, len, len / 2, ours ? off : 0, ours ? tail : 0, ends_in);
+	size_t used = resident;
 	if (ours) {
-		size_t head_in = off ? os_resident((void *)p, off, 0) : 0;
-		size_t tail_in = tail ? os_resident((char *)p + off + ours, tail, 0) : 0;
-		bool seen = off && tail && head_in >= off / 2 && tail_in >= tail / 2;
-		theirs = MIN(resident, head_in + tail_in);
+		bool seen = off && tail && ends_in[0] >= off / 2 && ends_in[1] >= tail / 2;
+		size_t theirs = MIN(resident, ends_in[0] + ends_in[1]);
 		ours = MIN(ours, resident - theirs);
 		used = theirs + ours - ours / (seen ? REFILL_TAX_SEEN : REFILL_TAX_UNSEEN);
 	}

@@ -99,6 +99,17 @@ START_TEST(test_resident_stops_early)
 	/* Half of it cannot be reached: the count stops before the last page. */
 	ck_assert_uint_eq(os_resident(p, n, n / 2), 10 * pg);
 	ck_assert_int_eq(errno, SENTINEL);
+	/* The same pass counts both ends, also across its 1024-page calls. */
+	size_t ends[2] = {99, 99};
+	ck_assert_uint_eq(os_resident_ends(p, n, 0, 5 * pg, 2 * pg, ends), 11 * pg);
+	ck_assert_uint_eq(ends[0], 5 * pg);
+	ck_assert_uint_eq(ends[1], pg);
+	ck_assert_uint_eq(os_resident_ends(p, n, 11 * pg, 2000 * pg, 3000 * pg, ends), 11 * pg);
+	ck_assert_uint_eq(ends[0], 10 * pg);
+	ck_assert_uint_eq(ends[1], pg);
+	ck_assert_uint_eq(os_resident_ends(p, n, 0, 0, 0, ends), 11 * pg);
+	ck_assert_uint_eq(ends[0] + ends[1], 0);
+	ck_assert_int_eq(errno, SENTINEL);
 	memset(p, 2, n);
 	ck_assert_uint_eq(os_resident(p, n, n / 2), n);
 	ck_assert_int_eq(os_unmap(p, n), 0);
