@@ -15,6 +15,13 @@
  *    have been waiting do not exist there, so a 2 would only cost a useless wake). With
  *    one thread no lock can be held at fork, and none is touched.
  *  - Nothing here allocates; a lock is an aligned 32-bit word, zero means free.
+ *  - While the process has one thread (os_single_threaded) a lock is elided: take, try
+ *    and give leave the word at 0 and cost no atomic. No other thread can be inside the
+ *    allocator then, and the answer cannot change between a take and its give: only the
+ *    one thread could start a second one, and it is inside the allocator. The word is 0
+ *    when the second thread starts, so from then on the locks work as above. Measured
+ *    (single-threaded small churn, Intel Xeon, KVM): the two atomics of a malloc or a
+ *    free were about a tenth of the run.
  */
 #ifndef RAMPART_LOCK_H
 #define RAMPART_LOCK_H
@@ -22,6 +29,7 @@
 #include <stdatomic.h>
 
 #include "common.h"
+#include "os.h"
 
 struct lock {
 	_Atomic uint32_t word;
@@ -33,6 +41,7 @@ void lock_wake(struct lock *l);
 
 static inline void lock_take(struct lock *l)
 {
+	if (os_single_threaded()) return;
 	uint32_t expected = 0;
 	if (unlikely(!atomic_compare_exchange_strong_explicit(&l->word, &expected, 1, memory_order_acquire,
 							      memory_order_relaxed)))
@@ -42,6 +51,7 @@ static inline void lock_take(struct lock *l)
 /* Take the lock only if it is free now; never waits. */
 static inline bool lock_try(struct lock *l)
 {
+	if (os_single_threaded()) return true;
 	uint32_t expected = 0;
 	return atomic_compare_exchange_strong_explicit(&l->word, &expected, 1, memory_order_acquire,
 						       memory_order_relaxed);
@@ -49,6 +59,7 @@ static inline bool lock_try(struct lock *l)
 
 static inline void lock_give(struct lock *l)
 {
+	if (os_single_threaded()) return;
 	if (unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)) lock_wake(l);
 }
 

@@ -164,11 +164,6 @@ bool os_label(void *addr, size_t len, const char *name)
 	return ok;
 }
 
-/* Weak: absent from musl and from glibc before 2.32, where the answer is "cannot tell". */
-extern char __libc_single_threaded __attribute__((weak));
-
-bool os_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
-
 void os_random(void *buf, size_t len)
 {
 	int saved = errno;

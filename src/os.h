@@ -54,8 +54,12 @@ bool os_label(void *addr, size_t len, const char *name);
 /* Fill buf with random bytes from the kernel; fatal if the kernel refuses. */
 void os_random(void *buf, size_t len);
 /* The C library knows the process has never had a second thread (glibc's
- * __libc_single_threaded, 2.32 and later); false when it cannot tell (musl). */
-bool os_single_threaded(void);
+ * __libc_single_threaded, 2.32 and later); false when it cannot tell (musl). Inline:
+ * every lock asks it (lock.h). Weak: absent from musl and from glibc before 2.32. glibc
+ * clears it at the start of pthread_create, before the new thread exists, and its own
+ * malloc skips its arena locks on the same answer. */
+extern char __libc_single_threaded __attribute__((weak));
+static inline bool os_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
 /* Milliseconds from a coarse monotonic clock (vDSO: no system call). */
 uint64_t os_now_ms(void);
 /* Does any mapping of the process overlap [lo, hi)? From /proc/self/maps, read with

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "lock.h"
 #include "os.h"
 
 #define SENTINEL 2718
@@ -133,6 +134,50 @@ START_TEST(test_single_threaded)
 }
 END_TEST
 
+/* A lock is elided while the process has one thread: taken twice it does not block, and
+ * its word stays 0. Once a second thread exists it excludes again: a try fails while
+ * another thread holds it, and a waiter gets it when it is given back. */
+static struct lock held_lock;
+static _Atomic int held_phase;
+
+static void *hold_lock(void *arg)
+{
+	lock_take(&held_lock);
+	atomic_store(&held_phase, 1);
+	while (atomic_load(&held_phase) != 2) usleep(100);
+	usleep(20000); /* the main thread is waiting by now */
+	lock_give(&held_lock);
+	return arg;
+}
+
+START_TEST(test_lock_elided_while_single_threaded)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+	struct lock l = {0};
+	lock_take(&l);
+	lock_take(&l);
+	ck_assert(lock_try(&l));
+	ck_assert_uint_eq(atomic_load(&l.word), 0);
+	lock_give(&l);
+	lock_give(&l);
+	lock_give(&l);
+#endif
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, hold_lock, NULL), 0);
+	while (atomic_load(&held_phase) != 1) usleep(100);
+	ck_assert(!lock_try(&held_lock));
+	atomic_store(&held_phase, 2);
+	lock_take(&held_lock); /* waits for the holder's give */
+	ck_assert_uint_ne(atomic_load(&held_lock.word), 0);
+	ck_assert(!lock_try(&held_lock));
+	lock_give(&held_lock);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert(lock_try(&held_lock));
+	lock_give(&held_lock);
+	ck_assert_uint_eq(atomic_load(&held_lock.word), 0);
+}
+END_TEST
+
 
 int main(void)
 {
@@ -144,6 +189,7 @@ int main(void)
 	tcase_add_test(t, test_map_noreplace);
 	tcase_add_test(t, test_resident_stops_early);
 	tcase_add_test(t, test_single_threaded);
+	tcase_add_test(t, test_lock_elided_while_single_threaded);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
