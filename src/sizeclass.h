@@ -4,8 +4,13 @@
  * Invariants:
  *  - Class 0 is the zero-size class: its slots are 16-byte address ranges that are
  *    never opened, so malloc(0) gets distinct pointers whose any access faults.
- *  - Classes 1..8 are 16..128 in steps of 16; above 128 there are four classes per
- *    doubling (160, 192, 224, 256, 320, ...) up to 128 KiB (class SC_COUNT - 1).
+ *  - Classes 1..8 are 16..128 in steps of 16; above 128 each doubling from 2^b to
+ *    2^(b+1) has five classes: a snug one an eighth above 2^b (144, 288, 576, 1152,
+ *    2304, 4608, ...) and the four quarters (1.25, 1.5, 1.75 and 2 times 2^b), up to
+ *    128 KiB (class SC_COUNT - 1). The snug classes exist because requests just above
+ *    a power of two are everywhere: malloc(4096) is one once the canary is added, and
+ *    so is 4096 plus a header (sqlite asks 1,032, 4,104 and 4,368 bytes for its pages);
+ *    each would otherwise take a slot a quarter bigger than the power of two.
  *  - A class's size is its slot stride. With canaries the last SC_CANARY bytes of the
  *    slot hold the canary, so the usable size is size - SC_CANARY; every slot start is
  *    16-byte aligned because every size is a multiple of 16 and slabs start on pages.
@@ -23,19 +28,23 @@
 #define CONFIG_SLOT_CANARY 1
 #endif
 
-#define SC_COUNT 49u
+#define SC_COUNT 59u
 #define SC_CANARY (CONFIG_SLOT_CANARY ? 8u : 0u)
 #define SC_LARGEST ((size_t)131072)
 #define SC_MAX_REQUEST (SC_LARGEST - SC_CANARY)
 #define SLAB_MAX_SLOTS 256u
 #define SLAB_WORDS (SLAB_MAX_SLOTS / 64u)
 
+/* Bytes the snug class of the doubling from 2^b (b >= 7) adds to 2^b: an eighth, a
+ * multiple of 16 (eight slots are nine times 2^b: whole pages from 4 KiB up). */
+static inline size_t sc_snug(unsigned b) { return (size_t)1 << (b - 3); }
+
 /* Slot stride of class c (the zero class has a nominal 16-byte stride). */
 static inline size_t sc_size(unsigned c)
 {
 	if (c <= 8) return c ? 16u * c : 16u;
-	unsigned k = c - 9, b = 7 + k / 4, j = k % 4;
-	return ((size_t)1 << b) + ((size_t)(j + 1) << (b - 2));
+	unsigned k = c - 9, b = 7 + k / 5, j = k % 5;
+	return ((size_t)1 << b) + (j ? (size_t)j << (b - 2) : sc_snug(b));
 }
 
 static inline size_t sc_usable(unsigned c) { return c ? sc_size(c) - SC_CANARY : 0; }
@@ -48,7 +57,8 @@ static inline unsigned sc_of(size_t n)
 	if (m <= 128) return (unsigned)((m + 15) >> 4);
 	size_t x = m - 1;
 	unsigned b = 63u - (unsigned)__builtin_clzl(x); /* 2^b <= m-1 < 2^(b+1), b >= 7 */
-	return 9 + (b - 7) * 4 + (unsigned)((x >> (b - 2)) & 3);
+	if (m <= ((size_t)1 << b) + sc_snug(b)) return 9 + (b - 7) * 5;
+	return 10 + (b - 7) * 5 + (unsigned)((x >> (b - 2)) & 3);
 }
 
 /* The smallest class at or above sc_of(n) whose slots all start on an align

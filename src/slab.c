@@ -59,7 +59,7 @@
 #define CHUNK_SHIFT 7u
 #define CHUNK (1u << CHUNK_SHIFT)
 /* Positions whose descriptors every class of an arena keeps in one shared block (row
- * by row: position 0 of every class, then position 1, ...; a row is about 2.3 pages).
+ * by row: position 0 of every class, then position 1, ...; a row is about 2.8 pages).
  * A short-lived process such as one stage of a shell pipeline uses a slab or two per
  * class: its descriptors are then a few pages in all, not one per class, and so are the
  * pages a forked child copies when it writes them. A class's chunk 0, once it needs one,

@@ -19,16 +19,40 @@ END_TEST
 
 START_TEST(class_sizes_are_the_documented_progression)
 {
-	static const size_t first[] = {16, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640};
+	static const size_t first[] = {16,  16,  32,  48,  64,  80,  96,  112, 128, 144, 160, 192,
+				       224, 256, 288, 320, 384, 448, 512, 576, 640, 768, 896, 1024, 1152};
 	for (unsigned c = 0; c < sizeof first / sizeof *first; c++) ck_assert_uint_eq(sc_size(c), first[c]);
 	ck_assert_uint_eq(sc_size(SC_COUNT - 1), 131072);
 	ck_assert_uint_eq(sc_usable(0), 0);
 	for (unsigned c = 1; c < SC_COUNT; c++) {
 		ck_assert_uint_eq(sc_size(c) % 16, 0);
 		ck_assert_uint_gt(sc_size(c), sc_size(c - 1) * (c > 1));
-		/* About four classes per doubling above 128: never more than 25% apart. */
+		/* Five classes per doubling above 128: never more than 25% apart. */
 		if (c > 8) ck_assert_uint_le(sc_size(c) * 4, sc_size(c - 1) * 5);
 	}
+}
+END_TEST
+
+/* A power of two, and a power of two plus a header (sqlite asks 1,032, 4,104 and 4,368
+ * bytes for its pages), get the snug slot an eighth above the power of two wherever the
+ * header and the canary fit that margin, not the next quarter. */
+START_TEST(power_of_two_requests_fit_snugly)
+{
+	for (unsigned b = 7; ((size_t)1 << b) <= SC_MAX_REQUEST / 2; b++) {
+		size_t n = (size_t)1 << b;
+		static const size_t header[] = {0, 8, 16, 24, 64, 272};
+		for (unsigned h = 0; h < sizeof header / sizeof *header; h++) {
+			size_t want = n + header[h];
+			if (header[h] + SC_CANARY > sc_snug(b)) continue;
+			ck_assert_uint_ge(sc_usable(sc_of(want)), want);
+			ck_assert_uint_eq(sc_size(sc_of(want)), n + sc_snug(b));
+		}
+	}
+	ck_assert_uint_eq(sc_size(sc_of(4096)), 4608);
+	ck_assert_uint_eq(sc_size(sc_of(4368)), 4608);
+	ck_assert_uint_eq(sc_size(sc_of(1032)), 1152);
+	ck_assert_uint_eq(sc_size(sc_of(128)), 144);
+	ck_assert_uint_eq(sc_size(sc_of(131064)), 131072);
 }
 END_TEST
 
@@ -74,6 +98,7 @@ int main(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, every_size_maps_to_smallest_fitting_class);
 	tcase_add_test(t, class_sizes_are_the_documented_progression);
+	tcase_add_test(t, power_of_two_requests_fit_snugly);
 	tcase_add_test(t, aligned_classes_are_aligned);
 	tcase_add_loop_test(t, geometry_fits_and_wastes_little, 0, 3);
 	suite_add_tcase(s, t);

@@ -290,7 +290,7 @@ START_TEST(extent_grows)
 		unsigned char *p = malloc(3000); /* class 3072 */
 		size_t u = malloc_usable_size(p);
 		memset(p, 1, u);
-		unsigned char *q = malloc(2100); /* class 2560 */
+		unsigned char *q = malloc(2400); /* class 2560 */
 		unsigned char *q2 = realloc(q, 2500);
 		ck_assert_ptr_eq(q2, q);
 		memset(q2, 2, 2500);
