@@ -15,6 +15,7 @@
 #define FUTEX_WAIT_PRIVATE (0 | 128) /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
 #define FUTEX_WAKE_PRIVATE (1 | 128) /* FUTEX_WAKE | FUTEX_PRIVATE_FLAG */
 #endif
+#include <time.h>
 #include <unistd.h>
 
 /* The holder usually leaves within a few hundred cycles: spinning first saves the
@@ -40,10 +41,18 @@ void lock_wait(struct lock *l)
 		cpu_relax();
 	}
 	int saved = errno;
-	/* Taking it with 2 is conservative: another sleeper may remain, and the wake on
-	 * give costs one system call at worst. */
-	while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
-		syscall(SYS_futex, &l->word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	/* Counted before the next look at the word: a holder that gives after this sees
+	 * the count (or its wake is lost and the bounded sleep covers it). */
+	atomic_fetch_add_explicit(&l->waiters, 1, memory_order_seq_cst);
+	for (;;) {
+		uint32_t expected = 0;
+		if (atomic_compare_exchange_strong_explicit(&l->word, &expected, 1, memory_order_acquire,
+							    memory_order_relaxed))
+			break;
+		struct timespec bound = {0, LOCK_SLEEP_NS};
+		syscall(SYS_futex, &l->word, FUTEX_WAIT_PRIVATE, 1, &bound, NULL, 0);
+	}
+	atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 	errno = saved;
 }
 
