@@ -707,8 +707,10 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	 * slot next to it, and must never see this one live without its canary. */
 	if (k->open_slabs) {
 #if CONFIG_WRITE_AFTER_FREE_CHECK
-		uint64_t old;
-		memcpy(&old, p + k->usable, 8);
+		/* Not in a fresh slot: it is known zero, and reading a page never touched
+		 * maps the zero page, so the store below would fault a second time. */
+		uint64_t old = 0;
+		if (!fresh) memcpy(&old, p + k->usable, 8);
 		if (unlikely(old)) die(k, "write after free", p);
 #endif
 		memcpy(p + k->usable, &s->canary, 8);
