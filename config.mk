@@ -39,8 +39,8 @@ CONFIG_LARGE_REFILL_MS ?= 1000
 CONFIG_SLAB_ARENAS ?= 4
 # log2 of the address space set aside per (arena, size class) region (halved at start-up
 # until all of them fit the address space). Set aside, not mapped: a region maps what it
-# uses, growing by a quarter at a time, at least CONFIG_SLAB_GROW_MIN bytes. At most 36
-# (slot quarantine entries are 32-bit offsets in 16-byte units).
+# uses, growing by a quarter at a time, at least CONFIG_SLAB_GROW_MIN bytes. At most 44
+# (a pointer's page index in its region is a 32-bit number).
 CONFIG_SLAB_REGION_SHIFT ?= 36
 CONFIG_SLAB_GROW_MIN ?= 16384
 # 8-byte canary (zero leading byte, random per slab) at the end of every slot, checked on free.

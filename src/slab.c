@@ -68,6 +68,8 @@
 _Static_assert(FIRST_POSITIONS <= CHUNK, "the first positions lie in chunk 0");
 /* At most this many slab positions per region: bounds the directory (256 KiB). */
 #define MAX_POSITIONS (1u << 22)
+/* A pointer's page index in its region is 32 bits (live_slot), with pages of 4 KiB or more. */
+_Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in 32 bits");
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
 #define MIN_REGION_SHIFT 26u
 /* Directory chunks every class starts with (CHUNK slab positions each), and the bytes
@@ -594,32 +596,32 @@ static void release(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t
 	}
 }
 
-/* A quarantine entry names a slot by its offset in the region in 16-byte units, plus
- * one (zero: no entry). Slots are 16-byte aligned and a region spans at most 2^36
- * bytes, so 32 bits are enough: half the metadata of addresses, and half the pages a
- * process writes into after fork (every page written after fork is a copy). */
-_Static_assert(CONFIG_SLAB_REGION_SHIFT <= 36, "quarantine entries hold an offset in 16-byte units in 32 bits");
+/* A quarantine entry names a slot by its slab position and its index there, plus one
+ * (zero: no entry): 32 bits, half the metadata of addresses and half the pages a
+ * process writes into after fork (every page written after fork is a copy), and
+ * decoded with a shift and a mask where an address would take two divisions. */
+#define QENTRY_SLOT_BITS 8u
+_Static_assert(SLAB_MAX_SLOTS <= 1u << QENTRY_SLOT_BITS, "a slot index fits its part of an entry");
+_Static_assert((uint64_t)MAX_POSITIONS << QENTRY_SLOT_BITS < UINT32_MAX, "an entry fits in 32 bits");
 #if CONFIG_SLOT_QUARANTINE
-static inline uint32_t qentry(const struct slab_class *k, uintptr_t a)
+static inline uint32_t qentry(uint32_t pos, uint32_t i)
 {
-	return (uint32_t)((a - k->region.base) >> 4) + 1;
+	return (pos << QENTRY_SLOT_BITS | i) + 1;
 }
 
 static void release_entry(struct slab_class *k, uint32_t e)
 {
-	size_t off = (size_t)(e - 1) << 4;
-	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
-	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
-	release(k, desc(k, pos), pos, div32(in, k->size, k->slot_magic));
+	uint32_t pos = (e - 1) >> QENTRY_SLOT_BITS, i = (e - 1) & ((1u << QENTRY_SLOT_BITS) - 1);
+	release(k, desc(k, pos), pos, i);
 }
 
 /* A freed slot enters a random array slot; what sat there joins the FIFO, whose
  * oldest entry goes back to its slab once the FIFO is full. */
-static void quarantine_slot(struct slab_class *k, uintptr_t a)
+static void quarantine_slot(struct slab_class *k, uint32_t pos, uint32_t i)
 {
 	uint32_t j = rand16(k) & k->qrand_mask;
 	uint32_t out = k->qrand[j];
-	k->qrand[j] = qentry(k, a);
+	k->qrand[j] = qentry(pos, i);
 	if (!out) return;
 	if (k->qcount > k->qring_mask) {
 		uint32_t old = k->qring[k->qhead];
@@ -858,7 +860,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	}
 #if CONFIG_SLOT_QUARANTINE
 	s->quar[i >> 6] |= (uint64_t)1 << (i & 63);
-	quarantine_slot(k, a);
+	quarantine_slot(k, pos, i);
 #else
 	release(k, s, pos, i);
 #endif
