@@ -88,21 +88,31 @@ enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
 /* Extents are kept in 16-byte units: a slot of 128 KiB is 8192 units. */
 #define EXTENT_UNIT 16u
 
-/* Hot fields first: an allocation touches the first two cache lines. Line-aligned: in an
- * arena's shared block (FIRST_POSITIONS) descriptors of different classes, under
- * different locks, sit side by side and must not share a line between threads. */
+/* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
+ * (every class from 64 bytes up) keeps all an allocation or a free reads of it, but the
+ * extents, in the descriptor's first cache line. (With an array per state the quarantine
+ * bits were in the second line: callgrind's cache model of small churn counted 1.3
+ * first-level misses more per free, for 14 instructions fewer per malloc and free.) */
+struct slot_bits {
+	uint64_t used;  /* handed out or quarantined; bits past `slots` are set */
+	uint64_t quar;  /* in the slot quarantine */
+	uint64_t fresh; /* not handed out since the slab was opened: all zero */
+};
+
+/* Line-aligned: in an arena's shared block (FIRST_POSITIONS) descriptors of different
+ * classes, under different locks, sit side by side and must not share a line between
+ * threads. */
 struct slab {
-	uint64_t used[SLAB_WORDS]; /* handed out or quarantined; bits past `slots` are set */
-	uint64_t canary;           /* leading (lowest-address) byte zero */
-	uint32_t next, prev;       /* list links: position + 1, 0 = none */
+	uint64_t canary;     /* leading (lowest-address) byte zero */
+	uint32_t next, prev; /* list links: position + 1, 0 = none */
 	uint16_t nused;
 	uint8_t state;
-	uint64_t fresh[SLAB_WORDS]; /* not handed out since the slab was opened: all zero */
-	uint64_t quar[SLAB_WORDS];  /* in the slot quarantine */
+	struct slot_bits bits[SLAB_WORDS];
 	/* Live: the units the program may have written. Not live: the units the free wiped,
 	 * which the next allocation checks. */
 	uint16_t extent[SLAB_EXTENT_SLOTS];
 } __attribute__((aligned(64)));
+_Static_assert(offsetof(struct slab, bits) + sizeof(struct slot_bits) <= 64, "a slab's first word of bits is in its first line");
 
 struct slab_class {
 	struct lock lock;
@@ -478,10 +488,12 @@ static noinline bool new_slab(struct slab_class *k)
 	if (s->state != SLAB_EMPTY) {
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used. */
-		for (uint32_t w = 0; w < SLAB_WORDS; w++) s->fresh[w] = ~k->tail[w];
+		for (uint32_t w = 0; w < SLAB_WORDS; w++) s->bits[w].fresh = ~k->tail[w];
 	}
-	memcpy(s->used, k->tail, sizeof s->used);
-	memset(s->quar, 0, sizeof s->quar);
+	for (uint32_t w = 0; w < SLAB_WORDS; w++) {
+		s->bits[w].used = k->tail[w];
+		s->bits[w].quar = 0;
+	}
 	s->nused = 0;
 	s->state = SLAB_ACTIVE;
 	s->canary = random_u64(&k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
@@ -584,8 +596,8 @@ static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 static void release(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
 {
 	uint64_t bit = (uint64_t)1 << (i & 63);
-	s->used[i >> 6] &= ~bit;
-	s->quar[i >> 6] &= ~bit;
+	s->bits[i >> 6].used &= ~bit;
+	s->bits[i >> 6].quar &= ~bit;
 	bool was_full = s->nused == k->slots;
 	s->nused--;
 	if (!s->nused) {
@@ -644,11 +656,11 @@ static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 	uint32_t start = 0;
 #endif
 	uint32_t w = start >> 6;
-	uint64_t m = ~s->used[w] & (~(uint64_t)0 << (start & 63));
+	uint64_t m = ~s->bits[w].used & (~(uint64_t)0 << (start & 63));
 	if (m) return (w << 6) + (uint32_t)__builtin_ctzll(m);
 	for (uint32_t n = 1; n <= k->nwords; n++) {
 		uint32_t ww = w + n < k->nwords ? w + n : w + n - k->nwords;
-		m = ~s->used[ww];
+		m = ~s->bits[ww].used;
 		if (m) return (ww << 6) + (uint32_t)__builtin_ctzll(m);
 	}
 	die(k, "slab metadata inconsistent", s);
@@ -696,11 +708,11 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	struct slab *s = desc(k, pos);
 	uint32_t i = pick_slot(k, s);
 	uint64_t bit = (uint64_t)1 << (i & 63);
-	s->used[i >> 6] |= bit;
+	s->bits[i >> 6].used |= bit;
 	if (++s->nused == k->slots) partial_remove(k, s);
 	char *p = (char *)slab_start(k, pos) + (size_t)i * k->size;
-	bool fresh = s->fresh[i >> 6] & bit;
-	s->fresh[i >> 6] &= ~bit;
+	bool fresh = s->bits[i >> 6].fresh & bit;
+	s->bits[i >> 6].fresh &= ~bit;
 	/* What the last free wiped; nothing to look at in a fresh slot. */
 	size_t wiped = fresh ? k->usable : extent_of(k, s, i);
 	set_extent(k, s, i, size);
@@ -768,9 +780,9 @@ live_slot(struct slab_class *k, uintptr_t a, uint32_t *pos_out, uint32_t *i_out,
 	if (unlikely(i >= k->slots || i * k->size != in))
 		return not_live(k, "invalid pointer: not the start of a slot", (void *)a, on_free);
 	uint64_t bit = (uint64_t)1 << (i & 63);
-	if (unlikely(!(s->used[i >> 6] & bit)))
+	if (unlikely(!(s->bits[i >> 6].used & bit)))
 		return not_live(k, "slot is not allocated (double free or invalid pointer)", (void *)a, on_free);
-	if (unlikely(s->quar[i >> 6] & bit)) return not_live(k, "slot was already freed (double free?)", (void *)a, on_free);
+	if (unlikely(s->bits[i >> 6].quar & bit)) return not_live(k, "slot was already freed (double free?)", (void *)a, on_free);
 	*pos_out = pos;
 	*i_out = i;
 	return s;
@@ -789,7 +801,7 @@ static inline void check_canary(struct slab_class *k, const struct slab *s, uint
 
 static inline bool slot_live(const struct slab *s, uint32_t i)
 {
-	return (s->used[i >> 6] & ~s->quar[i >> 6]) >> (i & 63) & 1;
+	return (s->bits[i >> 6].used & ~s->bits[i >> 6].quar) >> (i & 63) & 1;
 }
 
 /* A free also checks what a bug in the freed block can have damaged without touching
@@ -859,7 +871,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 #endif
 	}
 #if CONFIG_SLOT_QUARANTINE
-	s->quar[i >> 6] |= (uint64_t)1 << (i & 63);
+	s->bits[i >> 6].quar |= (uint64_t)1 << (i & 63);
 	quarantine_slot(k, pos, i);
 #else
 	release(k, s, pos, i);
@@ -1176,7 +1188,7 @@ static void class_figures_locked(const struct slab_class *k, struct slab_class_f
 		const struct slab *s = desc(k, pos);
 		if (s->state == SLAB_ACTIVE) {
 			size_t quar = 0;
-			for (uint32_t w = 0; w < k->nwords; w++) quar += (size_t)__builtin_popcountll(s->quar[w]);
+			for (uint32_t w = 0; w < k->nwords; w++) quar += (size_t)__builtin_popcountll(s->bits[w].quar);
 			f->slabs_active++;
 			f->live += s->nused - quar;
 			f->quarantined += quar;
