@@ -76,6 +76,8 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
  * of that directory with both sets' summary words. */
 #define DIR_START 32u
 #define DIR_BYTES (DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t))
+/* Cross-arena frees a class holds back from its quarantine (a cache line with the count). */
+#define DEFERRED_MAX 15u
 /* Slot quarantine entries per class: at most this many (rand16 indexes it). */
 #define SLOT_Q_MAX 4096u
 /* ... and at least this many in each half (random array and FIFO). */
@@ -122,6 +124,8 @@ struct slab_class {
 	size_t slab_bytes;
 	uint32_t max_pos;
 	uint32_t cls;
+	uint32_t arena1;            /* its arena + 1: tls_arena of the threads it serves */
+	bool defer_frees;           /* frees from other arenas wait in `deferred` (slab_free) */
 	bool open_slabs;            /* false for the zero class: its memory never opens */
 	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
 	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
@@ -154,6 +158,10 @@ struct slab_class {
 	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
 	uint32_t qrand_mask, qring_mask, qhead, qcount;
 	struct random_state rnd;
+	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
+	 * waiting to enter the slot quarantine (their own line: see defer_slot). */
+	uint32_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
+	uint32_t ndeferred;
 } __attribute__((aligned(64)));
 
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
@@ -644,6 +652,32 @@ static void quarantine_slot(struct slab_class *k, uint32_t pos, uint32_t i)
 	k->qring[(k->qhead + k->qcount) & k->qring_mask] = out;
 	k->qcount++;
 }
+
+/* The deferred slots enter the quarantine, in the order they were freed. */
+static noinline void drain_deferred(struct slab_class *k)
+{
+	for (uint32_t n = 0; n < k->ndeferred; n++) {
+		uint32_t e = k->deferred[n] - 1;
+		quarantine_slot(k, e >> QENTRY_SLOT_BITS, e & ((1u << QENTRY_SLOT_BITS) - 1));
+	}
+	k->ndeferred = 0;
+}
+
+/* A free from a thread of another arena: the slot is already wiped and marked
+ * quarantined (a second free of it is caught at once, as in one thread), but it enters
+ * the quarantine later, when a thread of the class's own arena allocates from it, or when
+ * DEFERRED_MAX more wait. The quarantine's lines (its arrays, the generator, the
+ * descriptors of the slot that leaves it and of its slab's neighbours on the partial
+ * list) then stay with the threads that use the class instead of moving to every core
+ * that frees into it. Measured on larson (four threads freeing each other's blocks):
+ * 0.84-0.87 s against 0.79-0.81 s; producer/consumer, where every free is another
+ * arena's, unchanged (1.01-1.11 s against 1.00-1.12 s). A slot waits in the quarantine
+ * itself as long as ever once it enters it. */
+static inline void defer_slot(struct slab_class *k, uint32_t pos, uint32_t i)
+{
+	if (k->ndeferred == DEFERRED_MAX) drain_deferred(k);
+	k->deferred[k->ndeferred++] = qentry(pos, i);
+}
 #endif
 
 /* --- slots ----------------------------------------------------------------------- */
@@ -700,6 +734,9 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	if (unlikely(!a)) a = assign_arena();
 	struct slab_class *k = &ro.slab.classes[(a - 1) * SC_COUNT + c];
 	class_lock(k);
+#if CONFIG_SLOT_QUARANTINE
+	if (unlikely(k->ndeferred)) drain_deferred(k);
+#endif
 	if (unlikely(!k->partial) && !new_slab(k)) {
 		class_unlock(k);
 		return NULL;
@@ -872,7 +909,8 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	}
 #if CONFIG_SLOT_QUARANTINE
 	s->bits[i >> 6].quar |= (uint64_t)1 << (i & 63);
-	quarantine_slot(k, pos, i);
+	if (likely(tls_arena == k->arena1) || !k->defer_frees) quarantine_slot(k, pos, i);
+	else defer_slot(k, pos, i);
 #else
 	release(k, s, pos, i);
 #endif
@@ -1033,6 +1071,10 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, struct sla
 	sc_geometry(c, os_page, &g);
 	size_t region = (size_t)1 << ro.slab.region_shift;
 	k->cls = c;
+	k->arena1 = r / SC_COUNT + 1;
+	/* The deferred slots hold at most what the slot quarantine holds (classes up to 1 KiB):
+	 * an idle arena keeps them until its class is used again. */
+	k->defer_frees = CONFIG_SLOT_QUARANTINE && (size_t)g.size * DEFERRED_MAX <= CONFIG_SLOT_QUARANTINE_BYTES;
 	k->size = g.size;
 	k->usable = g.usable;
 	k->slots = g.slots;

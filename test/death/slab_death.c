@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +119,60 @@ static void write_after_free_big(void)
 	for (int i = 0; i < FILL; i++) v[i] = malloc(5000);
 }
 
+/* Run fn(arg) on a new thread and wait for it. The harness itself starts no thread, so
+ * the new one is sent to another arena than the main thread's (arenas go round-robin):
+ * its frees of the main thread's blocks are cross-arena frees, whose slots wait in the
+ * class's deferred list before they enter the quarantine. */
+static void on_other_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, fn, arg) || pthread_join(t, NULL)) _exit(3);
+}
+
+static void *free_it(void *p)
+{
+	free(p);
+	return NULL;
+}
+
+static void *free_it_twice(void *p)
+{
+	free(p);
+	free(p);
+	return NULL;
+}
+
+/* The second free comes while the first waits deferred: caught at once, by the same
+ * state bit as a double free in one thread. */
+static void double_free_deferred(void)
+{
+	void *p = malloc(32);
+	on_other_thread(free_it_twice, p);
+}
+
+static void double_free_deferred_then_owner(void)
+{
+	void *p = malloc(32);
+	on_other_thread(free_it, p);
+	free(p);
+}
+
+/* A write after a cross-arena free, while the slot waits deferred: the free wiped the
+ * slot before deferring it, so the reuse finds the write as in write_after_free. */
+static void write_after_free_deferred(void)
+{
+	enum { NEIGHBOURS = 8, CHURN = 5000, FILL = 200000 };
+	static void *keep[NEIGHBOURS], *v[FILL];
+	for (int i = 0; i < NEIGHBOURS; i++) keep[i] = malloc(48);
+	sink = (char)(uintptr_t)keep[NEIGHBOURS - 1];
+	char *p = malloc(48);
+	on_other_thread(free_it, p);
+	p[5] = 'x';
+	for (int i = 0; i < CHURN; i++) v[i] = malloc(48);
+	for (int i = 0; i < CHURN; i++) free(v[i]);
+	for (int i = 0; i < FILL; i++) v[i] = malloc(48);
+}
+
 static void zero_size_read(void)
 {
 	char *p = malloc(0);
@@ -191,6 +246,9 @@ static const struct death_case cases[] = {
 	{"overflow, then realloc", overflow_then_realloc, SIGABRT, 0},
 	{"write after free, detected on reuse", write_after_free, SIGABRT, 1},
 	{"write after free in a 5 KiB slot, detected on reuse", write_after_free_big, SIGABRT, 1},
+	{"double free by another thread, first free deferred", double_free_deferred, SIGABRT, 0},
+	{"free by another thread, then by the owner", double_free_deferred_then_owner, SIGABRT, 0},
+	{"write after another thread's free, detected on reuse", write_after_free_deferred, SIGABRT, 1},
 	{"read of a malloc(0) pointer", zero_size_read, SIGSEGV, 0},
 	{"write to a malloc(0) pointer", zero_size_write, SIGSEGV, 0},
 	{"free_sized with a bigger size", sized_free_wrong_size, SIGABRT, 0},
