@@ -92,9 +92,10 @@ enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
 
 /* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
  * (every class from 64 bytes up but three with 71 to 85) keeps all an allocation or a
- * free reads of it, but the extents, in the descriptor's first cache line. (With an array per state the quarantine
- * bits were in the second line: callgrind's cache model of small churn counted 1.3
- * first-level misses more per free, for 14 instructions fewer per malloc and free.) */
+ * free reads of it, but the extents, in the descriptor's first cache line. (With an
+ * array per state the quarantine bits were in the second line: callgrind's cache model
+ * of small churn counted 1.3 first-level misses more per free, for 14 instructions
+ * fewer per malloc and free.) */
 struct slot_bits {
 	uint64_t used;  /* handed out or quarantined; bits past `slots` are set */
 	uint64_t quar;  /* in the slot quarantine */
