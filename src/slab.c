@@ -125,8 +125,10 @@ struct slab_class {
 	size_t slab_bytes;
 	uint32_t max_pos;
 	uint32_t cls;
+#if CONFIG_SLOT_QUARANTINE
 	uint32_t arena1;            /* its arena + 1: tls_arena of the threads it serves */
 	bool defer_frees;           /* frees from other arenas wait in `deferred` (slab_free) */
+#endif
 	bool open_slabs;            /* false for the zero class: its memory never opens */
 	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
 	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
@@ -159,10 +161,12 @@ struct slab_class {
 	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
 	uint32_t qrand_mask, qring_mask, qhead, qcount;
 	struct random_state rnd;
+#if CONFIG_SLOT_QUARANTINE
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own line: see defer_slot). */
 	uint32_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
 	uint32_t ndeferred;
+#endif
 } __attribute__((aligned(64)));
 
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
@@ -630,10 +634,13 @@ static inline uint32_t qentry(uint32_t pos, uint32_t i)
 	return (pos << QENTRY_SLOT_BITS | i) + 1;
 }
 
+static inline uint32_t qentry_pos(uint32_t e) { return (e - 1) >> QENTRY_SLOT_BITS; }
+static inline uint32_t qentry_slot(uint32_t e) { return (e - 1) & ((1u << QENTRY_SLOT_BITS) - 1); }
+
 static void release_entry(struct slab_class *k, uint32_t e)
 {
-	uint32_t pos = (e - 1) >> QENTRY_SLOT_BITS, i = (e - 1) & ((1u << QENTRY_SLOT_BITS) - 1);
-	release(k, desc(k, pos), pos, i);
+	uint32_t pos = qentry_pos(e);
+	release(k, desc(k, pos), pos, qentry_slot(e));
 }
 
 /* A freed slot enters a random array slot; what sat there joins the FIFO, whose
@@ -657,10 +664,8 @@ static void quarantine_slot(struct slab_class *k, uint32_t pos, uint32_t i)
 /* The deferred slots enter the quarantine, in the order they were freed. */
 static noinline void drain_deferred(struct slab_class *k)
 {
-	for (uint32_t n = 0; n < k->ndeferred; n++) {
-		uint32_t e = k->deferred[n] - 1;
-		quarantine_slot(k, e >> QENTRY_SLOT_BITS, e & ((1u << QENTRY_SLOT_BITS) - 1));
-	}
+	for (uint32_t n = 0; n < k->ndeferred; n++)
+		quarantine_slot(k, qentry_pos(k->deferred[n]), qentry_slot(k->deferred[n]));
 	k->ndeferred = 0;
 }
 
@@ -1072,10 +1077,12 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, struct sla
 	sc_geometry(c, os_page, &g);
 	size_t region = (size_t)1 << ro.slab.region_shift;
 	k->cls = c;
+#if CONFIG_SLOT_QUARANTINE
 	k->arena1 = r / SC_COUNT + 1;
 	/* The deferred slots hold at most what the slot quarantine holds (classes up to 1 KiB):
 	 * an idle arena keeps them until its class is used again. */
-	k->defer_frees = CONFIG_SLOT_QUARANTINE && (size_t)g.size * DEFERRED_MAX <= CONFIG_SLOT_QUARANTINE_BYTES;
+	k->defer_frees = (size_t)g.size * DEFERRED_MAX <= CONFIG_SLOT_QUARANTINE_BYTES;
+#endif
 	k->size = g.size;
 	k->usable = g.usable;
 	k->slots = g.slots;
