@@ -262,7 +262,7 @@ bool guard_window(size_t size, uintptr_t *base)
 		uint64_t r;
 		os_random(&r, sizeof r);
 		uintptr_t c = lo + (uintptr_t)(r % ((hi - lo - size) / os_page + 1)) * os_page;
-		if (!in_window(c, c + size) && !os_range_mapped(c, c + size)) b = c;
+		if (!in_window(c, c + size) && os_range_free(c, c + size)) b = c;
 	}
 	/* Where something occupies that part (a sanitizer's shadow memory), the lowest free
 	 * span above 4 GiB that holds the window with room to spare, at a random place in it

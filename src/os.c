@@ -369,6 +369,20 @@ bool os_range_mapped(uintptr_t lo, uintptr_t hi)
 	return hit;
 }
 
+/* Two system calls, where the maps file costs the kernel a formatted line per mapping and
+ * its path: measured on Linux 6.18 (x86_64 VM), a start-up window checked in about 20 us
+ * through the file, a few us this way. */
+bool os_range_free(uintptr_t lo, uintptr_t hi)
+{
+	void *p = (void *)lo;
+	int err = os_map(&p, hi - lo, PROT_NONE, OS_NOREPLACE);
+	if (err == EEXIST) return false;
+	if (err) return !os_range_mapped(lo, hi);
+	err = os_unmap(p, hi - lo);
+	if (err) os_unexpected("munmap", err, p);
+	return true;
+}
+
 bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uintptr_t *end)
 {
 	struct maps_reader m;

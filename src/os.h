@@ -66,6 +66,11 @@ uint64_t os_now_ms(void);
  * raw system calls and no allocation; false when it cannot be read (the caller's
  * MAP_FIXED_NOREPLACE still refuses an occupied address later). */
 bool os_range_mapped(uintptr_t lo, uintptr_t hi);
+/* The same question, answered first by mapping [lo, hi) PROT_NONE where nothing may be
+ * and unmapping it again; where the kernel will not map it (RLIMIT_AS, a memlock limit
+ * under mlockall(MCL_FUTURE), the VMA limit), by os_range_mapped. Only for address
+ * space no other thread maps into without asking for that address (start-up windows). */
+bool os_range_free(uintptr_t lo, uintptr_t hi);
 /* The lowest unmapped span of at least size bytes inside [lo, hi), from the same file:
  * false when there is none or the file cannot be read. */
 bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uintptr_t *end);

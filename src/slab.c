@@ -1096,7 +1096,8 @@ static void class_setup(struct slab_class *k, unsigned r, unsigned c, struct sla
 	k->track_extent = g.slots <= SLAB_EXTENT_SLOTS;
 	k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
 	k->empty_max = k->empty_floor;
-	for (uint32_t i = g.slots; i < SLAB_MAX_SLOTS; i++) k->tail[i >> 6] |= (uint64_t)1 << (i & 63);
+	for (uint32_t w = 0; w < SLAB_WORDS; w++) /* the bits of slots past g.slots */
+		k->tail[w] = g.slots >= 64 * (w + 1) ? 0 : g.slots <= 64 * w ? ~(uint64_t)0 : ~(uint64_t)0 << (g.slots & 63);
 
 	/* The random guard area: up to 1/16 of the region, at least one page. Never
 	 * mapped: the region starts above it. */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../harness.h"
@@ -81,6 +83,59 @@ START_TEST(test_map_noreplace)
 	ck_assert_ptr_eq(at, (char *)p + pg);
 	ck_assert(inaccessible(at));
 	ck_assert_int_eq(os_unmap(p, 4 * pg), 0);
+}
+END_TEST
+
+/* os_range_free: true over a hole, which stays a hole; false where anything overlaps,
+ * which keeps its contents; errno untouched. */
+START_TEST(test_range_free)
+{
+	unsigned char *p = NULL;
+	ck_assert_int_eq(os_map((void **)&p, 8 * pg, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	memset(p, 7, 8 * pg);
+	ck_assert_int_eq(os_unmap(p + 2 * pg, 4 * pg), 0);
+	int vmas = count_vmas();
+	errno = SENTINEL;
+	ck_assert(os_range_free((uintptr_t)p + 2 * pg, (uintptr_t)p + 6 * pg));
+	ck_assert(!os_range_free((uintptr_t)p + pg, (uintptr_t)p + 3 * pg));
+	ck_assert(!os_range_free((uintptr_t)p + 5 * pg, (uintptr_t)p + 7 * pg));
+	ck_assert(!os_range_free((uintptr_t)p, (uintptr_t)p + 8 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(count_vmas(), vmas);
+	ck_assert(inaccessible(p + 2 * pg) && inaccessible(p + 5 * pg));
+	ck_assert_int_eq(p[pg], 7);
+	ck_assert_int_eq(p[6 * pg], 7);
+	void *hole = p + 2 * pg;
+	ck_assert_int_eq(os_map(&hole, 4 * pg, PROT_NONE, OS_NOREPLACE), 0); /* still empty */
+	ck_assert_int_eq(os_unmap(p, 8 * pg), 0);
+}
+END_TEST
+
+/* Where the kernel will not map the span to ask (here RLIMIT_AS), /proc/self/maps answers. */
+START_TEST(test_range_free_under_limit)
+{
+	size_t big = (size_t)1 << 30;
+	void *hole = NULL;
+	ck_assert_int_eq(os_map(&hole, big, PROT_NONE, OS_ANYWHERE), 0);
+	ck_assert_int_eq(os_unmap(hole, big), 0);
+	unsigned char *m = NULL;
+	ck_assert_int_eq(os_map((void **)&m, pg, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* Room for what is mapped now and a little more, never for the probe. */
+		struct rlimit rl = {(rlim_t)vm_size_pages() * pg + 64 * pg, RLIM_INFINITY};
+		int ok = setrlimit(RLIMIT_AS, &rl) == 0;
+		void *try = NULL;
+		ok = ok && os_map(&try, big, PROT_NONE, OS_ANYWHERE) == ENOMEM;
+		ok = ok && os_range_free((uintptr_t)hole, (uintptr_t)hole + big);
+		ok = ok && !os_range_free((uintptr_t)m - big / 2, (uintptr_t)m + big / 2);
+		_exit(ok ? 0 : 1);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+	ck_assert_int_eq(os_unmap(m, pg), 0);
 }
 END_TEST
 
@@ -222,6 +277,8 @@ int main(void)
 	tcase_add_test(t, test_warn_keeps_errno);
 	tcase_add_test(t, test_one_mapping);
 	tcase_add_test(t, test_map_noreplace);
+	tcase_add_test(t, test_range_free);
+	tcase_add_test(t, test_range_free_under_limit);
 	tcase_add_test(t, test_resident_stops_early);
 	tcase_add_test(t, test_single_threaded);
 	tcase_add_test(t, test_lock_elided_while_single_threaded);
