@@ -106,17 +106,6 @@ void random_reseed(struct random_state *r)
 	r->pos = RANDOM_BUF_BYTES;
 }
 
-void random_seed_from(struct random_state *r, struct random_state *seed)
-{
-	for (int w = 0; w < 4; w++) {
-		uint64_t v = random_u64(seed);
-		memcpy(&r->key[2 * w], &v, 8);
-	}
-	r->generation = random_generation;
-	r->counter = 0;
-	r->until_reseed = RANDOM_RESEED_BYTES;
-	r->pos = RANDOM_BUF_BYTES;
-}
 
 void random_refill(struct random_state *r)
 {

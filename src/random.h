@@ -37,8 +37,6 @@ struct random_state {
 extern uint32_t random_generation;
 
 void random_reseed(struct random_state *r);
-/* Key r from seed's keystream instead of from the kernel (fast key erasure there). */
-void random_seed_from(struct random_state *r, struct random_state *seed);
 uint64_t random_u64(struct random_state *r);
 /* The buffered keystream is spent, or the state predates the last fork. */
 void random_refill(struct random_state *r);

@@ -31,6 +31,9 @@
  *    stamps it before unlocking, so a free may check the canary of a live neighbour.
  *  - Each (arena, class) has its own lock and random generator; the meta lock nests
  *    inside class locks, and class locks are taken before the large lock.
+ *  - An arena opens at its first thread; a class of it is set up (its struct, its
+ *    generator, its guard area) when it needs its first slab. Until then its struct is
+ *    all zero and no pointer into its region is a live block.
  */
 #ifndef RAMPART_SLAB_H
 #define RAMPART_SLAB_H
@@ -72,7 +75,7 @@ struct slab_class_figures {
 void slab_class_figures(unsigned c, struct slab_class_figures *f);
 /* Close every empty slab kept open (malloc_trim); the bytes closed. */
 size_t slab_trim(void);
-/* Arenas set up so far: the first at start-up, each other one by the first thread sent
+/* Arenas opened so far: the first at start-up, each other one by the first thread sent
  * there. */
 unsigned slab_arenas_open(void);
 

@@ -419,6 +419,44 @@ START_TEST(arenas_open_on_first_use)
 }
 END_TEST
 
+/* A class is set up when it needs its first slab: until then a pointer into its region
+ * is no live block (free fatal, malloc_object_size 0), and the statistics still give
+ * its geometry. Then it serves blocks like any other, and every class does, the zero
+ * class (malloc(0)) too. */
+START_TEST(classes_set_up_on_first_use)
+{
+	free(malloc(16)); /* started */
+	size_t region = (size_t)1 << ro.slab.region_shift;
+	unsigned c = sc_of(100000); /* no class this size is used before (a fresh child) */
+	char *stray = (char *)(ro.slab.base + (size_t)c * region + region / 2);
+	struct slab_class_figures f;
+	slab_class_figures(c, &f);
+	ck_assert_uint_eq(f.slot_size, sc_size(c));
+	ck_assert_uint_eq(f.usable, sc_usable(c));
+	ck_assert_uint_eq(f.slabs_active + f.slabs_empty + f.slabs_closed, 0);
+	ck_assert_uint_eq(malloc_object_size(stray), 0);
+	ck_assert(free_is_fatal(stray));
+	unsigned char *p = malloc(100000);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(malloc_usable_size(p), sc_usable(c));
+	memset(p, 0x33, 100000);
+	slab_class_figures(c, &f);
+	ck_assert_uint_eq(f.live, 1);
+	ck_assert_uint_eq(f.slabs_active, 1);
+	ck_assert_uint_eq(malloc_object_size(stray), 0);
+	ck_assert(free_is_fatal(stray));
+	free(p);
+	for (unsigned k = 0; k < SC_COUNT; k++) {
+		size_t n = sc_usable(k);
+		void *q = malloc(n);
+		ck_assert_ptr_nonnull(q);
+		ck_assert_uint_eq(malloc_usable_size(q), n);
+		ck_assert_uint_eq(((uintptr_t)q - ro.slab.base) / region, k); /* its own region, arena 0 */
+		free(q);
+	}
+}
+END_TEST
+
 /* The first slab positions of a class keep their descriptors in a block the arena's
  * classes share, the later ones in the class's own chunks. With every class holding
  * blocks in a dozen slabs or more at once (from its lowest positions, in a fresh test
@@ -633,6 +671,7 @@ int main(void)
 	tcase_add_test(t, extent_grows);
 	tcase_add_test(t, foreign_mapping_in_window);
 	tcase_add_test(t, arenas_open_on_first_use);
+	tcase_add_test(t, classes_set_up_on_first_use);
 	tcase_add_test(t, empty_slabs_follow_peak);
 	tcase_add_test(t, fork_child_draws_its_own_stream);
 	suite_add_tcase(s, t);
