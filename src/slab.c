@@ -119,7 +119,7 @@ _Static_assert(offsetof(struct slab, bits) + sizeof(struct slot_bits) <= 64, "a 
 
 struct slab_class {
 	struct lock lock;
-	/* Geometry, fixed at start-up. */
+	/* Geometry, fixed when the class is set up (class_setup, on its first slab). */
 	uint32_t size, usable, slots, nwords, pages, page_shift;
 	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
 	size_t slab_bytes;
@@ -173,20 +173,23 @@ struct slab_class {
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
 
-/* Arena 0 is set up at start-up, the others by the first thread sent there
- * (arena_open). Bit a of arenas_open: arena a is set up. Nothing reads an unopened
- * arena's class structs: a pointer decoding into one is no live block. */
+/* Arena 0 is opened at start-up, the others by the first thread sent there
+ * (arena_open). Bit a of arenas_open: arena a is open, its classes may be set up (each
+ * on its first slab). A pointer decoding into a class never set up is no live block:
+ * its region is empty. */
 static _Atomic uint32_t arenas_open;
 /* Bit c of classes_set_up[a]: class c of arena a is set up (class_setup). Sweeps over
- * all classes read this instead of the structs: a struct never set up is never read,
- * so its page is not even mapped (a read of an untouched page faults too). */
+ * all classes (decay, trim, exit checks, figures) read this instead of the structs, so
+ * they neither lock nor fault in the struct of a class the program never used. (An
+ * allocation's own class, a stray free, and the fork handlers of a threaded process
+ * still touch its lock word.) */
 static _Atomic uint64_t classes_set_up[CONFIG_SLAB_ARENAS];
 _Static_assert(SC_COUNT <= 64, "classes_set_up has a bit per class");
 static struct lock arena_lock; /* serialises opening; taken before any class lock */
 _Static_assert(CONFIG_SLAB_ARENAS >= 1 && CONFIG_SLAB_ARENAS <= 32, "arenas_open has a bit per arena");
 
-/* Acquire pairs with the release in arena_setup: a thread that sees the bit sees the
- * arena's classes set up (it takes a class lock before reading them anyway). */
+/* Acquire pairs with the release in arena_open; a reader takes a class's lock before
+ * reading its fields anyway. */
 static inline bool arena_is_open(unsigned a)
 {
 	return atomic_load_explicit(&arenas_open, memory_order_acquire) >> a & 1;
@@ -1186,8 +1189,8 @@ bool slab_init(void)
 	while (!guard_window((size_t)nregions << shift, &base))
 		if (--shift < MIN_REGION_SHIFT) return false;
 
-	/* Mapped for every arena now, touched only as arenas open (fresh pages are zero,
-	 * and a zero class struct is an unlocked lock over nothing). */
+	/* Mapped for every arena now, touched only as classes are set up (fresh pages are
+	 * zero, and a zero class struct is an unlocked lock over nothing). */
 	size_t per_arena = arena_mem_bytes();
 	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
 	char *mem = meta_alloc(arenas * per_arena);
