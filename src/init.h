@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "options.h"
+#include "sizeclass.h"
 
 struct meta_header;
 struct large_state;
@@ -35,6 +36,13 @@ struct slab_roots {
 	char *arena_mem;            /* arenas * arena_mem_bytes: each arena's block of its
 				     * classes' first descriptors, directories, quarantines */
 	size_t arena_mem_bytes;
+	/* The nursery: one cell of 2^cell_shift bytes per (arena, class), arena by arena,
+	 * after the regions (cell_shift 0: none). cell_region[] names each cell's (arena,
+	 * class) by its region number (the classes of an arena in a random order): one load
+	 * decodes a pointer there. */
+	uintptr_t nursery;
+	unsigned cell_shift;
+	uint16_t cell_region[CONFIG_SLAB_ARENAS * SC_COUNT + 1]; /* the last: none */
 };
 
 struct rampart_roots {

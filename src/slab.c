@@ -8,6 +8,17 @@
  * The guard area is never mapped; the slab area is mapped (PROT_NONE) from its start
  * as it grows (grow_region) and opened slab by slab.
  *
+ * The nursery (the window's last region) holds a cell per (arena, class):
+ *
+ *   [ cell of class 17 | cell of class 3 | ... ]    each:  [ lead | closed page | slab 0 | guard | slab 2 | ... | closed page | unused ]
+ *
+ * Positions below nursery_bytes / slab_bytes are the cell's, mapped all at once at the
+ * class's first slab (closed until opened); the region takes over from there, its own
+ * first positions never opened. Each class would otherwise need page tables of its own
+ * from its very first slab (regions are 64 GiB apart): a shell with 30 classes in use
+ * kept 71 page-table pages, which every fork copies and every exit frees (VmPTE 284
+ * against 84 KiB with the nursery; the shell benchmark 1.41 -> 1.31 s, 5 rounds).
+ *
  * Slab positions are fixed-size steps from the area start, so a pointer decodes to
  * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
  * high-water mark skips: after every CONFIG_GUARD_SLAB_INTERVAL fresh slabs while the
@@ -84,6 +95,7 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
 #define SLOT_Q_MIN_HALF 4u
 
 enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
+enum { AREA_REGION, AREA_NURSERY };
 
 /* Classes with at most this many slots a slab keep a dirty extent per slot (slab.h). */
 #define SLAB_EXTENT_SLOTS 32u
@@ -118,30 +130,47 @@ struct slab {
 _Static_assert(offsetof(struct slab, bits) + sizeof(struct slot_bits) <= 64, "a slab's first word of bits is in its first line");
 
 struct slab_class {
+	/* Line 0: the lock and the geometry, fixed when the class is set up (class_setup,
+	 * on its first slab). */
 	struct lock lock;
-	/* Geometry, fixed when the class is set up (class_setup, on its first slab). */
 	uint32_t size, usable, slots, nwords, pages, page_shift;
 	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
 	size_t slab_bytes;
 	uint32_t max_pos;
 	uint32_t cls;
+	/* Line 1: the rest of what every malloc and free reads here. For decoding, per area
+	 * (AREA_REGION, AREA_NURSERY): offsets from base in [lo, hi) may be slots, that is,
+	 * are the area's positions and mapped (spans_update). Indexed, not branched on:
+	 * frees land in either area at random. The region's lo is nursery_bytes. */
+	struct area_span { uintptr_t base; size_t lo, hi; } span[2];
+	uint32_t partial;
+	uint32_t hwm;         /* positions below were taken into use (or skipped as guards) */
 #if CONFIG_SLOT_QUARANTINE
 	uint32_t arena1;            /* its arena + 1: tls_arena of the threads it serves */
 	bool defer_frees;           /* frees from other arenas wait in `deferred` (slab_free) */
 #endif
 	bool open_slabs;            /* false for the zero class: its memory never opens */
 	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
-	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
-	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
+	/* Line 2: descriptors and the slot quarantine. */
 	struct slab *first;   /* descriptor of position 0; position p < FIRST_POSITIONS at
 			       * first[p * SC_COUNT] (the arena's shared block) */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm */
+	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
+	uint32_t qrand_mask, qring_mask, qhead, qcount;
+	uint32_t qfill; /* entries the random array was given in order, until it was full */
+#if CONFIG_SLOT_QUARANTINE
+	uint32_t ndeferred; /* slots waiting in `deferred` */
+#endif
 	uint32_t dir_cap;
-	bool dir_own;         /* dir was allocated on its own (not start-up's shared block) */
-	/* State. */
-	uint32_t hwm;         /* positions below were taken into use (or skipped as guards) */
 	uint32_t since_guard; /* fresh slabs taken since the last guard */
-	uint32_t partial;
+	/* Slow paths from here. */
+	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
+	/* Positions below nursery_bytes / slab_bytes lie in the class's nursery cell (base =
+	 * position 0 there too), the rest in the region; 0: no nursery. */
+	struct guard_region nursery;
+	size_t nursery_bytes;
+	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
+	bool dir_own;         /* dir was allocated on its own (not start-up's shared block) */
 	/* The closed set (closed slabs out of the slab quarantine) and the empty set (empty
 	 * slabs kept open): a bit per position in its descriptor chunk, a summary bit per
 	 * chunk, so the lowest and the highest member are found in a few loads. */
@@ -158,17 +187,15 @@ struct slab_class {
 	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
-	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
-	uint32_t qrand_mask, qring_mask, qhead, qcount;
-	uint32_t qfill; /* entries the random array was given in order, until it was full */
 	struct random_state rnd;
 #if CONFIG_SLOT_QUARANTINE
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own line: see defer_slot). */
 	uint32_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
-	uint32_t ndeferred;
 #endif
 } __attribute__((aligned(64)));
+
+_Static_assert(offsetof(struct slab_class, since_guard) < 3 * 64, "the hot fields fill the first three lines");
 
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
@@ -229,9 +256,17 @@ static inline bool desc_exists(const struct slab_class *k, uint32_t pos)
 	return pos < FIRST_POSITIONS || k->dir[pos >> CHUNK_SHIFT];
 }
 
+/* The area holding position pos: its nursery cell or its region. Offsets into either
+ * are pos * slab_bytes from its base. */
+static inline struct guard_region *area_of(struct slab_class *k, uint32_t pos)
+{
+	return (size_t)pos * k->slab_bytes < k->nursery_bytes ? &k->nursery : &k->region;
+}
+
 static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
 {
-	return k->region.base + (size_t)pos * k->slab_bytes;
+	size_t off = (size_t)pos * k->slab_bytes;
+	return k->span[off < k->span[AREA_REGION].lo ? AREA_NURSERY : AREA_REGION].base + off;
 }
 
 /* Bytes of slot i that may be dirty (live) or that were wiped (not live). */
@@ -250,12 +285,40 @@ static inline void grow_extent(const struct slab_class *k, struct slab *s, uint3
 	if (n > extent_of(k, s, i)) set_extent(k, s, i, n);
 }
 
-/* The class of an address in the slab window, or NULL when its arena never opened:
- * then nothing there was ever handed out, and its class struct is not to be read. */
-static inline struct slab_class *class_at(uintptr_t a)
+/* The class of an address in the slab window and its area (AREA_REGION or
+ * AREA_NURSERY); NULL when its arena never opened or a is in no region and no cell:
+ * then nothing there was ever handed out, and no class struct is to be read. Both
+ * answers are worked out and one is picked (conditional moves, no branch to mispredict:
+ * small churn frees into both areas at random, and a branch cost 3% of it). */
+static inline struct slab_class *class_at(uintptr_t a, unsigned *area)
 {
+	const size_t n = (size_t)CONFIG_SLAB_ARENAS * SC_COUNT;
 	size_t r = (a - ro.slab.base) >> ro.slab.region_shift;
+	size_t cell = MIN((a - ro.slab.nursery) >> ro.slab.cell_shift, n); /* n: in no cell */
+	size_t in_cell = ro.slab.cell_region[cell];
+	size_t pick = -(size_t)(r >= n); /* the nursery's region (there is one then) */
+	*area = r >= n;
+	r = (in_cell & pick) | (r & ~pick); /* masks: the compiler keeps them branch-free */
+	if (unlikely(r >= n)) return NULL;
 	return arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+}
+
+/* a's offset from position 0 of its area, or SIZE_MAX when a is not among that area's
+ * positions (the nursery's below nursery_bytes, the region's from there) or beyond what
+ * the area has mapped. */
+static inline size_t position_offset(const struct slab_class *k, uintptr_t a, unsigned area)
+{
+	const struct area_span *sp = &k->span[area];
+	size_t off = a - sp->base;
+	return off - sp->lo < sp->hi - sp->lo ? off : SIZE_MAX;
+}
+
+/* The spans decoding goes by, after either area changed what it maps. */
+static void spans_update(struct slab_class *k)
+{
+	size_t nb = k->nursery_bytes;
+	k->span[AREA_REGION] = (struct area_span){k->region.base, nb, MAX(k->region.size, nb)};
+	k->span[AREA_NURSERY] = (struct area_span){k->nursery.base, 0, k->nursery.size ? nb : 0};
 }
 
 /* 16 random bits from the class's generator: a ChaCha block serves many choices.
@@ -422,7 +485,31 @@ static bool grow_region(struct slab_class *k, size_t end)
 	size_t want = MAX(need, have + MAX(have / 4, (size_t)CONFIG_SLAB_GROW_MIN));
 	want = MIN((want + k->slab_bytes - 1) / k->slab_bytes * k->slab_bytes, window);
 	/* Short of address space, the exact need may still fit. */
-	return guard_grow(&k->region, want, "rampart:slab") || guard_grow(&k->region, need, "rampart:slab");
+	bool grown = guard_grow(&k->region, want, "rampart:slab") || guard_grow(&k->region, need, "rampart:slab");
+	spans_update(k);
+	return grown;
+}
+
+/* Map the class's nursery cell, all of its positions and a closed page above them, at
+ * its first slab (closed address space costs nothing until opened). If that fails
+ * (address space, a foreign mapping there) the class does without: nothing was placed
+ * there yet, so its positions all move to the region. */
+static void map_nursery(struct slab_class *k)
+{
+	if (k->nursery_bytes && !k->nursery.size && !guard_grow(&k->nursery, k->nursery_bytes + os_page, "rampart:slab"))
+		k->nursery_bytes = 0;
+	spans_update(k);
+}
+
+/* Open positions [from, to) taken fresh into use; they lie in one area. */
+static bool extend_positions(struct slab_class *k, uint32_t from, uint32_t to)
+{
+	if (from == to) return true;
+	if (to * k->slab_bytes > k->nursery_bytes && from * k->slab_bytes < k->nursery_bytes) {
+		uint32_t split = (uint32_t)(k->nursery_bytes / k->slab_bytes);
+		return extend_positions(k, from, split) && extend_positions(k, split, to);
+	}
+	return guard_extend(area_of(k, from), (size_t)from * k->slab_bytes, (size_t)(to - from) * k->slab_bytes);
 }
 
 /* Take the next never-used position into use, skipping a guard first when one is due;
@@ -433,15 +520,16 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 	bool guard = every && k->since_guard >= every;
 	uint32_t pos = k->hwm + guard;
 	if (pos >= k->max_pos || !have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
-	if (!grow_region(k, (size_t)(pos + 1) * k->slab_bytes)) return false;
+	if (!k->hwm) map_nursery(k);
+	size_t end = (size_t)(pos + 1) * k->slab_bytes;
+	if (end > k->nursery_bytes && !grow_region(k, end)) return false;
 	if (k->open_slabs) {
 		/* The guard opens with its slab and closes again at once, never handed out:
 		 * so it belongs to the read-write span (one anon_vma, see guard.c), and the
 		 * slab after it shares that anon_vma instead of faulting in one of its own,
 		 * which would keep the closed slabs on either side from ever merging. */
-		size_t start = (size_t)k->hwm * k->slab_bytes, end = (size_t)(pos + 1) * k->slab_bytes;
-		if (!guard_extend(&k->region, start, end - start)) return false;
-		if (guard && !guard_close(&k->region, start, k->slab_bytes)) {
+		if (!extend_positions(k, k->hwm, pos + 1)) return false;
+		if (guard && !guard_close(area_of(k, k->hwm), (size_t)k->hwm * k->slab_bytes, k->slab_bytes)) {
 			/* No marker and no VMA to spare: leave this guard open but never use it;
 			 * it is still a slab's worth of unused addresses between slabs. */
 		}
@@ -506,7 +594,7 @@ static noinline bool new_slab(struct slab_class *k)
 		if (k->open_slabs) grow_empty_budget(k);
 		pos = set_lowest(k, SET_CLOSED);
 		s = desc(k, pos);
-		if (k->open_slabs && !guard_open(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
+		if (k->open_slabs && !guard_open(area_of(k, pos), (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
 		set_remove(k, SET_CLOSED, pos);
 	} else {
 		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
@@ -535,7 +623,7 @@ static noinline bool new_slab(struct slab_class *k)
  * zero class's memory never opens, so its slabs close without a system call. */
 static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	if (k->open_slabs && !guard_close(&k->region, (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
+	if (k->open_slabs && !guard_close(area_of(k, pos), (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
 	s->state = SLAB_CLOSED;
 #if CONFIG_SLAB_QUARANTINE
 	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {
@@ -836,10 +924,11 @@ static noinline cold struct slab *not_live(struct slab_class *k, const char *wha
  * protector would then guard every free (measured: 2% of small churn with the
  * allocation's own out-parameter, now gone too). */
 static inline __attribute__((always_inline)) struct slab *
-live_slot(struct slab_class *k, uintptr_t a, uint32_t *pos_out, uint32_t *i_out, const char *op, bool on_free)
+live_slot(struct slab_class *k, uintptr_t a, unsigned area, uint32_t *pos_out, uint32_t *i_out, const char *op,
+	  bool on_free)
 {
-	size_t off = a - k->region.base;
-	if (unlikely(off >= k->region.size)) return not_live(k, op, (void *)a, on_free); /* the guard area */
+	size_t off = position_offset(k, a, area);
+	if (unlikely(off == SIZE_MAX)) return not_live(k, op, (void *)a, on_free); /* a guard area */
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
 	if (unlikely(pos >= k->hwm)) return not_live(k, op, (void *)a, on_free);
 	struct slab *s = desc(k, pos);
@@ -921,14 +1010,15 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 {
 	static const char what[] = "free of a pointer that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
-	struct slab_class *k = class_at(a);
+	unsigned area;
+	struct slab_class *k = class_at(a, &area);
 	if (unlikely(!k)) {
 		free_unopened(what, p);
 		return;
 	}
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, a, &pos, &i, what, true);
+	struct slab *s = live_slot(k, a, area, &pos, &i, what, true);
 	if (unlikely(!s)) return; /* on_error=report: reported and ignored */
 	if (unlikely(sized && c_claimed != k->cls) && !policy_tolerate_size(p))
 		die(k, "sized free with a wrong size or alignment", p);
@@ -955,11 +1045,12 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 size_t slab_usable_size(const void *p)
 {
 	static const char what[] = "malloc_usable_size of a pointer that is not a live allocation";
-	struct slab_class *k = class_at((uintptr_t)p);
+	unsigned area;
+	struct slab_class *k = class_at((uintptr_t)p, &area);
 	if (unlikely(!k)) fatal(what, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, what, false);
+	struct slab *s = live_slot(k, (uintptr_t)p, area, &pos, &i, what, false);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
 	return k->usable;
@@ -968,11 +1059,12 @@ size_t slab_usable_size(const void *p)
 bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 {
 	static const char what[] = "realloc of a pointer that is not a live allocation";
-	struct slab_class *k = class_at((uintptr_t)p);
+	unsigned area;
+	struct slab_class *k = class_at((uintptr_t)p, &area);
 	if (unlikely(!k)) fatal(what, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, &pos, &i, what, false);
+	struct slab *s = live_slot(k, (uintptr_t)p, area, &pos, &i, what, false);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p);
 	bool stays = c_new == k->cls;
 	if (stays) grow_extent(k, s, i, size);
@@ -985,22 +1077,27 @@ size_t slab_object_size(const void *p)
 {
 	static const char what[] = "malloc_object_size of a pointer into rampart's memory that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
-	struct slab_class *k = class_at(a);
+	unsigned area;
+	struct slab_class *k = class_at(a, &area);
 	if (!k) return 0; /* a region never mapped: whatever is there is not rampart's */
 	class_lock(k);
-	size_t off = a - k->region.base;
-	/* Outside what the region has mapped (the closed page below its first slab, the
-	 * slabs, the closed tail) the window is only set aside: another mapping may sit there
-	 * (a program's mmap with an address hint), so that is not rampart's memory. */
-	if (off >= k->region.size) {
-		bool page_below = k->region.size && k->region.base - a <= os_page;
+	const struct guard_region *g = area == AREA_NURSERY ? &k->nursery : &k->region;
+	size_t off = a - g->base;
+	/* Outside what the region or the nursery cell has mapped (the closed page below its
+	 * first slab, the slabs, the closed tail) the window is only set aside: another
+	 * mapping may sit there (a program's mmap with an address hint), so that is not
+	 * rampart's memory. */
+	if (off >= g->size) {
+		bool page_below = g->size && g->base - a <= os_page;
 		if (unlikely(page_below)) die(k, what, p);
 		class_unlock(k);
 		return 0;
 	}
-	/* Everything the region mapped belongs to some slot's life cycle or to a guard:
-	 * a question about anything but a live slot means the caller holds a stale or
-	 * forged pointer, like a free of one would. */
+	/* Everything the region mapped belongs to some slot's life cycle or to a guard (the
+	 * region's positions that are the nursery's are closed, and so is the page above the
+	 * nursery's): a question about anything but a live slot means the caller holds a
+	 * stale or forged pointer, like a free of one would. */
+	if (unlikely(position_offset(k, a, area) == SIZE_MAX)) die(k, what, p);
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
 	if (unlikely(pos >= k->hwm || desc(k, pos)->state != SLAB_ACTIVE)) die(k, what, p);
 	struct slab *s = desc(k, pos);
@@ -1145,6 +1242,22 @@ static noinline void class_setup(struct slab_class *k)
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
 	guard_start(&k->region, area);
 	k->region.flags |= REGION_KEEP_ANON;
+	/* Its nursery cell: as many positions as fit above a random lead of up to a
+	 * quarter of the cell (at least a page, never mapped) and below a closed page. The
+	 * zero class's memory never opens: it keeps to its region. */
+	size_t cell = ro.slab.cell_shift ? (size_t)1 << ro.slab.cell_shift : 0;
+	if (cell && c) {
+		unsigned j = 0;
+		while (ro.slab.cell_region[a * SC_COUNT + j] != r) j++;
+		size_t lead = (1 + random_below(&k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
+		size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
+		if (fit) {
+			k->nursery_bytes = fit * k->slab_bytes;
+			guard_start(&k->nursery, ro.slab.nursery + (((size_t)a * SC_COUNT + j) << ro.slab.cell_shift) + lead);
+			k->nursery.flags |= REGION_KEEP_ANON;
+		}
+	}
+	spans_update(k);
 
 	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
 	k->first = (struct slab *)mem + c;
@@ -1185,13 +1298,52 @@ unsigned slab_arenas_open(void)
 	return (unsigned)__builtin_popcount(atomic_load_explicit(&arenas_open, memory_order_acquire));
 }
 
+_Static_assert((CONFIG_SLAB_NURSERY_PAGES & (CONFIG_SLAB_NURSERY_PAGES - 1)) == 0,
+	       "CONFIG_SLAB_NURSERY_PAGES is a power of two (or 0)");
+_Static_assert(CONFIG_SLAB_ARENAS * SC_COUNT < UINT16_MAX, "cell_region holds region numbers");
+
+/* The nursery's cell size, a power of two (0: none). */
+static size_t nursery_cell_bytes(void)
+{
+	size_t cell = (size_t)CONFIG_SLAB_NURSERY_PAGES * os_page;
+	return cell & (cell - 1) ? 0 : cell;
+}
+
+/* Place the nursery in the window's last region, at a random page offset, and give each
+ * arena's classes their cells in a random order; or go without one when the cells would
+ * take more than half a region (a window shrunk for a short address space). */
+static void nursery_place(struct slab_roots *sr, unsigned nregions)
+{
+	size_t cell = nursery_cell_bytes(), region = (size_t)1 << sr->region_shift;
+	sr->cell_region[nregions] = UINT16_MAX; /* class_at's answer for no cell */
+	if (!cell || (size_t)nregions * cell > region / 2) return;
+	struct random_state rnd;
+	random_reseed(&rnd);
+	size_t room = region - (size_t)nregions * cell;
+	sr->nursery = sr->base + ((size_t)nregions << sr->region_shift) + random_below(&rnd, room / os_page + 1) * os_page;
+	sr->cell_shift = (unsigned)__builtin_ctzl(cell);
+	for (unsigned a = 0; a < sr->arenas; a++) {
+		uint16_t *order = &sr->cell_region[a * SC_COUNT];
+		for (unsigned c = 0; c < SC_COUNT; c++) order[c] = (uint16_t)(a * SC_COUNT + c);
+		for (unsigned c = SC_COUNT - 1; c > 0; c--) { /* Fisher-Yates */
+			unsigned j = (unsigned)random_below(&rnd, c + 1);
+			uint16_t t = order[c];
+			order[c] = order[j];
+			order[j] = t;
+		}
+	}
+	explicit_bzero(&rnd, sizeof rnd);
+}
+
 bool slab_init(void)
 {
 	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
 	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
-	/* Address space set aside, not mapped: each region maps what it uses as it grows. */
+	/* Address space set aside, not mapped: each region maps what it uses as it grows;
+	 * one more region's worth holds the nursery. */
+	unsigned extra = nursery_cell_bytes() ? 1 : 0;
 	uintptr_t base;
-	while (!guard_window((size_t)nregions << shift, &base))
+	while (!guard_window((size_t)(nregions + extra) << shift, &base))
 		if (--shift < MIN_REGION_SHIFT) return false;
 
 	/* Mapped for every arena now, touched only as classes are set up (fresh pages are
@@ -1205,9 +1357,10 @@ bool slab_init(void)
 		guard_window_release(base);
 		return false;
 	}
-	ro.slab = (struct slab_roots){.base = base, .size = (size_t)nregions << shift, .region_shift = shift,
+	ro.slab = (struct slab_roots){.base = base, .size = (size_t)(nregions + extra) << shift, .region_shift = shift,
 				      .arenas = arenas, .classes = classes, .arena_mem = mem,
 				      .arena_mem_bytes = per_arena};
+	nursery_place(&ro.slab, nregions);
 	arena_open(0);
 	return true;
 }

@@ -127,13 +127,13 @@ static void cross_arena_frees(void)
 	struct rampart_class_stats before = class_of(SIZE);
 	pthread_t t;
 	void *theirs;
-	CHECK(pthread_create(&t, NULL, free_all, v) == 0 && pthread_join(t, &theirs) == 0);
-	/* The thread's own block is in another arena, so another region: far away. */
-	uintptr_t mine = (uintptr_t)v[0], other = (uintptr_t)theirs;
-	if ((mine > other ? mine - other : other - mine) < ((uintptr_t)1 << 26)) {
-		printf("cross_arena_frees: the thread shares the main thread's arena; nothing to test\n");
-		exit(1);
+	/* Threads are sent to the arenas in turn: this one, the process's second thread,
+	 * goes to the second arena. */
+	if (CONFIG_SLAB_ARENAS < 2) {
+		printf("cross_arena_frees: one arena, threads share it; nothing to test\n");
+		return;
 	}
+	CHECK(pthread_create(&t, NULL, free_all, v) == 0 && pthread_join(t, &theirs) == 0);
 	struct rampart_class_stats after = class_of(SIZE); /* theirs is live, in its arena */
 	CHECK(after.live == before.live - FEW + 1);
 	CHECK(after.quarantined == before.quarantined + FEW);

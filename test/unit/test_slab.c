@@ -39,6 +39,8 @@ static void ask_object_size(void *p) { (void)malloc_object_size(p); }
 static bool object_size_is_fatal(const void *p) { return fatal_in_child(ask_object_size, (void *)p); }
 static bool free_is_fatal(void *p) { return fatal_in_child(free, p); }
 
+static unsigned char tag_of(const void *p) { return (unsigned char)((uintptr_t)p >> 4 | 1); }
+
 static int cmp_ptr(const void *a, const void *b)
 {
 	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
@@ -329,6 +331,20 @@ static uintptr_t mapped_end(uintptr_t a)
 	return end;
 }
 
+/* Is p in the nursery (not in a class's region)? */
+static bool in_nursery(const void *p)
+{
+	return ro.slab.cell_shift && (uintptr_t)p - ro.slab.base >= (size_t)ro.slab.arenas * SC_COUNT << ro.slab.region_shift;
+}
+
+/* The class whose nursery cell p is in (arena 0's cells), or SC_COUNT. */
+static unsigned nursery_class(const void *p)
+{
+	if (!in_nursery(p)) return SC_COUNT;
+	size_t cell = ((uintptr_t)p - ro.slab.nursery) >> ro.slab.cell_shift;
+	return cell < SC_COUNT ? ro.slab.cell_region[cell] : SC_COUNT; /* arena 0: region = class */
+}
+
 /* The slab window is set aside, not mapped: a program may map something there with
  * an address hint. That memory is not rampart's: malloc_object_size answers 0 for it.
  * And a class whose growth runs into such a mapping fails its allocations with ENOMEM
@@ -348,17 +364,24 @@ START_TEST(foreign_mapping_in_window)
 	ck_assert_uint_eq(malloc_object_size(m + 100), 0);
 	ck_assert_int_eq(munmap(m, pg), 0);
 
-	/* A mapping just above what class 9's region of this thread's arena has mapped. */
+	/* A mapping just above what class 9's region of this thread's arena has mapped. Its
+	 * first slabs are in its nursery cell: the first block past them is in the region. */
 	size_t n = sc_usable(9);
-	void *first = malloc(n);
-	ck_assert(first != NULL);
+	static void *got[1 << 16];
+	size_t count = 0;
+	void *first;
+	for (;;) {
+		first = malloc(n);
+		ck_assert(first != NULL);
+		if (!in_nursery(first)) break;
+		ck_assert(count < sizeof got / sizeof *got);
+		got[count++] = first;
+	}
 	uintptr_t r0 = ro.slab.base + ((uintptr_t)first - ro.slab.base) / region * region;
 	char *wall = (char *)mapped_end((uintptr_t)first);
 	ck_assert((uintptr_t)wall < r0 + region);
 	ck_assert(mmap(wall, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == wall);
 	wall[0] = 9;
-	static void *got[1 << 16];
-	size_t count = 0;
 	for (;;) {
 		ck_assert(count < sizeof got / sizeof *got);
 		errno = 0;
@@ -367,13 +390,136 @@ START_TEST(foreign_mapping_in_window)
 			ck_assert_int_eq(errno, ENOMEM);
 			break;
 		}
-		ck_assert((uintptr_t)p + n <= (uintptr_t)wall);
+		ck_assert((uintptr_t)p + n <= (uintptr_t)wall && (uintptr_t)p > r0);
 		got[count++] = p;
 	}
 	ck_assert_int_eq(wall[0], 9); /* never mapped over */
 	for (size_t i = 0; i < count; i++) free(got[i]);
 	free(first);
 	ck_assert_int_eq(munmap(wall, pg), 0);
+}
+END_TEST
+
+/* Where the run of mappings holding a begins (mappings back to back, whatever their
+ * protection: like mapped_end, which follows them up). */
+static uintptr_t mapped_start(uintptr_t a)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	ck_assert(f != NULL);
+	char line[512];
+	uintptr_t start = 0, prev_end = 0;
+	while (fgets(line, sizeof line, f)) {
+		char *dash;
+		uintptr_t lo = strtoul(line, &dash, 16), hi = strtoul(dash + 1, NULL, 16);
+		if (lo != prev_end) start = lo; /* a gap: a new run */
+		prev_end = hi;
+		if (lo <= a && a < hi) break;
+	}
+	fclose(f);
+	ck_assert(start != 0 && prev_end > a);
+	return start;
+}
+
+/* Each class's first slabs share the arena's nursery, one cell per class in a random
+ * order: every class whose slab fits a cell (below a lead of up to a quarter of it and
+ * a closed page) starts there, in its own cell; bigger ones start in their regions.
+ * A class that outgrows its cell goes on in its region, and blocks on both sides keep
+ * their contents, decode and free; a double free is caught on both sides. Around the
+ * cell's slabs, the closed pages (below and above) and the region's positions that
+ * are the nursery's are rampart's but no block: free and malloc_object_size are fatal. */
+START_TEST(nursery_holds_first_slabs)
+{
+	free(malloc(16)); /* started */
+	if (!ro.slab.cell_shift) return; /* built without one */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), cell = (size_t)1 << ro.slab.cell_shift;
+	static void *first[SC_COUNT];
+	for (unsigned k = 1; k < SC_COUNT; k++) {
+		struct sc_geometry g;
+		sc_geometry(k, pg, &g);
+		size_t slab = (size_t)g.pages * pg;
+		struct slab_class_figures f; /* the test runner may have used the class */
+		slab_class_figures(k, &f);
+		bool fresh = f.slabs_active + f.slabs_empty + f.slabs_closed == 0;
+		first[k] = malloc(sc_usable(k));
+		ck_assert_ptr_nonnull(first[k]);
+		if (fresh && slab + cell / 4 + pg <= cell) ck_assert_uint_eq(nursery_class(first[k]), k);
+		else if (slab + 2 * pg > cell) ck_assert(!in_nursery(first[k]));
+		else ck_assert(!in_nursery(first[k]) || nursery_class(first[k]) == k);
+	}
+
+	/* 48-byte blocks (one-page slabs) until one lies in the region. */
+	unsigned c = sc_of(48);
+	size_t n = sc_usable(c);
+	static unsigned char *v[1 << 14];
+	size_t count = 0, in_region = 0;
+	while (!in_region) {
+		ck_assert(count < sizeof v / sizeof *v);
+		unsigned char *p = malloc(n);
+		ck_assert_ptr_nonnull(p);
+		memset(p, tag_of(p), n);
+		if (!in_nursery(p)) in_region = count + 1;
+		else ck_assert_uint_eq(nursery_class(p), c);
+		v[count++] = p;
+	}
+	ck_assert_uint_gt(count, 8); /* a cell holds many one-page slabs */
+	for (size_t i = 0; i < count; i++) {
+		ck_assert_uint_eq(malloc_usable_size(v[i]), n);
+		ck_assert_uint_eq(malloc_object_size(v[i] + 1), n - 1);
+		for (size_t j = 0; j < n; j++) ck_assert_uint_eq(v[i][j], tag_of(v[i]));
+	}
+
+	/* Around the cell's slabs: a closed page below, a closed page above (or, back to
+	 * back with them, a neighbouring cell's closed pages: just as fatal). */
+	unsigned char *nb = v[0], *rb = v[in_region - 1];
+	uintptr_t cell_lo = mapped_start((uintptr_t)nb), cell_hi = mapped_end((uintptr_t)nb);
+	ck_assert(object_size_is_fatal((void *)cell_lo));
+	ck_assert(free_is_fatal((void *)cell_lo));
+	ck_assert(object_size_is_fatal((void *)(cell_hi - pg)));
+	ck_assert(free_is_fatal((void *)(cell_hi - pg)));
+	/* The region's first positions (closed, never used: the nursery's). */
+	uintptr_t region_base = mapped_start((uintptr_t)rb) + pg;
+	ck_assert(object_size_is_fatal((void *)region_base));
+	ck_assert(free_is_fatal((void *)region_base));
+
+	free(nb);
+	free(rb);
+	ck_assert(free_is_fatal(nb));
+	ck_assert(free_is_fatal(rb));
+	for (size_t i = 0; i < count; i++)
+		if (v[i] != nb && v[i] != rb) free(v[i]);
+	for (unsigned k = 1; k < SC_COUNT; k++) free(first[k]);
+}
+END_TEST
+
+/* A class whose nursery cell another mapping took before its first slab does without
+ * it: its slabs are all in its region, and the mapping is left alone. */
+START_TEST(nursery_cell_taken)
+{
+	free(malloc(16)); /* started */
+	if (!ro.slab.cell_shift) return;
+	size_t cell = (size_t)1 << ro.slab.cell_shift;
+	unsigned c = sc_of(20000); /* no class this size is used before (a fresh child) */
+	struct slab_class_figures f;
+	slab_class_figures(c, &f);
+	ck_assert_uint_eq(f.slabs_active + f.slabs_empty + f.slabs_closed, 0);
+	unsigned j = 0;
+	while (ro.slab.cell_region[j] != c) j++;
+	char *at = (char *)(ro.slab.nursery + ((size_t)j << ro.slab.cell_shift));
+	char *m = mmap(at, cell, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ck_assert(m == at);
+	memset(m, 0x77, cell);
+	static void *got[64];
+	for (unsigned i = 0; i < 64; i++) {
+		got[i] = malloc(20000);
+		ck_assert_ptr_nonnull(got[i]);
+		ck_assert(!in_nursery(got[i]));
+		ck_assert_uint_eq(malloc_usable_size(got[i]), sc_usable(c));
+		memset(got[i], 0x11, 20000);
+	}
+	ck_assert_uint_eq(malloc_object_size(m + cell / 2), 0); /* not rampart's */
+	for (unsigned i = 0; i < 64; i++) free(got[i]);
+	for (size_t i = 0; i < cell; i++) ck_assert_uint_eq((unsigned char)m[i], 0x77);
+	ck_assert_int_eq(munmap(m, cell), 0);
 }
 END_TEST
 
@@ -451,7 +597,9 @@ START_TEST(classes_set_up_on_first_use)
 		void *q = malloc(n);
 		ck_assert_ptr_nonnull(q);
 		ck_assert_uint_eq(malloc_usable_size(q), n);
-		ck_assert_uint_eq(((uintptr_t)q - ro.slab.base) / region, k); /* its own region, arena 0 */
+		/* Its own nursery cell or its own region, in arena 0. */
+		if (in_nursery(q)) ck_assert_uint_eq(nursery_class(q), k);
+		else ck_assert_uint_eq(((uintptr_t)q - ro.slab.base) / region, k);
 		free(q);
 	}
 }
@@ -464,7 +612,6 @@ END_TEST
  * answers its size, each class counts exactly its own, a double free is caught at
  * either end, and it all repeats once the slabs emptied. Descriptors that overlapped
  * between classes or positions would miscount or mistake a slot's state. */
-static unsigned char tag_of(const void *p) { return (unsigned char)((uintptr_t)p >> 4 | 1); }
 
 START_TEST(descriptors_on_both_sides_of_the_shared_block)
 {
@@ -672,6 +819,8 @@ int main(void)
 	tcase_add_test(t, foreign_mapping_in_window);
 	tcase_add_test(t, arenas_open_on_first_use);
 	tcase_add_test(t, classes_set_up_on_first_use);
+	tcase_add_test(t, nursery_holds_first_slabs);
+	tcase_add_test(t, nursery_cell_taken);
 	tcase_add_test(t, empty_slabs_follow_peak);
 	tcase_add_test(t, fork_child_draws_its_own_stream);
 	suite_add_tcase(s, t);
