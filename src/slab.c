@@ -508,7 +508,7 @@ static void map_nursery(struct slab_class *k)
 	spans_update(k);
 }
 
-/* Open positions [from, to) taken fresh into use; they lie in one area. */
+/* Open positions [from, to) taken fresh into use: one call per area they lie in. */
 static bool extend_positions(struct slab_class *k, uint32_t from, uint32_t to)
 {
 	if (from == to) return true;
