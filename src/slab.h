@@ -11,13 +11,14 @@
  *  - A class's first positions (as many as fit its cell) are in its nursery cell: one
  *    cell per (arena, class), side by side in the window's last region, in a random
  *    order per arena, so a process maps the first slabs of all its classes under a few
- *    page tables. Position 0 of the cell's slab area and of the region's are both at
- *    `base`; the region never opens the nursery's positions, the cell holds no others.
+ *    page tables. Positions count from each area's base (pos * slab_bytes): the
+ *    region never opens the nursery's positions, the cell holds no others.
  *  - Each region's slab area starts at a random page offset (the guard area below
  *    it is never mapped), each cell's at a random lead of up to a quarter of the cell,
- *    with a closed page below and another above its last position. Guard slabs are positions skipped as the area grows, at the
- *    interval of the way the region closes spans then: never usable, state SLAB_NONE,
- *    closed (guard markers under madvise, PROT_NONE under mprotect).
+ *    with a closed page below and another above its last position. Guard slabs are
+ *    positions skipped as the area grows, at the interval of the way the region
+ *    closes spans then: never usable, state SLAB_NONE, closed (guard markers under
+ *    madvise, PROT_NONE under mprotect).
  *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
  *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
  *    other pointer into the window is fatal. A slot freed by a thread of another arena
