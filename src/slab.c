@@ -123,12 +123,23 @@ struct slab {
 	uint32_t next, prev; /* list links: position + 1, 0 = none */
 	uint16_t nused;
 	uint8_t state;
-	struct slot_bits bits[SLAB_WORDS];
-	/* Live: the units the program may have written. Not live: the units the free wiped,
-	 * which the next allocation checks. */
-	uint16_t extent[SLAB_EXTENT_SLOTS];
+	/* A slab keeps extents only when it has at most SLAB_EXTENT_SLOTS slots, so one word
+	 * of bits: the extents share the later words' place. Two lines a descriptor instead
+	 * of three, and a class's first extents in the line of its bits. Only the class's
+	 * nwords words of bits are ever read or written. */
+	union {
+		struct slot_bits bits[SLAB_WORDS];
+		struct {
+			struct slot_bits bits0;
+			/* Live: the units the program may have written. Not live: the units
+			 * the free wiped, which the next allocation checks. */
+			uint16_t extent[SLAB_EXTENT_SLOTS];
+		};
+	};
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct slab, bits) + sizeof(struct slot_bits) <= 64, "a slab's first word of bits is in its first line");
+_Static_assert(SLAB_EXTENT_SLOTS <= 64, "a slab that keeps extents has one word of bits");
+_Static_assert(sizeof(struct slab) == 128, "a descriptor is two lines");
 
 struct slab_class {
 	/* Line 0: the lock and the geometry, fixed when the class is set up (class_setup,
@@ -616,9 +627,9 @@ static noinline bool new_slab(struct slab_class *k)
 	if (s->state != SLAB_EMPTY) {
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used. */
-		for (uint32_t w = 0; w < SLAB_WORDS; w++) s->bits[w].fresh = ~k->tail[w];
+		for (uint32_t w = 0; w < k->nwords; w++) s->bits[w].fresh = ~k->tail[w];
 	}
-	for (uint32_t w = 0; w < SLAB_WORDS; w++) {
+	for (uint32_t w = 0; w < k->nwords; w++) {
 		s->bits[w].used = k->tail[w];
 		s->bits[w].quar = 0;
 	}
