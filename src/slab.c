@@ -34,7 +34,7 @@
  * each class's first FIRST_POSITIONS: those of all the classes of an arena live side by
  * side, position by position, so a process that uses a few slabs in each of many classes
  * writes a few pages of descriptors, not one per class. The per-class state (lock,
- * lists, quarantines, generator) is one cache-aligned struct.
+ * lists, quarantine heads) is one cache-aligned struct.
  *
  * Lists, by slab state:
  *   ACTIVE  open, 1..slots slots in use; on the partial list unless full
@@ -199,7 +199,6 @@ struct slab_class {
 	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
-	struct random_state rnd;
 #if CONFIG_SLOT_QUARANTINE
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own line: see defer_slot). */
@@ -342,9 +341,15 @@ static void spans_update(struct slab_class *k)
 	k->span[AREA_NURSERY] = (struct area_span){k->nursery.base, 0, k->nursery.size ? nb : 0};
 }
 
-/* 16 random bits from the class's generator: a ChaCha block serves many choices.
- * (Unused where neither random slot choice nor the slot quarantine is built: light.) */
-static inline __attribute__((unused)) uint32_t rand16(struct slab_class *k) { return random_u16(&k->rnd); }
+/* The calling thread's generator: every class a thread touches draws from one buffer
+ * (one line in use instead of one per class, and 312 bytes less in every class struct,
+ * which a process writes after fork), and no thread shares it, so no lock guards it.
+ * Starts spent: the first draw of a thread seeds it. */
+static __thread struct random_state tls_rnd __attribute__((tls_model("initial-exec"))) = {.pos = RANDOM_BUF_BYTES};
+
+/* 16 random bits: a ChaCha block serves many choices. (Unused where neither random
+ * slot choice nor the slot quarantine is built: light.) */
+static inline __attribute__((unused)) uint32_t rand16(void) { return random_u16(&tls_rnd); }
 
 static cold __attribute__((noreturn)) void die(struct slab_class *k, const char *what, const void *p)
 {
@@ -635,7 +640,7 @@ static noinline bool new_slab(struct slab_class *k)
 	}
 	s->nused = 0;
 	s->state = SLAB_ACTIVE;
-	s->canary = random_u64(&k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
+	s->canary = random_u64(&tls_rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
 	partial_push(k, pos, s);
 	return true;
 }
@@ -781,7 +786,7 @@ static void quarantine_slot(struct slab_class *k, uint32_t pos, uint32_t i)
 		k->qrand[k->qfill++] = qentry(pos, i);
 		return;
 	}
-	uint32_t j = rand16(k) & k->qrand_mask;
+	uint32_t j = rand16() & k->qrand_mask;
 	uint32_t out = k->qrand[j];
 	k->qrand[j] = qentry(pos, i);
 	if (!out) return;
@@ -806,10 +811,10 @@ static noinline void drain_deferred(struct slab_class *k)
 /* A free from a thread of another arena: the slot is already wiped and marked
  * quarantined (a second free of it is caught at once, as in one thread), but it enters
  * the quarantine later, when a thread of the class's own arena allocates from it, or when
- * DEFERRED_MAX more wait. The quarantine's lines (its arrays, the generator, the
- * descriptors of the slot that leaves it and of its slab's neighbours on the partial
- * list) then stay with the threads that use the class instead of moving to every core
- * that frees into it. Measured on larson (four threads freeing each other's blocks):
+ * DEFERRED_MAX more wait. The quarantine's lines (its arrays, the descriptors of the
+ * slot that leaves it and of its slab's neighbours on the partial list) then stay with
+ * the threads that use the class instead of moving to every core that frees into it.
+ * Measured on larson (four threads freeing each other's blocks):
  * 0.84-0.87 s against 0.79-0.81 s; producer/consumer, where every free is another
  * arena's, unchanged (1.01-1.11 s against 1.00-1.12 s). A slot waits in the quarantine
  * itself as long as ever once it enters it. */
@@ -825,7 +830,7 @@ static inline void defer_slot(struct slab_class *k, uint32_t pos, uint32_t i)
 static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 {
 #if CONFIG_SLOT_RANDOM
-	uint32_t start = (rand16(k) * k->slots) >> 16;
+	uint32_t start = (rand16() * k->slots) >> 16;
 #else
 	uint32_t start = 0;
 #endif
@@ -1200,28 +1205,38 @@ static uint32_t slot_q_half(uint32_t size)
  * the arena's metadata, and each arena's share is a whole number of lines). */
 #define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
 
-/* Metadata bytes of class c in its arena's block: a directory of DIR_START chunks with
- * both sets' summary words, the slot quarantine, the slab quarantine ring. */
-static size_t class_mem_bytes(unsigned c)
+/* Metadata bytes of class c in its arena's block, in two parts. Its slot quarantine
+ * (written by every free), beside every other class's: a process that frees into a
+ * dozen classes after fork copies the few pages they fill together rather than one page
+ * for each (bash: about ten of the faults per command substitution were these arrays
+ * spread between the directories). */
+static size_t class_quarantine_bytes(unsigned c)
 {
-	/* The size alone, not sc_geometry: class_setup adds this up for every class below
-	 * its own, and the geometry's search took about 6 us for all classes (perf: 0.7%
-	 * of `tr` in a pipeline). */
-	return DIR_BYTES + 2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(uint32_t) +
-	       align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
+	/* The size alone, not sc_geometry: class_setup adds this up for every class, and
+	 * the geometry's search took about 6 us for all classes (perf: 0.7% of `tr` in a
+	 * pipeline). */
+	return 2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(uint32_t);
+}
+
+/* The rest, written on slow paths: a directory of DIR_START chunks with both sets'
+ * summary words, the slab quarantine ring. */
+static size_t class_control_bytes(void)
+{
+	return DIR_BYTES + align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
 }
 
 /* Metadata bytes of one arena besides its class structs: the block of first
- * descriptors, then each class's share, in class order. */
+ * descriptors, then the slot quarantines of all classes, then their other parts, each
+ * in class order. */
 static size_t arena_mem_bytes(void)
 {
-	size_t bytes = FIRST_BLOCK_BYTES;
-	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_mem_bytes(c);
+	size_t bytes = FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes();
+	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_quarantine_bytes(c);
 	return align_up(bytes, 64);
 }
 
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
- * geometry, a random guard area, its share of the arena's metadata, its generator.
+ * geometry, a random guard area, its share of the arena's metadata.
  * Until then it is all zero: an unlocked lock, no region (a pointer decoding into it is
  * no live block: live_slot finds it outside the region), no open slabs (the decay
  * sweep passes it by). So a process writes the structs and takes the random draws of
@@ -1255,10 +1270,9 @@ static noinline void class_setup(struct slab_class *k)
 	for (uint32_t w = 0; w < SLAB_WORDS; w++) /* the bits of slots past g.slots */
 		k->tail[w] = g.slots >= 64 * (w + 1) ? 0 : g.slots <= 64 * w ? ~(uint64_t)0 : ~(uint64_t)0 << (g.slots & 63);
 
-	/* Its own generator, seeded by the kernel. The random guard area: up to 1/16 of
-	 * the region, at least one page. Never mapped: the region starts above it. */
-	random_reseed(&k->rnd);
-	size_t guard_pages = 1 + random_below(&k->rnd, region / 16 / os_page);
+	/* The random guard area: up to 1/16 of the region, at least one page. Never mapped:
+	 * the region starts above it. */
+	size_t guard_pages = 1 + random_below(&tls_rnd, region / 16 / os_page);
 	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
 	guard_start(&k->region, area);
@@ -1270,7 +1284,7 @@ static noinline void class_setup(struct slab_class *k)
 	if (cell && c) {
 		unsigned j = 0;
 		while (ro.slab.cell_region[a * SC_COUNT + j] != r) j++;
-		size_t lead = (1 + random_below(&k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
+		size_t lead = (1 + random_below(&tls_rnd, MAX(cell / 4 / os_page, 1))) * os_page;
 		size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
 		if (fit) {
 			k->nursery_bytes = fit * k->slab_bytes;
@@ -1282,23 +1296,24 @@ static noinline void class_setup(struct slab_class *k)
 
 	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
 	k->first = (struct slab *)mem + c;
-	mem += FIRST_BLOCK_BYTES;
-	for (unsigned below = 0; below < c; below++) mem += class_mem_bytes(below);
-	k->dir = (struct slab **)mem;
+	char *quarantine = mem + FIRST_BLOCK_BYTES, *control = quarantine;
+	for (unsigned other = 0; other < SC_COUNT; other++) {
+		if (other < c) quarantine += class_quarantine_bytes(other);
+		control += class_quarantine_bytes(other);
+	}
+	control += (size_t)c * class_control_bytes();
+	uint32_t half = slot_q_half(g.size);
+	if (half) {
+		k->qrand = (uint32_t *)quarantine;
+		k->qring = k->qrand + half;
+		k->qrand_mask = k->qring_mask = half - 1;
+	}
+	k->dir = (struct slab **)control;
 	k->dir_cap = DIR_START;
 	k->set_words = (DIR_START + 63) / 64;
 	k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
 	k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
-	mem += DIR_BYTES;
-	uint32_t half = slot_q_half(g.size);
-	if (half) {
-		k->qrand = (uint32_t *)mem;
-		mem += half * sizeof(uint32_t);
-		k->qring = (uint32_t *)mem;
-		mem += half * sizeof(uint32_t);
-		k->qrand_mask = k->qring_mask = half - 1;
-	}
-	k->sq = (uint32_t *)mem;
+	k->sq = (uint32_t *)(control + DIR_BYTES);
 	k->open_slabs = c != 0;
 	atomic_fetch_or_explicit(&classes_set_up[a], (uint64_t)1 << c, memory_order_release);
 }

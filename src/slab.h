@@ -36,11 +36,12 @@
  *    can have left bytes (calloc clears them).
  *  - A live slot's canary is in place whenever the class lock is free: slab_alloc
  *    stamps it before unlocking, so a free may check the canary of a live neighbour.
- *  - Each (arena, class) has its own lock and random generator; the meta lock nests
- *    inside class locks, and class locks are taken before the large lock.
- *  - An arena opens at its first thread; a class of it is set up (its struct, its
- *    generator, its guard area) when it needs its first slab. Until then its struct is
- *    all zero and no pointer into its region is a live block.
+ *  - Each (arena, class) has its own lock; random draws come from the calling thread's
+ *    own generator (no lock). The meta lock nests inside class locks, and class locks
+ *    are taken before the large lock.
+ *  - An arena opens at its first thread; a class of it is set up (its struct, its guard
+ *    area) when it needs its first slab. Until then its struct is all zero and no
+ *    pointer into its region is a live block.
  */
 #ifndef RAMPART_SLAB_H
 #define RAMPART_SLAB_H
