@@ -119,6 +119,22 @@ static void write_after_free(void)
 	reuse_freed_48();
 }
 
+/* A stale pointer writes past the freed block, over the canary the slot keeps: found
+ * when the slot, handed out again, is freed (or when the slot after it is). */
+static void stale_write_over_canary(void)
+{
+	enum { N = 5000, ROUNDS = 40 };
+	static void *v[N];
+	char *p = block_among_neighbours();
+	size_t usable = malloc_usable_size(p);
+	free(p);
+	p[usable + 3] ^= 0x5a; /* the bug */
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < N; i++) v[i] = malloc(48);
+		for (int i = 0; i < N; i++) free(v[i]);
+	}
+}
+
 /* The same in a class with a dirty extent per slot: a write inside what the program
  * asked for is found when the slot is handed out again. */
 static void write_after_free_big(void)
@@ -256,6 +272,7 @@ static const struct death_case cases[] = {
 	{"overflow, then realloc", overflow_then_realloc, SIGABRT, 0},
 	{"write after free, detected on reuse", write_after_free, SIGABRT, 1},
 	{"write after free in a 5 KiB slot, detected on reuse", write_after_free_big, SIGABRT, 1},
+	{"stale write over a freed slot's canary, detected at a later free", stale_write_over_canary, SIGABRT, 0},
 	{"double free by another thread, first free deferred", double_free_deferred, SIGABRT, 0},
 	{"free by another thread, then by the owner", double_free_deferred_then_owner, SIGABRT, 0},
 	{"write after another thread's free", write_after_free_deferred, SIGABRT, 1},

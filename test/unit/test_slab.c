@@ -157,6 +157,43 @@ START_TEST(canary_layout)
 }
 END_TEST
 
+/* A slot keeps its canary once handed out: a free wipes the data but not the canary,
+ * and freeing next to free slots that hold one (16-byte slots included, whose second
+ * word is the canary) is no neighbour damage. */
+START_TEST(freed_slots_keep_canary)
+{
+#if CONFIG_SLOT_CANARY && CONFIG_ZERO_ON_FREE
+	enum { N = 3000 };
+	static unsigned char *v[N];
+	static uint64_t canary[N];
+	static const size_t sizes[] = {8, 24, 100};
+	for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+		for (int i = 0; i < N; i++) {
+			v[i] = malloc(sizes[z]);
+			ck_assert_ptr_nonnull(v[i]);
+			memset(v[i], 0xa5, sizes[z]);
+			memcpy(&canary[i], v[i] + malloc_usable_size(v[i]), 8);
+			ck_assert_uint_ne(canary[i], 0);
+		}
+		size_t usable = malloc_usable_size(v[0]);
+		/* Every other block first (its slab stays open: the rest are live), then the
+		 * rest: each free of the second half has free neighbours on both sides. */
+		for (int i = 0; i < N; i += 2) free(v[i]);
+		for (int i = 0; i < N; i += 2) {
+			uint64_t c;
+			memcpy(&c, v[i] + usable, 8);
+			ck_assert_uint_eq(c, canary[i]);
+			for (size_t b = 0; b < sizes[z]; b++) ck_assert_uint_eq(v[i][b], 0);
+		}
+		for (int i = 1; i < N; i += 2) free(v[i]);
+		/* Handed out again and freed in another order: the kept canaries stay valid. */
+		for (int i = 0; i < N; i++) v[i] = malloc(sizes[z]);
+		for (int i = N - 1; i >= 0; i--) free(v[i]);
+	}
+#endif
+}
+END_TEST
+
 START_TEST(zero_size_class)
 {
 	void *a = malloc(0), *b = malloc(0);
@@ -810,6 +847,7 @@ int main(void)
 	tcase_add_test(t, quarantine_holds_freed_slot);
 	tcase_add_test(t, descriptors_on_both_sides_of_the_shared_block);
 	tcase_add_test(t, canary_layout);
+	tcase_add_test(t, freed_slots_keep_canary);
 	tcase_add_test(t, zero_size_class);
 	tcase_add_test(t, alignment_and_resizing);
 	tcase_add_test(t, calloc_is_zero);
