@@ -1,6 +1,6 @@
 /*
- * random.h — a ChaCha8-based CSPRNG, one state per user (per lock, or per thread for
- * the slab allocator's draws), so no state is shared between threads. The keystream is made RANDOM_LANES blocks at a time and
+ * random.h — a ChaCha8-based CSPRNG, one state per user (per lock), so no state
+ * is shared between threads. The keystream is made RANDOM_LANES blocks at a time and
  * buffered, so a draw is usually a load from the buffer.
  *
  * Invariants:
@@ -17,8 +17,8 @@
 
 #include "common.h"
 
-/* One refill of RANDOM_LANES blocks: a bigger buffer measured no faster, and every
- * thread carries one. */
+/* One refill of RANDOM_LANES blocks: a bigger buffer measured no faster, and each
+ * class struct carries one (a smaller struct is fewer pages written after fork). */
 #define RANDOM_BUF_BYTES (64 * RANDOM_LANES)
 #define RANDOM_LANES 4
 #define RANDOM_DOUBLE_ROUNDS 4 /* ChaCha8 */

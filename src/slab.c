@@ -34,12 +34,13 @@
  * each class's first FIRST_POSITIONS: those of all the classes of an arena live side by
  * side, position by position, so a process that uses a few slabs in each of many classes
  * writes a few pages of descriptors, not one per class. The per-class state (lock,
- * lists, quarantine heads) is one cache-aligned struct.
+ * lists, quarantine heads) is one cache-aligned struct; its generator and quarantine
+ * arrays sit in the arena's block beside every other class's.
  *
  * Lists, by slab state:
  *   ACTIVE  open, 1..slots slots in use; on the partial list unless full
  *   EMPTY   open, no slot in use, in the empty set (a budget that follows use; the
- *           contents are zero): the lowest is reused first, the highest closed first,
+ *           contents are zero but for canaries): the lowest is reused first, the highest closed first,
  *           for the same reason as the closed set below
  *   CLOSED  closed through the guard layer; in the slab quarantine ring, then in the
  *           closed set from which the lowest position is reopened before fresh space
@@ -168,14 +169,17 @@ struct slab_class {
 			       * first[p * SC_COUNT] (the arena's shared block) */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm */
 	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
+	/* Its generator, in the arena's metadata block beside every other class's (out of
+	 * the struct: 312 bytes that made it 832). */
+	struct random_state *rnd;
 	uint32_t qrand_mask, qring_mask, qhead, qcount;
 	uint32_t qfill; /* entries the random array was given in order, until it was full */
 #if CONFIG_SLOT_QUARANTINE
 	uint32_t ndeferred; /* slots waiting in `deferred` */
 #endif
+	/* Slow paths from here. */
 	uint32_t dir_cap;
 	uint32_t since_guard; /* fresh slabs taken since the last guard */
-	/* Slow paths from here. */
 	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
 	/* Positions below nursery_bytes / slab_bytes lie in the class's nursery cell (base =
 	 * position 0 there too), the rest in the region; 0: no nursery. */
@@ -206,7 +210,7 @@ struct slab_class {
 #endif
 } __attribute__((aligned(64)));
 
-_Static_assert(offsetof(struct slab_class, since_guard) < 3 * 64, "the hot fields fill the first three lines");
+_Static_assert(offsetof(struct slab_class, qfill) < 3 * 64 - 4, "the hot fields fill the first three lines");
 
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
@@ -341,15 +345,9 @@ static void spans_update(struct slab_class *k)
 	k->span[AREA_NURSERY] = (struct area_span){k->nursery.base, 0, k->nursery.size ? nb : 0};
 }
 
-/* The calling thread's generator: every class a thread touches draws from one buffer
- * (one line in use instead of one per class, and 312 bytes less in every class struct,
- * which a process writes after fork), and no thread shares it, so no lock guards it.
- * Starts spent: the first draw of a thread seeds it. */
-static __thread struct random_state tls_rnd __attribute__((tls_model("initial-exec"))) = {.pos = RANDOM_BUF_BYTES};
-
-/* 16 random bits: a ChaCha block serves many choices. (Unused where neither random
- * slot choice nor the slot quarantine is built: light.) */
-static inline __attribute__((unused)) uint32_t rand16(void) { return random_u16(&tls_rnd); }
+/* 16 random bits from the class's generator: a ChaCha block serves many choices.
+ * (Unused where neither random slot choice nor the slot quarantine is built: light.) */
+static inline __attribute__((unused)) uint32_t rand16(struct slab_class *k) { return random_u16(k->rnd); }
 
 static cold __attribute__((noreturn)) void die(struct slab_class *k, const char *what, const void *p)
 {
@@ -634,7 +632,7 @@ static noinline bool new_slab(struct slab_class *k)
 		 * that stayed open keeps its record: its slots were wiped only as far as used,
 		 * and those handed out before still hold its canary, so it keeps that too. */
 		for (uint32_t w = 0; w < k->nwords; w++) s->bits[w].fresh = ~k->tail[w];
-		s->canary = random_u64(&tls_rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
+		s->canary = random_u64(k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
 	}
 	for (uint32_t w = 0; w < k->nwords; w++) {
 		s->bits[w].used = k->tail[w];
@@ -718,7 +716,8 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
 	}
 }
 
-/* The last slot of a slab went back: cache it, or close a slab (contents are zero). */
+/* The last slot of a slab went back: cache it, or close a slab (its contents are zero
+ * but for the canaries of slots handed out). */
 static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	k->nactive--;
@@ -787,7 +786,7 @@ static void quarantine_slot(struct slab_class *k, uint32_t pos, uint32_t i)
 		k->qrand[k->qfill++] = qentry(pos, i);
 		return;
 	}
-	uint32_t j = rand16() & k->qrand_mask;
+	uint32_t j = rand16(k) & k->qrand_mask;
 	uint32_t out = k->qrand[j];
 	k->qrand[j] = qentry(pos, i);
 	if (!out) return;
@@ -812,9 +811,9 @@ static noinline void drain_deferred(struct slab_class *k)
 /* A free from a thread of another arena: the slot is already wiped and marked
  * quarantined (a second free of it is caught at once, as in one thread), but it enters
  * the quarantine later, when a thread of the class's own arena allocates from it, or when
- * DEFERRED_MAX more wait. The quarantine's lines (its arrays, the descriptors of the
- * slot that leaves it and of its slab's neighbours on the partial list) then stay with
- * the threads that use the class instead of moving to every core that frees into it.
+ * DEFERRED_MAX more wait. The quarantine's lines (its arrays, the generator, the
+ * descriptors of the slot that leaves it and of its slab's neighbours on the partial
+ * list) then stay with the threads that use the class instead of moving to every core that frees into it.
  * Measured on larson (four threads freeing each other's blocks):
  * 0.84-0.87 s against 0.79-0.81 s; producer/consumer, where every free is another
  * arena's, unchanged (1.01-1.11 s against 1.00-1.12 s). A slot waits in the quarantine
@@ -831,7 +830,7 @@ static inline void defer_slot(struct slab_class *k, uint32_t pos, uint32_t i)
 static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 {
 #if CONFIG_SLOT_RANDOM
-	uint32_t start = (rand16() * k->slots) >> 16;
+	uint32_t start = (rand16(k) * k->slots) >> 16;
 #else
 	uint32_t start = 0;
 #endif
@@ -1209,38 +1208,45 @@ static uint32_t slot_q_half(uint32_t size)
  * the arena's metadata, and each arena's share is a whole number of lines). */
 #define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
 
-/* Metadata bytes of class c in its arena's block, in two parts. Its slot quarantine
- * (written by every free), beside every other class's: a process that frees into a
- * dozen classes after fork copies the few pages they fill together rather than one page
- * for each (bash: about ten of the faults per command substitution were these arrays
- * spread between the directories). */
-static size_t class_quarantine_bytes(unsigned c)
+/* Metadata bytes of class c in its arena's block, in two parts. What every malloc and
+ * free writes, its generator and its slot quarantine, beside every other class's: a
+ * process that frees into a dozen classes after fork copies the few pages they fill
+ * together rather than one page for each (bash: about ten of the faults per command
+ * substitution were quarantine arrays spread between the directories). Whole lines,
+ * so that classes under different locks never share one. */
+#define GENERATOR_BYTES align_up(sizeof(struct random_state), 64)
+static size_t class_hot_bytes(unsigned c)
 {
 	/* The size alone, not sc_geometry: class_setup adds this up for every class, and
 	 * the geometry's search took about 6 us for all classes (perf: 0.7% of `tr` in a
 	 * pipeline). */
-	return 2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(uint32_t);
+	return GENERATOR_BYTES + align_up(2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(uint32_t), 64);
 }
 
-/* The rest, written on slow paths: a directory of DIR_START chunks with both sets'
- * summary words, the slab quarantine ring. */
+/* Then, written on slow paths: a directory of DIR_START chunks with both sets' summary
+ * words, the slab quarantine ring. */
 static size_t class_control_bytes(void)
 {
 	return DIR_BYTES + align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
 }
 
+static size_t arena_hot_bytes(void)
+{
+	size_t bytes = 0;
+	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_hot_bytes(c);
+	return bytes;
+}
+
 /* Metadata bytes of one arena besides its class structs: the block of first
- * descriptors, then the slot quarantines of all classes, then their other parts, each
- * in class order. */
+ * descriptors, then the hot parts of all classes, then their other parts, each in
+ * class order. */
 static size_t arena_mem_bytes(void)
 {
-	size_t bytes = FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes();
-	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_quarantine_bytes(c);
-	return align_up(bytes, 64);
+	return align_up(FIRST_BLOCK_BYTES + arena_hot_bytes() + SC_COUNT * class_control_bytes(), 64);
 }
 
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
- * geometry, a random guard area, its share of the arena's metadata.
+ * geometry, a random guard area, its share of the arena's metadata, its generator.
  * Until then it is all zero: an unlocked lock, no region (a pointer decoding into it is
  * no live block: live_slot finds it outside the region), no open slabs (the decay
  * sweep passes it by). So a process writes the structs and takes the random draws of
@@ -1274,9 +1280,30 @@ static noinline void class_setup(struct slab_class *k)
 	for (uint32_t w = 0; w < SLAB_WORDS; w++) /* the bits of slots past g.slots */
 		k->tail[w] = g.slots >= 64 * (w + 1) ? 0 : g.slots <= 64 * w ? ~(uint64_t)0 : ~(uint64_t)0 << (g.slots & 63);
 
-	/* The random guard area: up to 1/16 of the region, at least one page. Never mapped:
-	 * the region starts above it. */
-	size_t guard_pages = 1 + random_below(&tls_rnd, region / 16 / os_page);
+	/* Its share of the arena's metadata (arena_mem_bytes). */
+	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
+	char *hot = mem + FIRST_BLOCK_BYTES;
+	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
+	char *control = mem + FIRST_BLOCK_BYTES + arena_hot_bytes() + (size_t)c * class_control_bytes();
+	k->first = (struct slab *)mem + c;
+	k->rnd = (struct random_state *)hot;
+	uint32_t half = slot_q_half(g.size);
+	if (half) {
+		k->qrand = (uint32_t *)(hot + GENERATOR_BYTES);
+		k->qring = k->qrand + half;
+		k->qrand_mask = k->qring_mask = half - 1;
+	}
+	k->dir = (struct slab **)control;
+	k->dir_cap = DIR_START;
+	k->set_words = (DIR_START + 63) / 64;
+	k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
+	k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
+	k->sq = (uint32_t *)(control + DIR_BYTES);
+
+	/* Its own generator, seeded by the kernel. The random guard area: up to 1/16 of
+	 * the region, at least one page. Never mapped: the region starts above it. */
+	random_reseed(k->rnd);
+	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
 	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
 	guard_start(&k->region, area);
@@ -1288,7 +1315,7 @@ static noinline void class_setup(struct slab_class *k)
 	if (cell && c) {
 		unsigned j = 0;
 		while (ro.slab.cell_region[a * SC_COUNT + j] != r) j++;
-		size_t lead = (1 + random_below(&tls_rnd, MAX(cell / 4 / os_page, 1))) * os_page;
+		size_t lead = (1 + random_below(k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
 		size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
 		if (fit) {
 			k->nursery_bytes = fit * k->slab_bytes;
@@ -1297,27 +1324,6 @@ static noinline void class_setup(struct slab_class *k)
 		}
 	}
 	spans_update(k);
-
-	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
-	k->first = (struct slab *)mem + c;
-	char *quarantine = mem + FIRST_BLOCK_BYTES, *control = quarantine;
-	for (unsigned other = 0; other < SC_COUNT; other++) {
-		if (other < c) quarantine += class_quarantine_bytes(other);
-		control += class_quarantine_bytes(other);
-	}
-	control += (size_t)c * class_control_bytes();
-	uint32_t half = slot_q_half(g.size);
-	if (half) {
-		k->qrand = (uint32_t *)quarantine;
-		k->qring = k->qrand + half;
-		k->qrand_mask = k->qring_mask = half - 1;
-	}
-	k->dir = (struct slab **)control;
-	k->dir_cap = DIR_START;
-	k->set_words = (DIR_START + 63) / 64;
-	k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
-	k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
-	k->sq = (uint32_t *)(control + DIR_BYTES);
 	k->open_slabs = c != 0;
 	atomic_fetch_or_explicit(&classes_set_up[a], (uint64_t)1 << c, memory_order_release);
 }

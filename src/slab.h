@@ -28,20 +28,21 @@
  *    known zero: it is neither checked nor wiped. Otherwise the slot's dirty extent is
  *    what the program asked for, widened to the usable size once it learns that
  *    (malloc_usable_size, malloc_object_size, an in-place realloc); a free wipes the
- *    extent and the canary, and the next allocation checks that much. Classes of up to
+ *    extent (not the canary), and the next allocation checks that much. Classes of up to
  *    SLAB_EXTENT_SLOTS slots a slab keep the extent per slot; smaller slots count as
  *    wholly dirty (tracking would cost more than wiping them).
  *  - With zero-on-free, a slot that is not live reads as zero over its last wiped
- *    extent and its canary; beyond that only an overflow inside the slot's own slack
- *    can have left bytes (calloc clears them).
+ *    extent; beyond that only an overflow inside the slot's own slack can have left
+ *    bytes (calloc clears them). Its canary word holds the slab's canary once the slot
+ *    was handed out, zero while it is fresh.
  *  - A live slot's canary is in place whenever the class lock is free: slab_alloc
- *    stamps it before unlocking, so a free may check the canary of a live neighbour.
- *  - Each (arena, class) has its own lock; random draws come from the calling thread's
- *    own generator (no lock). The meta lock nests inside class locks, and class locks
- *    are taken before the large lock.
- *  - An arena opens at its first thread; a class of it is set up (its struct, its guard
- *    area) when it needs its first slab. Until then its struct is all zero and no
- *    pointer into its region is a live block.
+ *    stamps it, at a fresh slot's first allocation, before unlocking, and nothing
+ *    wipes it after, so a free may check the canary of a live neighbour.
+ *  - Each (arena, class) has its own lock and random generator; the meta lock nests
+ *    inside class locks, and class locks are taken before the large lock.
+ *  - An arena opens at its first thread; a class of it is set up (its struct, its
+ *    generator, its guard area) when it needs its first slab. Until then its struct is
+ *    all zero and no pointer into its region is a live block.
  */
 #ifndef RAMPART_SLAB_H
 #define RAMPART_SLAB_H
