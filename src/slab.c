@@ -1218,32 +1218,34 @@ static uint32_t slot_q_half(uint32_t size)
 #define GENERATOR_BYTES align_up(sizeof(struct random_state), 64)
 static size_t class_hot_bytes(unsigned c)
 {
-	/* The size alone, not sc_geometry: class_setup adds this up for every class, and
-	 * the geometry's search took about 6 us for all classes (perf: 0.7% of `tr` in a
-	 * pipeline). */
+	/* The size alone, not sc_geometry: class_setup adds this up for the classes below
+	 * its own, and the geometry's search took about 6 us for all classes (perf: 0.7% of
+	 * `tr` in a pipeline). */
 	return GENERATOR_BYTES + align_up(2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(uint32_t), 64);
 }
 
-/* Then, written on slow paths: a directory of DIR_START chunks with both sets' summary
+/* And, written on slow paths: a directory of DIR_START chunks with both sets' summary
  * words, the slab quarantine ring. */
 static size_t class_control_bytes(void)
 {
 	return DIR_BYTES + align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
 }
 
-static size_t arena_hot_bytes(void)
+/* Where the hot parts start: after the block of first descriptors and every class's
+ * control part (a fixed size each), on a line. */
+static size_t arena_hot_start(void)
 {
-	size_t bytes = 0;
-	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_hot_bytes(c);
-	return bytes;
+	return align_up(FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes(), 64);
 }
 
 /* Metadata bytes of one arena besides its class structs: the block of first
- * descriptors, then the hot parts of all classes, then their other parts, each in
+ * descriptors, then the control parts of all classes, then their hot parts, each in
  * class order. */
 static size_t arena_mem_bytes(void)
 {
-	return align_up(FIRST_BLOCK_BYTES + arena_hot_bytes() + SC_COUNT * class_control_bytes(), 64);
+	size_t bytes = arena_hot_start();
+	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_hot_bytes(c);
+	return bytes;
 }
 
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
@@ -1283,9 +1285,9 @@ static noinline void class_setup(struct slab_class *k)
 
 	/* Its share of the arena's metadata (arena_mem_bytes). */
 	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
-	char *hot = mem + FIRST_BLOCK_BYTES;
+	char *control = mem + FIRST_BLOCK_BYTES + (size_t)c * class_control_bytes();
+	char *hot = mem + arena_hot_start();
 	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
-	char *control = mem + FIRST_BLOCK_BYTES + arena_hot_bytes() + (size_t)c * class_control_bytes();
 	k->first = (struct slab *)mem + c;
 	k->rnd = (struct random_state *)hot;
 	uint32_t half = slot_q_half(g.size);
