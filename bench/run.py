@@ -761,6 +761,59 @@ def fmt_rate(v):
     return "%.0f" % v if v >= 1000 else "%.3g" % v
 
 
+# The targets of the issue "Speed" (#9): time and RSS against glibc, rampart against Scudo.
+TARGET_TIME, TARGET_LIGHT, TARGET_MID, TARGET_RSS = 1.3, 1.1, 2.0, 1.2
+SCUDO_EXEMPT = ("large",)
+
+
+def write_targets(L, med, workloads, names):
+    """Each target of the issue with what this run measured: the report says itself
+    which are met, so nobody has to work it out from the tables by hand."""
+    if "glibc" not in names or "rampart" not in names:
+        return
+    rows = []
+
+    def geo(a, key, limit, what):
+        if a not in names:
+            return
+        g, n = ratio_vs(med, workloads, a, "glibc", key)
+        if g is not None:
+            cover = "" if n == len(workloads) else " (%d of %d workloads)" % (n, len(workloads))
+            rows.append((what, "≤ %.1f×" % limit, "%.2f×%s" % (g, cover), g <= limit))
+
+    geo("rampart", "time", TARGET_TIME, "rampart: time against glibc, geometric mean")
+    geo("rampart-light", "time", TARGET_LIGHT, "rampart-light: time against glibc, geometric mean")
+    m, g = med.get(("mid", "rampart")), med.get(("mid", "glibc"))
+    if m and g and not m["error"] and not g["error"]:
+        r = m["time"] / g["time"]
+        rows.append(("rampart: mid against glibc", "≤ %.1f×" % TARGET_MID, "%.2f×" % r, r <= TARGET_MID))
+    geo("rampart", "rss", TARGET_RSS, "rampart: peak RSS against glibc, geometric mean")
+    if "scudo" in names:
+        slower, compared = [], 0
+        for w in workloads:
+            x, y = med.get((w.name, "rampart")), med.get((w.name, "scudo"))
+            if w.name in SCUDO_EXEMPT or not x or not y or x["error"] or y["error"]:
+                continue
+            compared += 1
+            if x["time"] > y["time"]:
+                slower.append("%s %.2f×" % (w.name, x["time"] / y["time"]))
+        if compared:
+            rows.append(("rampart: no workload slower than Scudo (but %s)" % ", ".join(SCUDO_EXEMPT),
+                         "none slower", "slower on %d of %d: %s" % (len(slower), compared, ", ".join(slower))
+                         if slower else "none of %d" % compared, not slower))
+    if not rows:
+        return
+    L("## Targets of the issue \"Speed\"")
+    L("")
+    L("| target | limit | this run | met |")
+    L("|---|---|---|---|")
+    for what, limit, got, ok in rows:
+        L("| %s | %s | %s | %s |" % (what, limit, got, "yes" if ok else "**no**"))
+    L("")
+    L("Ratios against Scudo are rampart's time over Scudo's, workload by workload (medians).")
+    L("")
+
+
 def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, info, rounds, mode,
                  wall, partial):
     med = summarize(results, workloads, allocs, sysres)
@@ -854,6 +907,7 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, 
                 cells.append("%.2f" % (m["time"] / base["time"]))
         L("| %s | %s |" % (w.name, " | ".join(cells)))
     L("")
+    write_targets(L, med, workloads, names)
     table("Peak RSS (MiB, median)", "rss", lambda v: "%.1f" % v,
           [("geomean RSS vs glibc", "glibc"), ("geomean RSS vs rampart", "rampart")])
     table("VMAs at peak (lines of /proc/PID/maps, median)", "vmas", lambda v: "%d" % v, [])
