@@ -17,8 +17,9 @@
 
 #include "common.h"
 
-/* One refill of RANDOM_LANES blocks: a bigger buffer measured no faster, and each
- * class struct carries one (a smaller struct is fewer pages written after fork). */
+/* One refill of RANDOM_LANES blocks: a bigger buffer measured no faster, and every
+ * size class of every arena carries one (in its arena's metadata block, where a process
+ * writes it after fork). */
 #define RANDOM_BUF_BYTES (64 * RANDOM_LANES)
 #define RANDOM_LANES 4
 #define RANDOM_DOUBLE_ROUNDS 4 /* ChaCha8 */
