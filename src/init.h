@@ -42,6 +42,7 @@ struct slab_roots {
 	 * decodes a pointer there. */
 	uintptr_t nursery;
 	unsigned cell_shift;
+	struct random_source *seeds; /* seeds every class's generator (random.h) */
 	uint16_t cell_region[CONFIG_SLAB_ARENAS * SC_COUNT + 1]; /* the last: none */
 };
 

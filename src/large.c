@@ -184,6 +184,7 @@ bool large_init(void)
 		return false;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	s->rnd.source = NULL; /* one generator: its key straight from the kernel */
 	random_reseed(&s->rnd);
 	s->hash_mul = random_u64(&s->rnd) | 1;
 	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */

@@ -64,7 +64,7 @@ bool meta_init(void)
 	window -= os_page;
 	/* A random start in the first 16 pages: the header's address is not the window's
 	 * (whose own start is random among billions of pages). */
-	struct random_state rnd;
+	struct random_state rnd = {.source = NULL};
 	random_reseed(&rnd);
 	size_t start = (1 + random_below(&rnd, 15)) * os_page;
 	if (!meta_grow(&r, window, start + 2 * os_page)) {

@@ -99,13 +99,26 @@ void random_fork_child(void) { random_generation++; }
 
 void random_reseed(struct random_state *r)
 {
-	os_random(r->key, sizeof r->key);
+	struct random_source *s = r->source;
+	if (s) {
+		lock_take(&s->lock);
+		random_take(&s->state, r->key, sizeof r->key); /* its state has no source */
+		lock_give(&s->lock);
+	} else {
+		os_random(r->key, sizeof r->key);
+	}
 	r->generation = random_generation;
 	r->counter = 0;
 	r->until_reseed = RANDOM_RESEED_BYTES;
 	r->pos = RANDOM_BUF_BYTES;
 }
 
+void random_source_init(struct random_source *s)
+{
+	lock_reset(&s->lock);
+	s->state.source = NULL;
+	random_reseed(&s->state);
+}
 
 void random_refill(struct random_state *r)
 {

@@ -4,7 +4,9 @@
  * buffered, so a draw is usually a load from the buffer.
  *
  * Invariants:
- *  - Seeded from getrandom(); reseeded after RANDOM_RESEED_BYTES of output, and on the
+ *  - Seeded from getrandom(), or from a random_source (a generator that seeds others:
+ *    one getrandom() where a process sets up dozens of generators); reseeded the same
+ *    way after RANDOM_RESEED_BYTES of output, and on the
  *    first draw in a child after fork(): random_fork_child() moves the fork generation
  *    on, and a state whose generation is older reseeds before it answers. So parent and
  *    child never share a future stream, and fork itself writes no state (every page a
@@ -16,6 +18,7 @@
 #define RAMPART_RANDOM_H
 
 #include "common.h"
+#include "lock.h"
 
 /* One refill of RANDOM_LANES blocks: a bigger buffer measured no faster, and every
  * size class of every arena carries one (in its arena's metadata block, where a process
@@ -25,7 +28,10 @@
 #define RANDOM_DOUBLE_ROUNDS 4 /* ChaCha8 */
 #define RANDOM_RESEED_BYTES (1u << 20)
 
+struct random_source;
+
 struct random_state {
+	struct random_source *source; /* where its keys come from; NULL: getrandom() */
 	uint32_t key[8];
 	uint64_t counter;
 	uint32_t until_reseed;
@@ -33,6 +39,17 @@ struct random_state {
 	uint32_t generation; /* the fork generation it was seeded in */
 	uint8_t buf[RANDOM_BUF_BYTES];
 };
+
+/* A generator whose keystream seeds other generators (random_state.source): 32 bytes
+ * each, erased from it as they are taken. Its own key comes from getrandom(), so a
+ * process makes one such call at start-up and one in a child after fork, not one per
+ * generator (a size class each: 39 in a `tr` that set up 13 classes). The lock is a
+ * leaf: taken inside any other, never around one. */
+struct random_source {
+	struct lock lock;
+	struct random_state state;
+};
+void random_source_init(struct random_source *s);
 
 /* Moved on by random_fork_child(); read by every draw. */
 extern uint32_t random_generation;

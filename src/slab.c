@@ -1361,8 +1361,10 @@ static noinline void class_setup(struct slab_class *k)
 	k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
 	k->sq = (uint32_t *)(control + DIR_BYTES);
 
-	/* Its own generator, seeded by the kernel. The random guard area: up to 1/16 of
-	 * the region, at least one page. Never mapped: the region starts above it. */
+	/* Its own generator, seeded from the slab allocator's source (one system call for
+	 * all of them). The random guard area: up to 1/16 of the region, at least one page.
+	 * Never mapped: the region starts above it. */
+	k->rnd->source = ro.slab.seeds;
 	random_reseed(k->rnd);
 	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
 	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
@@ -1424,7 +1426,7 @@ static void nursery_place(struct slab_roots *sr, unsigned nregions)
 	size_t cell = nursery_cell_bytes(), region = (size_t)1 << sr->region_shift;
 	sr->cell_region[nregions] = UINT16_MAX; /* class_at's answer for no cell */
 	if (!cell || (size_t)nregions * cell > region / 2) return;
-	struct random_state rnd;
+	struct random_state rnd = {.source = NULL};
 	random_reseed(&rnd);
 	size_t room = region - (size_t)nregions * cell;
 	sr->nursery = sr->base + ((size_t)nregions << sr->region_shift) + random_below(&rnd, room / os_page + 1) * os_page;
@@ -1458,15 +1460,18 @@ bool slab_init(void)
 	size_t per_arena = arena_mem_bytes();
 	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
 	char *mem = meta_alloc(arenas * per_arena);
-	if (!classes || !mem) {
+	struct random_source *seeds = meta_alloc(sizeof *seeds);
+	if (!classes || !mem || !seeds) {
 		meta_free(classes, nregions * sizeof *classes);
 		meta_free(mem, arenas * per_arena);
+		meta_free(seeds, sizeof *seeds);
 		guard_window_release(base);
 		return false;
 	}
+	random_source_init(seeds);
 	ro.slab = (struct slab_roots){.base = base, .size = (size_t)(nregions + extra) << shift, .region_shift = shift,
 				      .arenas = arenas, .classes = classes, .arena_mem = mem,
-				      .arena_mem_bytes = per_arena};
+				      .arena_mem_bytes = per_arena, .seeds = seeds};
 	nursery_place(&ro.slab, nregions);
 	arena_open(0);
 	return true;
@@ -1480,10 +1485,12 @@ void slab_fork_prepare(void)
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
 		if (arena_is_open(r / SC_COUNT)) class_lock(&ro.slab.classes[r]);
+	lock_take(&ro.slab.seeds->lock); /* a leaf: taken inside class locks */
 }
 
 void slab_fork_parent(void)
 {
+	lock_give(&ro.slab.seeds->lock);
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = n; r-- > 0;)
 		if (arena_is_open(r / SC_COUNT)) class_unlock(&ro.slab.classes[r]);
@@ -1497,6 +1504,7 @@ void slab_fork_child(void)
 		if (!arena_is_open(r / SC_COUNT)) continue;
 		lock_reset(&ro.slab.classes[r].lock);
 	}
+	lock_reset(&ro.slab.seeds->lock);
 	lock_reset(&arena_lock);
 }
 

@@ -139,6 +139,41 @@ START_TEST(test_generator)
 }
 END_TEST
 
+/* Generators seeded from a source take its keystream, 32 bytes each, in order (one
+ * getrandom() for all of them), and the bytes are gone from the source once taken. After
+ * a fork the source reseeds from the kernel before it seeds anything: parent and child
+ * never hand out the same keys. */
+START_TEST(test_source)
+{
+	static struct random_source src;
+	random_source_init(&src);
+	for (int i = 0; i < 8; i++) src.state.key[i] = 0x0a0b0c0du * (uint32_t)(i + 3); /* a known key */
+	src.state.counter = 0;
+	src.state.pos = RANDOM_BUF_BYTES;
+	static uint8_t stream[RANDOM_BUF_BYTES];
+	const uint32_t nonce[2] = {0};
+	for (int b = 0; b < RANDOM_BUF_BYTES / 64; b++) {
+		uint32_t out[16];
+		chacha8_block(src.state.key, (uint64_t)b, nonce, out);
+		block_bytes(out, stream + 64 * b);
+	}
+	static struct random_state a, b, c;
+	a.source = b.source = c.source = &src;
+	random_reseed(&a);
+	random_reseed(&b);
+	ck_assert_mem_eq(a.key, stream + 32, 32); /* the first 32 became the source's key */
+	ck_assert_mem_eq(b.key, stream + 64, 32);
+	static const uint8_t zero[64];
+	ck_assert_mem_eq(src.state.buf + 32, zero, 64); /* erased from the source */
+	(void)random_u64(&a);                           /* a draws from its own stream */
+	ck_assert_mem_ne(a.key, stream + 32, 32);
+	random_fork_child();
+	random_reseed(&c);
+	ck_assert_mem_ne(c.key, stream + 96, 32); /* the source reseeded first */
+	ck_assert_uint_eq(src.state.generation, random_generation);
+}
+END_TEST
+
 START_TEST(test_below)
 {
 	static struct random_state r;
@@ -173,6 +208,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_chacha8_zero);
 	tcase_add_test(t, test_generator_is_chacha8);
 	tcase_add_test(t, test_generator);
+	tcase_add_test(t, test_source);
 	tcase_add_test(t, test_below);
 	suite_add_tcase(s, t);
 	return s;
