@@ -71,9 +71,8 @@ CONFIG_SLAB_EMPTY_CACHE ?= 1
 CONFIG_SLAB_EMPTY_CACHE_BYTES ?= 262144
 # The budget grows by a slab each time a class reopens a slab within this many ms of
 # closing one, and its part above the floor halves every this many ms without churn.
-# Beyond the budget, a class keeps an empty slab open while its arena's open slabs stay
-# within the arena's peak of slab bytes in use in this period or the last (a structure
-# freed and built again).
+# Beyond the budget, a class keeps open the empty slabs that take it back to its peak of
+# slabs in use in this period or the last (a structure freed and built again).
 CONFIG_SLAB_EMPTY_DECAY_MS ?= 1000
 # Above the floor, empty slabs kept open are at most 1/N of the class's slabs in use.
 CONFIG_SLAB_EMPTY_MAX_FRACTION ?= 4

@@ -197,8 +197,9 @@ struct slab_class {
 	uint32_t nclosed, nempty;
 	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
 	 * soon after closing one (churn) and decays towards its floor when it does not.
-	 * Beyond it, the arena's peak decides (struct arena_use). */
+	 * peak_now/peak_prev: most slabs in use in this decay period and the one before. */
 	uint32_t empty_max, empty_floor, nactive;
+	uint32_t peak_now, peak_prev;
 	bool empty_reused; /* an empty slab was taken, or the budget grew, this period */
 	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
@@ -211,63 +212,6 @@ struct slab_class {
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields fill the first three lines");
-
-/* Slab bytes an arena has open (in use or kept empty) and in use, with its most in use
- * in this decay period and the one before. Beyond its own budget a class keeps an empty
- * slab open only while the arena's open bytes stay within that peak: a program that
- * frees a structure and builds it again reuses the same slabs without faulting them in
- * again, and yet the arena holds no more than it had in use a moment ago, budgets aside.
- * Per arena, not per class: every class back at its own high point of a random walk is
- * far more than the arena ever had in use at once (mid: 30 classes, each a few slabs
- * above its mean, held 3.3 MiB of 36 more; it pays 0.01 page faults per call for that).
- * Written under class locks of one arena, read without: relaxed atomics, a stale figure
- * moves a decision by a slab or so. The zero class is not counted (it never opens). */
-struct arena_use {
-	_Atomic size_t open, in_use, peak_now, peak_prev;
-	_Atomic uint64_t roll_at_ms;
-} __attribute__((aligned(64)));
-static struct arena_use arena_use[CONFIG_SLAB_ARENAS];
-
-static inline struct arena_use *use_of(const struct slab_class *k)
-{
-	return &arena_use[(size_t)(k - ro.slab.classes) / SC_COUNT];
-}
-
-static inline size_t use_get(_Atomic size_t *v) { return atomic_load_explicit(v, memory_order_relaxed); }
-static inline void use_set(_Atomic size_t *v, size_t n) { atomic_store_explicit(v, n, memory_order_relaxed); }
-static inline void use_add(_Atomic size_t *v, size_t n) { atomic_fetch_add_explicit(v, n, memory_order_relaxed); }
-static inline void use_sub(_Atomic size_t *v, size_t n) { atomic_fetch_sub_explicit(v, n, memory_order_relaxed); }
-
-/* A slab of k went into use, from the empty set (open already) or not. */
-static void use_slab_taken(struct slab_class *k, bool was_open)
-{
-	if (!k->open_slabs) return;
-	struct arena_use *u = use_of(k);
-	if (!was_open) use_add(&u->open, k->slab_bytes);
-	size_t now = atomic_fetch_add_explicit(&u->in_use, k->slab_bytes, memory_order_relaxed) + k->slab_bytes;
-	if (now > use_get(&u->peak_now)) use_set(&u->peak_now, now);
-}
-
-/* Does the arena of k hold no more open than its recent peak in use? Give or take one
- * budget floor: the classes' budgets count in the open bytes, and a few slabs that other
- * classes keep should not make a structure freed and built again reopen some of its own. */
-static bool use_within_peak(const struct slab_class *k)
-{
-	struct arena_use *u = use_of(k);
-	size_t peak = MAX(use_get(&u->peak_now), use_get(&u->peak_prev));
-	return use_get(&u->open) <= peak + CONFIG_SLAB_EMPTY_CACHE_BYTES;
-}
-
-/* Once a decay period (whichever class of the arena comes first): the peak moves on. */
-static void use_roll(struct arena_use *u, uint64_t now)
-{
-	uint64_t due = atomic_load_explicit(&u->roll_at_ms, memory_order_relaxed);
-	if (now < due || !atomic_compare_exchange_strong_explicit(&u->roll_at_ms, &due, now + CONFIG_SLAB_EMPTY_DECAY_MS,
-								   memory_order_relaxed, memory_order_relaxed))
-		return;
-	use_set(&u->peak_prev, use_get(&u->peak_now));
-	use_set(&u->peak_now, use_get(&u->in_use));
-}
 
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
@@ -627,6 +571,16 @@ static void empty_insert(struct slab_class *k, uint32_t pos, struct slab *s)
 	s->state = SLAB_EMPTY;
 }
 
+/* Slabs the class may keep empty and open beyond its budget: as many as take it back to
+ * its recent peak of slabs in use (this decay period's or the last one's). A program that
+ * frees a structure and builds it again reuses the same slabs without faulting them in
+ * again, and the class's open slabs never outnumber what it had in use a moment ago. */
+static uint32_t back_to_peak(const struct slab_class *k)
+{
+	uint32_t peak = MAX(k->peak_now, k->peak_prev);
+	return peak > k->nactive ? peak - k->nactive : 0;
+}
+
 /* A slab must be reopened or taken fresh: if one was closed a moment ago the budget was
  * too small for this churn, so it grows (bounded by a fraction of the slabs in use). */
 static void grow_empty_budget(struct slab_class *k)
@@ -639,13 +593,11 @@ static void grow_empty_budget(struct slab_class *k)
 	}
 }
 
-/* May the class keep nempty empty slabs open? Within its budget, or while its arena
- * holds no more than its recent peak in use (struct arena_use). The zero class's slabs
- * cost nothing open and never decay: its budget stays fixed, so its slabs keep going
- * through the slab quarantine. */
-static bool may_keep_empty(const struct slab_class *k, uint32_t nempty)
+/* The zero class's slabs cost nothing open and never decay: its budget stays fixed, so
+ * its slabs keep going through the slab quarantine. */
+static uint32_t empty_allowed(const struct slab_class *k)
 {
-	return nempty <= k->empty_max || (k->open_slabs && use_within_peak(k));
+	return k->open_slabs ? MAX(k->empty_max, back_to_peak(k)) : k->empty_max;
 }
 
 static void decay_idle_classes(const struct slab_class *self, uint64_t now);
@@ -658,8 +610,7 @@ static noinline bool new_slab(struct slab_class *k)
 	struct slab *s;
 	if (unlikely(!k->size)) class_setup(k);
 	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
-	bool was_open = k->nempty != 0;
-	if (was_open) {
+	if (k->nempty) {
 		pos = set_lowest(k, SET_EMPTY);
 		s = desc(k, pos);
 		set_remove(k, SET_EMPTY, pos);
@@ -676,7 +627,7 @@ static noinline bool new_slab(struct slab_class *k)
 		s = desc(k, pos);
 	}
 	k->nactive++;
-	use_slab_taken(k, was_open);
+	if (k->nactive > k->peak_now) k->peak_now = k->nactive;
 	if (s->state != SLAB_EMPTY) {
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used,
@@ -698,10 +649,7 @@ static noinline bool new_slab(struct slab_class *k)
  * zero class's memory never opens, so its slabs close without a system call. */
 static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	if (k->open_slabs) {
-		if (!guard_close(area_of(k, pos), (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
-		use_sub(&use_of(k)->open, k->slab_bytes);
-	}
+	if (k->open_slabs && !guard_close(area_of(k, pos), (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
 	s->state = SLAB_CLOSED;
 #if CONFIG_SLAB_QUARANTINE
 	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {
@@ -739,12 +687,13 @@ static void decay_empty_budget(struct slab_class *k, uint64_t now)
 {
 	if (now < k->decay_at_ms) return;
 	k->decay_at_ms = now + CONFIG_SLAB_EMPTY_DECAY_MS;
-	use_roll(use_of(k), now);
+	k->peak_prev = k->peak_now;
+	k->peak_now = k->nactive;
 	bool reused = k->empty_reused;
 	k->empty_reused = false;
 	if (!reused) k->empty_max = k->empty_floor + (k->empty_max - k->empty_floor) / 2;
 	k->empty_max = MIN(k->empty_max, k->empty_floor + k->nactive / CONFIG_SLAB_EMPTY_MAX_FRACTION);
-	while (!may_keep_empty(k, k->nempty) && close_highest_empty(k)) {}
+	while (k->nempty > empty_allowed(k) && close_highest_empty(k)) {}
 }
 
 /* A class decays under its own lock, when one of its slabs empties: one that went idle
@@ -774,12 +723,11 @@ static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	k->nactive--;
 	if (k->open_slabs) {
-		use_sub(&use_of(k)->in_use, k->slab_bytes);
 		uint64_t now = os_now_ms();
 		decay_empty_budget(k, now);
 		decay_idle_classes(k, now);
 	}
-	bool room = may_keep_empty(k, k->nempty + 1);
+	bool room = k->nempty < empty_allowed(k);
 	if (!room && k->nempty && set_highest(k, SET_EMPTY) > pos) {
 		/* The lower one stays open: the open slabs stay together at the bottom. */
 		room = close_highest_empty(k);
@@ -1561,6 +1509,7 @@ static size_t trim_class(struct slab_class *k)
 	size_t closed = 0;
 	class_lock(k);
 	k->empty_max = k->empty_floor;
+	k->peak_now = k->peak_prev = k->nactive;
 	while (k->nempty && close_highest_empty(k)) closed += k->slab_bytes;
 	class_unlock(k);
 	return closed;
@@ -1570,11 +1519,6 @@ size_t slab_trim(void)
 {
 	size_t closed = 0;
 	unsigned n = ro.slab.arenas * SC_COUNT;
-	for (unsigned a = 0; a < ro.slab.arenas; a++) { /* no peak above what is in use now */
-		struct arena_use *u = &arena_use[a];
-		atomic_store_explicit(&u->peak_now, use_get(&u->in_use), memory_order_relaxed);
-		atomic_store_explicit(&u->peak_prev, use_get(&u->in_use), memory_order_relaxed);
-	}
 	for (unsigned r = 0; r < n; r++)
 		if (class_is_set_up(r) && r % SC_COUNT) closed += trim_class(&ro.slab.classes[r]);
 	return closed;

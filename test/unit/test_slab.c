@@ -753,53 +753,9 @@ START_TEST(empty_slabs_follow_peak)
 		churn_class(w, other_n, 100);
 	}
 	slab_class_figures(c, &f);
-	/* Its floor, and at most a floor's worth more: the arena keeps open what it had in
-	 * use lately give or take one floor (struct arena_use in slab.c). */
-	ck_assert_uint_le(f.slabs_empty, 2 * floor);
-	ck_assert_uint_gt(f.slabs_closed, slabs / 2);
+	ck_assert_uint_le(f.slabs_empty, floor);
+	ck_assert_uint_gt(f.slabs_closed, 0);
 	free(w);
-	free(v);
-}
-END_TEST
-
-/* The peak that empty slabs go back to is the arena's, not each class's: a class that
- * builds and frees a structure while another class of the same thread still keeps the
- * slabs of one it freed gives its own back beyond its budget, so the arena holds open
- * about what it had in use at once, not the sum of both classes' peaks. The class that
- * kept its slabs takes them again without opening any. */
-START_TEST(empty_slabs_follow_the_arena_peak)
-{
-	enum { SIZE_A = 1000, SIZE_B = 2000 };
-	unsigned a = sc_of(SIZE_A), b = sc_of(SIZE_B);
-	ck_assert_uint_ne(a, b);
-	struct slab_class_figures fa, fb;
-	free(malloc(SIZE_A));
-	free(malloc(SIZE_B));
-	slab_class_figures(a, &fa);
-	slab_class_figures(b, &fb);
-	size_t floor_b = MAX(1, CONFIG_SLAB_EMPTY_CACHE_BYTES / fb.slab_bytes);
-	/* The same bytes of slabs in each class: 16 budget floors' worth of class b. */
-	size_t slabs_b = 16 * floor_b, bytes = slabs_b * fb.slab_bytes;
-	size_t slabs_a = bytes / fa.slab_bytes;
-	size_t n_a = slabs_a * MIN(fa.slab_bytes / fa.slot_size, (size_t)SLAB_MAX_SLOTS);
-	size_t n_b = slabs_b * MIN(fb.slab_bytes / fb.slot_size, (size_t)SLAB_MAX_SLOTS);
-	void **v = malloc(MAX(n_a, n_b) * sizeof *v);
-	ck_assert_ptr_nonnull(v);
-
-	churn_class(v, n_a, SIZE_A); /* a: built and freed, its slabs kept (its peak) */
-	slab_class_figures(a, &fa);
-	size_t kept_a = fa.slabs_empty;
-	ck_assert_uint_ge(kept_a, slabs_a / 2);
-	churn_class(v, n_b, SIZE_B); /* b: as much again, while a holds its slabs */
-	slab_class_figures(b, &fb);
-	ck_assert_uint_gt(fb.slabs_closed, 0);
-	ck_assert_uint_le(fb.slabs_empty, floor_b + slabs_b / 4); /* not all of b's peak */
-	slab_class_figures(a, &fa);
-	ck_assert_uint_ge(fa.slabs_empty, kept_a / 2); /* a's are still there... */
-	size_t closed_a = fa.slabs_closed;
-	churn_class(v, n_a, SIZE_A);                  /* ...and taken again */
-	slab_class_figures(a, &fa);
-	ck_assert_uint_le(fa.slabs_closed, closed_a + slabs_a / 2);
 	free(v);
 }
 END_TEST
@@ -904,7 +860,6 @@ int main(void)
 	tcase_add_test(t, nursery_holds_first_slabs);
 	tcase_add_test(t, nursery_cell_taken);
 	tcase_add_test(t, empty_slabs_follow_peak);
-	tcase_add_test(t, empty_slabs_follow_the_arena_peak);
 	tcase_add_test(t, fork_child_draws_its_own_stream);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
