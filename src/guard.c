@@ -207,10 +207,7 @@ bool guard_reserve(struct guard_region *r, size_t size, const char *name)
 
 /* --- windows: address space set aside for regions that grow in place --------------- */
 
-#define WINDOWS_MAX 8
-static struct {
-	uintptr_t lo, hi;
-} windows[WINDOWS_MAX];
+static struct guard_span windows[WINDOWS_MAX];
 static _Atomic unsigned nwindows; /* windows are added during start-up only */
 
 static bool in_window(uintptr_t lo, uintptr_t hi)
@@ -246,6 +243,38 @@ void guard_window_release(uintptr_t base)
 	if (n && windows[n - 1].lo == base) atomic_store_explicit(&nwindows, n - 1, memory_order_release);
 }
 
+uintptr_t guard_window_pick(const struct guard_span *taken, unsigned n, uintptr_t lo, uintptr_t hi, size_t size,
+			    uint64_t r)
+{
+	/* The windows taken, in address order (a handful: insertion sort). */
+	struct guard_span w[WINDOWS_MAX];
+	if (n > WINDOWS_MAX || hi < lo || size > hi - lo) return 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = i;
+		for (; j > 0 && w[j - 1].lo > taken[i].lo; j--) w[j] = w[j - 1];
+		w[j] = taken[i];
+	}
+	/* Two passes over the runs of starts that keep clear of every window: count the
+	 * pages, then walk to the r-th (mod the count). */
+	uintptr_t count = 0, pick = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		uintptr_t from = align_up(lo, os_page);
+		for (unsigned i = 0; i <= n; i++) {
+			uintptr_t end = i < n && w[i].lo < hi ? w[i].lo : hi; /* where the run's windows end */
+			if (end >= from && end - from >= size) {
+				uintptr_t pages = ((end - size) & ~(os_page - 1)) / os_page - from / os_page + 1;
+				if (pass == 0) count += pages;
+				else if (pick < pages) return from + pick * os_page;
+				else pick -= pages;
+			}
+			if (i < n && w[i].hi > from) from = align_up(w[i].hi, os_page);
+		}
+		if (!count) return 0;
+		pick = (uintptr_t)(r % count);
+	}
+	return 0; /* not reached: the second pass finds the pick */
+}
+
 bool guard_window(size_t size, uintptr_t *base)
 {
 	/* Where Linux puts what nobody placed (x86_64 and arm64, 4- or 3-level tables): the
@@ -257,12 +286,17 @@ bool guard_window(size_t size, uintptr_t *base)
 	uintptr_t lo = top / 64, hi = top / 4 - top / 64;
 	unsigned n = atomic_load_explicit(&nwindows, memory_order_relaxed);
 	if (n == WINDOWS_MAX || !size || size > top / 4) return false;
+	/* A place drawn among those clear of the other windows (the slab window takes half
+	 * of that part: drawn over all of it and tried again on overlap, it failed 16 times
+	 * in a row for one process in ten or so). A try fails only where something is
+	 * mapped already. */
 	uintptr_t b = 0;
-	for (int attempt = 0; attempt < 16 && !b && size <= hi - lo; attempt++) {
+	for (int attempt = 0; attempt < 16 && !b; attempt++) {
 		uint64_t r;
 		os_random(&r, sizeof r);
-		uintptr_t c = lo + (uintptr_t)(r % ((hi - lo - size) / os_page + 1)) * os_page;
-		if (!in_window(c, c + size) && os_range_free(c, c + size)) b = c;
+		uintptr_t c = guard_window_pick(windows, n, lo, hi, size, r);
+		if (!c) break;
+		if (os_range_free(c, c + size)) b = c;
 	}
 	/* Where something occupies that part (a sanitizer's shadow memory), the lowest free
 	 * span above 4 GiB that holds the window with room to spare, at a random place in it

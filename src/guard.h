@@ -55,6 +55,15 @@ must_check bool guard_map(struct guard_region *r, size_t *lead, size_t len, size
  * mlockall) only for what it uses. guard_map never places a mapping inside a window.
  * False when no such span exists (the caller asks for less). */
 must_check bool guard_window(size_t size, uintptr_t *base);
+/* Where guard_window puts a window of size bytes in [lo, hi), given the n windows taken
+ * and a random r: one of the page-aligned starts whose window meets none of them, each
+ * as likely (r modulo their count); 0 when there is none. */
+#define WINDOWS_MAX 8
+struct guard_span {
+	uintptr_t lo, hi;
+};
+uintptr_t guard_window_pick(const struct guard_span *taken, unsigned n, uintptr_t lo, uintptr_t hi, size_t size,
+			    uint64_t r);
 /* Give up the window most recently set aside (start-up failed after choosing it; the
  * caller has unmapped whatever it mapped there). */
 void guard_window_release(uintptr_t base);

@@ -406,6 +406,67 @@ START_TEST(test_window_grow)
 }
 END_TEST
 
+/* A window's place is drawn among the starts that keep clear of every window taken,
+ * each as likely: the draw r picks the r-th of them (mod their count). Checked against
+ * a brute-force enumeration over small spans with windows in any order, inside the
+ * span, across its ends and outside it. */
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+START_TEST(test_window_pick)
+{
+	os_init();
+	uintptr_t pg = os_page, lo = (uintptr_t)1 << 30;
+	/* One window in the middle leaves one start on each side. */
+	struct guard_span mid = {lo + 6 * pg, lo + 14 * pg};
+	ck_assert_uint_eq(guard_window_pick(&mid, 1, lo, lo + 20 * pg, 6 * pg, 0), lo);
+	ck_assert_uint_eq(guard_window_pick(&mid, 1, lo, lo + 20 * pg, 6 * pg, 1), lo + 14 * pg);
+	ck_assert_uint_eq(guard_window_pick(&mid, 1, lo, lo + 20 * pg, 6 * pg, 2), lo);
+	ck_assert_uint_eq(guard_window_pick(&mid, 1, lo, lo + 20 * pg, 7 * pg, 5), 0); /* no room */
+	ck_assert_uint_eq(guard_window_pick(NULL, 0, lo, lo + 4 * pg, 5 * pg, 0), 0);
+	ck_assert_uint_eq(guard_window_pick(NULL, 0, lo, lo + 10 * pg, 4 * pg, 6), lo + 6 * pg);
+
+	uint64_t rng = 0x77696e646f77ULL;
+	for (int round = 0; round < 2000; round++) {
+		enum { SPAN = 64 };
+		struct guard_span w[4];
+		unsigned n = (unsigned)(xorshift(&rng) % 5);
+		for (unsigned i = 0; i < n; i++) { /* pages -8 .. SPAN+8, possibly overlapping each other */
+			long a = (long)(xorshift(&rng) % (SPAN + 16)) - 8, len = 1 + (long)(xorshift(&rng) % 24);
+			w[i].lo = lo + (uintptr_t)(a * (long)pg);
+			w[i].hi = w[i].lo + (uintptr_t)len * pg;
+		}
+		size_t size = (1 + xorshift(&rng) % 40) * pg;
+		bool allowed[SPAN] = {false};
+		unsigned count = 0;
+		for (uintptr_t start = 0; start + size / pg <= SPAN; start++) {
+			uintptr_t c = lo + start * pg;
+			bool clear = true;
+			for (unsigned i = 0; i < n; i++) clear &= c + size <= w[i].lo || w[i].hi <= c;
+			allowed[start] = clear;
+			count += clear;
+		}
+		bool seen[SPAN] = {false};
+		for (unsigned r = 0; r < count; r++) {
+			uintptr_t c = guard_window_pick(w, n, lo, lo + SPAN * pg, size, r + (uint64_t)count * round);
+			ck_assert_uint_ge(c, lo);
+			ck_assert_uint_eq((c - lo) % pg, 0);
+			uintptr_t start = (c - lo) / pg;
+			ck_assert_uint_lt(start, SPAN);
+			ck_assert_msg(allowed[start] && !seen[start], "round %d: start %lu drawn twice or not clear", round,
+				      (unsigned long)start);
+			seen[start] = true;
+		}
+		if (!count) ck_assert_uint_eq(guard_window_pick(w, n, lo, lo + SPAN * pg, size, xorshift(&rng)), 0);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("guard");
@@ -418,6 +479,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, test_close_vmas, 0, 2);
 	tcase_add_loop_test(t, test_reserve_extend, 0, 2);
 	tcase_add_loop_test(t, test_window_grow, 0, 2);
+	tcase_add_test(t, test_window_pick);
 	tcase_add_loop_test(t, test_move, 0, 2);
 	tcase_add_test(t, test_latch_on_locked);
 	tcase_add_loop_test(t, test_mlockall_current, 0, 2);
