@@ -50,6 +50,7 @@ CONFIG_SLAB_GROW_MIN ?= 16384
 # free 1-4% of allocation-heavy churn (README "Layout"); 0 compiles that decoding out.
 CONFIG_SLAB_NURSERY_PAGES ?= 32
 # 8-byte canary (zero leading byte, random per slab) at the end of every slot, checked on free.
+# Without it one past a block is the next slot's start, and check_at_exit is refused.
 CONFIG_SLOT_CANARY ?= 1
 # Pick a random free slot of the slab instead of the first free one.
 CONFIG_SLOT_RANDOM ?= 1

@@ -98,7 +98,9 @@ static bool markers_on(const struct guard_region *r)
 
 /* Whole regions only, never a sub-span, so a label never splits a VMA. The first
  * refusal switches labelling off: it would cost a failing system call per mapping. */
+#if CONFIG_LABEL_MEMORY
 static _Atomic bool labels_work = true;
+#endif
 
 static void label(struct guard_region *r, const char *name)
 {

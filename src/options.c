@@ -160,6 +160,11 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 			put(what, sizeof what, &at, ": expected 0 or 1", SIZE_MAX);
 			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
+		/* A build without canaries has nothing for the exit check to look at: saying so
+		 * beats a check that passes whatever happened. */
+		if (b && !CONFIG_SLOT_CANARY && key->offset == offsetof(struct options, check_at_exit))
+			return complain(src, "bad value ", v, vlen,
+					" for check_at_exit: this build has no slot canaries (CONFIG_SLOT_CANARY=0)", SIZE_MAX);
 		memcpy(field, &b, sizeof b);
 		return;
 	}

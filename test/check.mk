@@ -20,6 +20,7 @@
 #   make check-real    Python's own regression tests (libpython3.11-testsuite) with
 #                      glibc and preloaded rampart, both backends; compared module by
 #                      module. REAL_SHORT=1: the short subset CI runs
+#   make check-configs the suite built with each config.mk option changed on its own
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -271,5 +272,30 @@ check-real:
 	python3 test/real/python_check.py --lib out-real/librampart.so \
 		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS) $(REAL_ARGS)
 
+# The suite (without the benchmark) built with each documented option of config.mk
+# changed on its own from the default, and with the light preset: a user who turns
+# one off gets a library that builds under -Werror and tests that assert what that
+# build promises (a case whose protection is compiled out says so: "n/a" or "skip").
+# Each into out-configs/<name>; CONFIGS= picks some, by name.
+CONFIG_SETS := nocanary:CONFIG_SLOT_CANARY=0 \
+	nozero:CONFIG_ZERO_ON_FREE=0,CONFIG_WRITE_AFTER_FREE_CHECK=0 \
+	nowaf:CONFIG_WRITE_AFTER_FREE_CHECK=0 \
+	norandom:CONFIG_SLOT_RANDOM=0 \
+	noslotq:CONFIG_SLOT_QUARANTINE=0 \
+	nonursery:CONFIG_SLAB_NURSERY_PAGES=0 \
+	arenas1:CONFIG_SLAB_ARENAS=1 \
+	nolabel:CONFIG_LABEL_MEMORY=0 \
+	light:VARIANT=light
+CONFIGS ?= $(foreach c,$(CONFIG_SETS),$(firstword $(subst :, ,$(c))))
+.PHONY: check-configs
+check-configs:
+	@failed=; for c in $(CONFIG_SETS); do \
+		name=$${c%%:*}; vars=$$(echo "$${c#*:}" | tr , ' '); \
+		case " $(CONFIGS) " in *" $$name "*) ;; *) continue ;; esac; \
+		echo "=== check-configs: $$name ($$vars)"; \
+		$(MAKE) --no-print-directory OUT=out-configs/$$name $$vars test-build && \
+			SKIP_BENCH=1 OUT=out-configs/$$name sh test/run.sh || failed="$$failed $$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "check-configs: failed:$$failed"; exit 1; fi; echo "check-configs: all passed"
 
-check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide check-fuzz check-real
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide check-fuzz check-real check-configs

@@ -95,11 +95,19 @@ static void controls(void)
 	free(b);
 }
 
+/* A case the build can catch: DIE_FATAL; else not run, and what is missing said. */
+#define CAUGHT_WITH(cfg, what) (cfg) ? DIE_FATAL : DIE_NOT_BUILT, (cfg) ? NULL : what
+#define ZERO_ON_FREE "zero-on-free (CONFIG_ZERO_ON_FREE=0): a free slot's bytes are not known"
+
 static const struct death_case cases[] = {
-	{"overflow past the canary into a free next slot, caught at its free", overflow_into_free_next, DIE_FATAL, NULL},
-	{"overflow rewriting the canary, into a free next slot", linear_overflow_keeping_canary, DIE_FATAL, NULL},
-	{"underflow into a live previous slot's canary, caught at its free", underflow_into_live_canary, DIE_FATAL, NULL},
-	{"underflow into a free previous slot, caught at its free", underflow_into_free_prev, DIE_FATAL, NULL},
+	{"overflow past the canary into a free next slot, caught at its free", overflow_into_free_next,
+	 CAUGHT_WITH(CONFIG_ZERO_ON_FREE, ZERO_ON_FREE)},
+	{"overflow rewriting the canary, into a free next slot", linear_overflow_keeping_canary,
+	 CAUGHT_WITH(CONFIG_ZERO_ON_FREE, ZERO_ON_FREE)},
+	{"underflow into a live previous slot's canary, caught at its free", underflow_into_live_canary,
+	 CAUGHT_WITH(CONFIG_SLOT_CANARY, "canaries (CONFIG_SLOT_CANARY=0)")},
+	{"underflow into a free previous slot, caught at its free", underflow_into_free_prev,
+	 CAUGHT_WITH(CONFIG_ZERO_ON_FREE, ZERO_ON_FREE)},
 	{"adjacent slots freed in both orders without a bug", controls, DIE_NOT, NULL},
 };
 

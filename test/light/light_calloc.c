@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "rampart.h"
 
 static int failures;
+static bool canaries; /* the build keeps 8 bytes of every slot for a canary */
 
 #define CHECK(cond, ...)                                                                   \
 	do {                                                                               \
@@ -38,8 +40,12 @@ static void dirty_then_calloc(size_t n)
 	size_t usable = malloc_usable_size(victim);
 	free(victim);
 	/* The bug of some other part of the program: a write through a stale pointer. The
-	 * slab stays open (it has live slots), so the write lands. */
-	memset(victim, 0xa5, usable);
+	 * slab stays open (it has live slots), so the write lands. Built without canaries
+	 * (a slot of 16 bytes is all usable), a free checks a free neighbour's first 16 and
+	 * last 8 bytes, which are then the program's: the write keeps off them, or the
+	 * next free of a neighbour would catch it before calloc can show anything. */
+	size_t from = canaries ? 0 : 16, to = canaries ? usable : usable - 8;
+	if (to > from) memset(victim + from, 0xa5, to - from);
 	int reused = -1;
 	for (int t = 0; t < TRIES; t++) {
 		got[t] = calloc(1, n);
@@ -61,6 +67,9 @@ static void dirty_then_calloc(size_t n)
 
 int main(void)
 {
+	void *probe = malloc(1);
+	canaries = malloc_usable_size(probe) < 16;
+	free(probe);
 	static const size_t sizes[] = {1, 8, 24, 40, 100, 200, 1000, 4000, 20000};
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) dirty_then_calloc(sizes[i]);
 	/* calloc's product form, and a count that overflows. */

@@ -56,7 +56,8 @@ static long count_vmas(void)
 	return lines;
 }
 
-static int all_zero(const unsigned char *p, size_t n)
+/* (unused where zero-on-free is compiled out) */
+static __attribute__((unused)) int all_zero(const unsigned char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (p[i]) return 0;
@@ -97,6 +98,7 @@ static void fresh_pages_fault_once(void)
  * enter the quarantine: they count as quarantined at once (a second free is caught),
  * and they are not lost: churn where one thread allocates and another frees keeps the
  * quarantine and the open slabs bounded. */
+#if CONFIG_SLOT_QUARANTINE
 static struct rampart_class_stats class_of(size_t usable)
 {
 	struct rampart_heap_stats *h = malloc(sizeof *h);
@@ -115,6 +117,7 @@ static void *free_all(void *arg)
 	for (int i = 0; v[i]; i++) free(v[i]);
 	return malloc(200); /* where this thread's blocks of the class live */
 }
+#endif
 
 static void cross_arena_frees(void)
 {

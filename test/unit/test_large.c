@@ -338,7 +338,7 @@ END_TEST
 
 /* Regions at or above the quarantine threshold skip it and are unmapped at once: not
  * cached, so the next request of the size never gets the freed address from rampart. */
-static bool unmapped(const void *p)
+static TH_UNUSED bool unmapped(const void *p) /* (unused without the region quarantine) */
 {
 	unsigned char v;
 	int saved = errno;
@@ -349,6 +349,7 @@ static bool unmapped(const void *p)
 
 START_TEST(test_very_large)
 {
+#if CONFIG_REGION_QUARANTINE /* without it (VARIANT=light) every freed region goes to the cache */
 	static const size_t sizes[] = {(size_t)CONFIG_REGION_QUARANTINE_SKIP, (size_t)CONFIG_REGION_QUARANTINE_SKIP + MiB};
 	for (size_t k = 0; k < 2; k++) {
 		size_t n = sizes[k];
@@ -370,6 +371,7 @@ START_TEST(test_very_large)
 		ck_assert_uint_eq(stats().cache_hits, s1.cache_hits);
 		free(q);
 	}
+#endif
 }
 END_TEST
 
@@ -472,7 +474,8 @@ START_TEST(test_refill_follows_use)
 	unsigned char *c = malloc(n);
 	ck_assert_pages(resident_pages(c, n), (pop ? populated_pages(n) : 0));
 	ck_assert(zero(c, n));
-	ck_assert(inaccessible(b) || b == c); /* the freed block stays closed */
+	/* The freed block stays closed, or (without the region quarantine) is part of c. */
+	ck_assert(inaccessible(b) || (b >= c && b < c + n));
 	/* The credit is spent: the one after that gets only what c's witness left over (if
 	 * that is worth a system call: 16 pages, REFILL_MIN_BYTES). */
 	unsigned char *d = malloc(n);

@@ -97,7 +97,7 @@ START_TEST(test_rules)
 			   "\n"
 			   "*                   on_error=report\n"
 			   "/usr/bin/firefox    passthrough        # bundles its own allocator\n"
-			   "/opt/app/bin/*      sized_free=off, check_at_exit=1\n"
+			   "/opt/app/bin/*      sized_free=off, verbose=1\n"
 			   "   gimp\tsized_free=off\n"
 			   "late                guard=mprotect\n"
 			   "late                guard=madvise\n";
@@ -108,7 +108,7 @@ START_TEST(test_rules)
 	ck_assert_uint_eq(line, 4);
 
 	o = apply(text, "/opt/app/bin/tool", &line, warn, sizeof warn);
-	ck_assert(!o.passthrough && !o.sized_free && o.check_at_exit && o.on_error == ON_ERROR_REPORT);
+	ck_assert(!o.passthrough && !o.sized_free && o.verbose && o.on_error == ON_ERROR_REPORT);
 	ck_assert_uint_eq(line, 5);
 
 	o = apply(text, "/usr/local/bin/gimp", &line, warn, sizeof warn);

@@ -220,20 +220,22 @@ static void freed_large(void)
 	CHECK(s1.spans_leaked == s0.spans_leaked);
 	CHECK(inaccessible(L) && inaccessible(L + n - 1));
 
-	/* Quarantined: the next blocks of its size are elsewhere. */
+	/* Quarantined: the next blocks of its size are elsewhere. (Without the region
+	 * quarantine, VARIANT=light, one may get the freed address back at once: fresh
+	 * pages all the same, which the kernel's write below must not reach.) */
 	enum { N = 64 };
 	unsigned char *o[N];
 	for (int i = 0; i < N; i++) {
 		o[i] = malloc(n);
 		CHECK(o[i] != NULL);
-		CHECK(o[i] + n <= L || o[i] >= L + n);
+		CHECK(o[i] + n <= L || o[i] >= L + n || !CONFIG_REGION_QUARANTINE);
 		fill(o[i], n, 30 + (unsigned)i);
 	}
 	/* The kernel writes into the pages it pinned; none of them is any block's now. */
 	put_pattern(n, (off_t)n, 22);
 	CHECK(rw_fixed(false, L, n, (off_t)n, 0) == (long)n);
 	for (int i = 0; i < N; i++) CHECK(same(o[i], n, 30 + (unsigned)i));
-	CHECK(inaccessible(L));
+	CHECK(inaccessible(L) || !CONFIG_REGION_QUARANTINE);
 	for (int i = 0; i < N; i++) free(o[i]);
 
 	/* Churn until part of the range is handed out again (after the quarantine, from
@@ -316,8 +318,10 @@ static void freed_slab(void)
 	CHECK(io_uring_unregister_buffers(&ring) == 0);
 
 	slab_freed = S;
-	struct death_case c = {"slab slot written by the kernel after free, then the class churned",
-			       churn_class, DIE_FATAL, "write after free"};
+	struct death_case c = {"slab slot written by the kernel after free, then the class churned", churn_class,
+			       CONFIG_WRITE_AFTER_FREE_CHECK ? DIE_FATAL : DIE_NOT_BUILT,
+			       CONFIG_WRITE_AFTER_FREE_CHECK ? "write after free"
+							     : "write-after-free check (CONFIG_WRITE_AFTER_FREE_CHECK=0)"};
 	bool ok = death_run(&c);
 	CHECK(ok);
 	/* This process keeps the dirty slot: its blocks stay allocated so no free of a
@@ -455,7 +459,10 @@ static void all_parts(void)
 	snprintf(name, sizeof name, "%slarge block freed while registered", pre);
 	failed += 1 == run(name, part_freed_large);
 	snprintf(name, sizeof name, "%sslab block freed while registered", pre);
-	failed += 1 == run(name, part_freed_slab);
+	/* Without the slot quarantine (VARIANT=light) the freed slot is the next one handed
+	 * out, and the kernel's write lands in that block: nothing here to keep it off. */
+	if (CONFIG_SLOT_QUARANTINE) failed += 1 == run(name, part_freed_slab);
+	else printf("n/a   %s: this build has no slot quarantine (CONFIG_SLOT_QUARANTINE=0)\n", name);
 	snprintf(name, sizeof name, "%sranges reaching into guards fail to register", pre);
 	failed += 1 == run(name, part_guard_ranges);
 }
