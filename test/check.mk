@@ -20,7 +20,7 @@
 #   make check-real    Python's own regression tests (libpython3.11-testsuite) with
 #                      glibc and preloaded rampart, both backends; compared module by
 #                      module. REAL_SHORT=1: the short subset CI runs
-#   make check-configs the suite built with each config.mk option changed on its own
+#   make check-configs the suite built with each config.mk switch turned off on its own
 #   make check         all of the above that exist
 #
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
@@ -272,10 +272,12 @@ check-real:
 	python3 test/real/python_check.py --lib out-real/librampart.so \
 		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS) $(REAL_ARGS)
 
-# The suite (without the benchmark) built with each documented option of config.mk
-# changed on its own from the default, and with the light preset: a user who turns
-# one off gets a library that builds under -Werror and tests that assert what that
-# build promises (a case whose protection is compiled out says so: "n/a" or "skip").
+# The suite (without the benchmark) built with each on/off switch of config.mk turned
+# off on its own (canaries, zero-on-free with the check that needs it, the write-after-
+# free check, random slot choice, the slot quarantine, the nursery, labels), one arena,
+# and the light preset: a user who turns one off gets a library that builds under
+# -Werror and tests that assert what that build promises (a case whose protection is
+# compiled out says so: "n/a" or "skip").
 # Each into out-configs/<name>; CONFIGS= picks some, by name.
 CONFIG_SETS := nocanary:CONFIG_SLOT_CANARY=0 \
 	nozero:CONFIG_ZERO_ON_FREE=0,CONFIG_WRITE_AFTER_FREE_CHECK=0 \
