@@ -46,7 +46,7 @@ START_TEST(power_of_two_requests_fit_snugly)
 			if (header[h] + SC_CANARY > sc_snug(b)) continue;
 			ck_assert_uint_ge(sc_usable(sc_of(want)), want);
 			/* (Without a canary, a bare power of two has its own class.) */
-			ck_assert_uint_eq(sc_size(sc_of(want)), header[h] + SC_CANARY ? n + sc_snug(b) : n);
+			ck_assert_uint_eq(sc_size(sc_of(want)), (header[h] + SC_CANARY) ? n + sc_snug(b) : n);
 		}
 	}
 	/* With the canary a power of two needs the snug class above it; without, its own. */
