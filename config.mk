@@ -35,7 +35,8 @@ CONFIG_LARGE_REFILL_BYTES ?= 67108864
 CONFIG_LARGE_REFILL_MS ?= 1000
 
 # --- small allocations (slab, <= CONFIG_SMALL_MAX) ---------------------------------
-# Independent arenas; threads are assigned round-robin, each (arena, class) has a lock.
+# Most independent arenas: a process uses one per CPU it may run on, up to this many
+# (run time: arenas=N); threads are assigned round-robin, each (arena, class) has a lock.
 CONFIG_SLAB_ARENAS ?= 4
 # log2 of the address space set aside per (arena, size class) region (halved at start-up
 # until all of them fit the address space). Set aside, not mapped: a region maps what it

@@ -40,6 +40,8 @@ static const struct key keys[] = {
 	 "N  milliseconds a cached region may stay idle"},
 	{"large_refill_bytes", K_SIZE, F(large_refill_bytes), (size_t)1 << 46,
 	 "SIZE  most bytes of new large blocks populated up front, earned by touched ones freed (0: off)"},
+	{"arenas", K_COUNT, F(arenas), CONFIG_SLAB_ARENAS,
+	 "N  slab arenas threads are spread over (0: one per CPU the process may run on)"},
 	{"passthrough", K_BOOL, F(passthrough), 0,
 	 "0|1  hand every call to the C library's allocator, for the life of the process (default 0;"
 	 " the bare word passthrough means 1)"},

@@ -37,6 +37,7 @@ struct options {
 	size_t large_cache_entries;      /* reuse cache: regions held */
 	size_t large_cache_decay_ms;     /* reuse cache: idle time before a region is unmapped */
 	size_t large_refill_bytes;       /* most credit for populating new large blocks (refill.h) */
+	size_t arenas;                   /* arenas=N: slab arenas; 0 (default): one per CPU, capped */
 	bool passthrough;           /* passthrough=0|1: every call to the C library's allocator */
 	bool sized_free;            /* sized_free=on|off: check the size of sized frees (default on) */
 	enum on_error on_error;     /* on_error=abort|report: an invalid, double or mis-sized free */

@@ -205,6 +205,19 @@ long os_read_long(const char *path)
 	return v;
 }
 
+unsigned os_cpus(void)
+{
+	int saved = errno;
+	/* The raw call: glibc's wrapper needs a cpu_set_t of its own size, and the kernel
+	 * answers with the bytes it wrote, at most the size of its own mask. */
+	unsigned long mask[4096 / (8 * sizeof(unsigned long))];
+	long n = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+	unsigned count = 0;
+	for (long i = 0; i < n / (long)sizeof mask[0]; i++) count += (unsigned)__builtin_popcountl(mask[i]);
+	errno = saved;
+	return count;
+}
+
 /* --- reporting: fixed buffers only, nothing here may allocate --- */
 
 static size_t put_str(char *dst, size_t at, size_t cap, const char *s)

@@ -76,6 +76,9 @@ bool os_range_free(uintptr_t lo, uintptr_t hi);
 bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uintptr_t *end);
 /* Read a small decimal number from a /proc file; -1 when unreadable. */
 long os_read_long(const char *path);
+/* How many CPUs the calling thread may run on (its affinity mask, one system call);
+ * 0 when the kernel does not say (a mask wider than 4,096 CPUs). errno unchanged. */
+unsigned os_cpus(void);
 
 /* Transparent huge pages, from sysfs (up to three small files) and prctl: whether the
  * kernel maps huge pages into anonymous memory by itself (OS_HUGE_ALWAYS), only into

@@ -1379,7 +1379,7 @@ static void nursery_place(struct slab_roots *sr, unsigned nregions)
 	size_t room = region - (size_t)nregions * cell;
 	sr->nursery = sr->base + ((size_t)nregions << sr->region_shift) + random_below(&rnd, room / os_page + 1) * os_page;
 	sr->cell_shift = (unsigned)__builtin_ctzl(cell);
-	for (unsigned a = 0; a < sr->arenas; a++) {
+	for (unsigned a = 0; a < nregions / SC_COUNT; a++) {
 		uint16_t *order = &sr->cell_region[a * SC_COUNT];
 		for (unsigned c = 0; c < SC_COUNT; c++) order[c] = (uint16_t)(a * SC_COUNT + c);
 		for (unsigned c = SC_COUNT - 1; c > 0; c--) { /* Fisher-Yates */
@@ -1392,8 +1392,23 @@ static void nursery_place(struct slab_roots *sr, unsigned nregions)
 	explicit_bzero(&rnd, sizeof rnd);
 }
 
+/* One arena per CPU the process may run on: at most one thread per CPU runs at a time,
+ * so that many arenas keep most running threads off each other's locks, and every
+ * arena more holds its own partial slabs, quarantines and empty slabs (larson, four
+ * threads on two CPUs, four arenas against two: peak RSS 8.2 against 5.6 MiB, time
+ * 1.34 against 1.39 s). The affinity mask is read once, at start-up. */
+static unsigned arenas_wanted(void)
+{
+	if (ro.opt.arenas) return (unsigned)ro.opt.arenas;
+	unsigned cpus = os_cpus();
+	return cpus && cpus < CONFIG_SLAB_ARENAS ? cpus : CONFIG_SLAB_ARENAS;
+}
+
 bool slab_init(void)
 {
+	/* The window and the nursery are laid out for every arena the build has (address
+	 * space only: class_at decodes with the build's constants); threads are sent to
+	 * the first `arenas` of them. */
 	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
 	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
 	/* Address space set aside, not mapped: each region maps what it uses as it grows;
@@ -1418,7 +1433,7 @@ bool slab_init(void)
 	}
 	random_source_init(seeds);
 	ro.slab = (struct slab_roots){.base = base, .size = (size_t)(nregions + extra) << shift, .region_shift = shift,
-				      .arenas = arenas, .classes = classes, .arena_mem = mem,
+				      .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
 				      .arena_mem_bytes = per_arena, .seeds = seeds};
 	nursery_place(&ro.slab, nregions);
 	arena_open(0);

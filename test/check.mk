@@ -151,6 +151,7 @@ QEMU_ARM64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
 define ARM64_SKIPPED
 cache_syscalls: counts system calls with the host's strace, which cannot run an arm64 program
 exit_check_death: re-executes /proc/self/exe, which the kernel cannot run without binfmt_misc
+arenas: re-executes /proc/self/exe for every case, like exit_check_death
 introspect: re-executes /proc/self/exe for its exit-report cases, like exit_check_death
 limit_as: re-executes /proc/self/exe under each RLIMIT_AS, like exit_check_death
 policy_ns: re-executes /proc/self/exe inside its mount namespace, like exit_check_death

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "rampart.h"
+#include "../all_arenas.h"
 
 static volatile char sink;
 static char global_buffer[64];
@@ -325,8 +326,10 @@ static int run_case(const struct death_case *c)
 	return ok;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	all_arenas(argv); /* the cases of frees from another arena */
 	int passed = 0, failed = 0, skipped = 0;
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		if (cases[i].needs == 1 && !CONFIG_WRITE_AFTER_FREE_CHECK) {

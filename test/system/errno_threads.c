@@ -19,6 +19,7 @@
 
 #include "../harness.h"
 #include "rampart.h"
+#include "../all_arenas.h"
 
 #define THREADS 8
 #define SLOTS 64
@@ -96,8 +97,10 @@ static void *worker(void *arg)
 
 static void on_alarm(int sig) { (void)sig; }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	all_arenas(argv); /* threads share class locks and free across arenas */
 	alarm(120);
 	free(malloc(1));
 	/* A handler without SA_RESTART: a futex wait it interrupts returns EINTR. */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../all_arenas.h"
 
 enum { THREADS = 6, SHARED = 4096 };
 static const double SECONDS = 1.5;
@@ -83,8 +84,10 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	all_arenas(argv); /* frees land in other arenas */
 	pthread_t t[THREADS];
 	for (long i = 0; i < THREADS; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)(i + 1))) {

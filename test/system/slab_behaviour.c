@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rampart.h"
+#include "../all_arenas.h"
 
 #define CHECK(cond)                                                                        \
 	do {                                                                               \
@@ -345,6 +346,7 @@ static void million_live(void)
 
 int main(int argc, char **argv)
 {
+	all_arenas(argv); /* cross_arena_frees */
 	/* Run one part by name (for debugging), or all of them. */
 	const char *only = argc > 1 ? argv[1] : NULL;
 #define PART(f) if (!only || !strcmp(only, #f)) f()

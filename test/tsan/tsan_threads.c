@@ -29,6 +29,7 @@
 #include "os.h"
 #include "sizeclass.h"
 #include "slab.h"
+#include "../all_arenas.h"
 
 #define THREADS 4
 #define EXCHANGE 64
@@ -196,8 +197,10 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	all_arenas(argv); /* frees cross arenas */
 	if (!rampart_ready()) {
 		fprintf(stderr, "FAIL: initialisation\n");
 		return 1;

@@ -151,7 +151,8 @@ static bool same_options(const struct options *a, const struct options *b)
 	       a->large_quarantine_bytes == b->large_quarantine_bytes &&
 	       a->large_quarantine_entries == b->large_quarantine_entries &&
 	       a->large_cache_bytes == b->large_cache_bytes && a->large_cache_entries == b->large_cache_entries &&
-	       a->large_cache_decay_ms == b->large_cache_decay_ms && a->large_refill_bytes == b->large_refill_bytes;
+	       a->large_cache_decay_ms == b->large_cache_decay_ms && a->large_refill_bytes == b->large_refill_bytes &&
+	       a->arenas == b->arenas;
 }
 
 /* stats, verbose and the large-block bounds, and what the messages name. */
@@ -168,6 +169,7 @@ START_TEST(test_knobs)
 	ck_assert_uint_eq(d.large_quarantine_bytes, CONFIG_REGION_QUARANTINE_BYTES);
 	ck_assert_uint_eq(d.large_quarantine_entries, CONFIG_REGION_QUARANTINE_FIFO);
 	ck_assert_uint_eq(d.large_refill_bytes, CONFIG_LARGE_REFILL_BYTES);
+	ck_assert_uint_eq(d.arenas, 0); /* one per CPU, decided by slab_init */
 
 	o = parse_all("stats=1", warn, sizeof warn);
 	ck_assert_int_eq(o.stats, STATS_TEXT);
@@ -202,6 +204,15 @@ START_TEST(test_knobs)
 	o = parse_all("large_refill_bytes=lots", warn, sizeof warn);
 	ck_assert_uint_eq(o.large_refill_bytes, CONFIG_LARGE_REFILL_BYTES);
 	ck_assert_msg(strstr(warn, "large_refill_bytes"), "stderr '%s'", warn);
+	for (size_t n = 0; n <= CONFIG_SLAB_ARENAS; n++) {
+		char text[32];
+		snprintf(text, sizeof text, "arenas=%zu", n);
+		o = parse_all(text, warn, sizeof warn);
+		ck_assert_uint_eq(o.arenas, n);
+		ck_assert_str_eq(warn, "");
+	}
+	o = parse_all("arenas=1,arenas=0", warn, sizeof warn);
+	ck_assert_uint_eq(o.arenas, 0);
 	o = parse_all("large_cache_bytes=4096,large_cache_entries=0", warn, sizeof warn);
 	ck_assert_uint_eq(o.large_cache_bytes, 4096);
 	ck_assert_uint_eq(o.large_cache_entries, 0);
@@ -211,7 +222,7 @@ START_TEST(test_knobs)
 		"large_cache_bytes=", "large_cache_bytes=12q", "large_cache_bytes=k", "large_cache_bytes=-1",
 		"large_cache_bytes=1mb", "large_cache_entries=8k", "large_cache_entries=65",
 		"large_cache_bytes=99999999999999999999999", "large_cache_bytes=100000000g",
-		"large_quarantine_entries=1000",
+		"large_quarantine_entries=1000", "arenas=-1", "arenas=two", "arenas=2k", "arenas=999",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		o = parse_all(bad[i], warn, sizeof warn);
@@ -223,6 +234,14 @@ START_TEST(test_knobs)
 	}
 	o = parse_all("large_cache_entries=65", warn, sizeof warn);
 	ck_assert_msg(strstr(warn, "too big (at most 64)"), "stderr '%s'", warn);
+	char arenas_max[64];
+	snprintf(arenas_max, sizeof arenas_max, "bad value '%d' for arenas: too big (at most %d)",
+		 CONFIG_SLAB_ARENAS + 1, CONFIG_SLAB_ARENAS);
+	char text[32];
+	snprintf(text, sizeof text, "arenas=%d", CONFIG_SLAB_ARENAS + 1);
+	o = parse_all(text, warn, sizeof warn);
+	ck_assert_uint_eq(o.arenas, 0);
+	ck_assert_msg(strstr(warn, arenas_max), "stderr '%s'", warn);
 	o = parse_all("guard=mprotect,nokey", warn, sizeof warn);
 	ck_assert_int_eq(o.guard, GUARD_MPROTECT);
 	ck_assert_msg(strstr(warn, "entry 'nokey' has no '='"), "stderr '%s'", warn);
@@ -251,7 +270,8 @@ START_TEST(test_help)
 	close(pfd[0]);
 	static const char *const keys[] = {"guard=", "check_at_exit=", "stats=", "verbose=", "help=",
 					   "large_quarantine_bytes=", "large_quarantine_entries=",
-					   "large_cache_bytes=", "large_cache_entries=", "large_cache_decay_ms="};
+					   "large_cache_bytes=", "large_cache_entries=", "large_cache_decay_ms=",
+					   "arenas="};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
 		ck_assert_msg(strstr(out, keys[i]), "help lacks %s: '%s'", keys[i], out);
 	ck_assert_msg(strstr(out, "(default 64, at most 64)"), "'%s'", out);
