@@ -181,7 +181,7 @@ static void realloc_moves(void)
 {
 	/* Grow past what the trail guard can hold while neighbours take the address space
 	 * next to the block: moves with mremap; shrink in place; slab <-> large. */
-	unsigned char *p = malloc(200 * KiB), *block[16];
+	unsigned char *p = malloc(200 * KiB), *block[16] = {0}; /* the loop may stop early */
 	fill(p, 200 * KiB, 1);
 	size_t n = 200 * KiB;
 	for (int i = 0; i < 16; i++) {

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../all_arenas.h"
 #include "../harness.h"
 #include "rampart.h"
 #include "sizeclass.h"
@@ -373,7 +374,7 @@ static uintptr_t mapped_end(uintptr_t a)
 /* Is p in the nursery (not in a class's region)? */
 static bool in_nursery(const void *p)
 {
-	return ro.slab.cell_shift && (uintptr_t)p - ro.slab.base >= (size_t)ro.slab.arenas * SC_COUNT << ro.slab.region_shift;
+	return ro.slab.cell_shift && (uintptr_t)p - ro.slab.base >= (size_t)CONFIG_SLAB_ARENAS * SC_COUNT << ro.slab.region_shift;
 }
 
 /* The class whose nursery cell p is in (arena 0's cells), or SC_COUNT. */
@@ -839,8 +840,10 @@ START_TEST(fork_child_draws_its_own_stream)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	all_arenas(argv); /* arenas_open_on_first_use */
 	Suite *s = suite_create("slab");
 	TCase *t = tcase_create("core");
 	tcase_set_timeout(t, 60);
