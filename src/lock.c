@@ -34,11 +34,15 @@ static inline void cpu_relax(void)
 void lock_wait(struct lock *l)
 {
 	for (int spin = 0; spin < SPINS; spin++) {
+		cpu_relax();
+		/* Read until the word looks free, and only then ask for it: a failed
+		 * compare-and-swap takes the line away from the holder, who must get it
+		 * back to give the lock. */
+		if (atomic_load_explicit(&l->word, memory_order_relaxed)) continue;
 		uint32_t expected = 0;
 		if (atomic_compare_exchange_weak_explicit(&l->word, &expected, 1, memory_order_acquire,
 							  memory_order_relaxed))
 			return;
-		cpu_relax();
 	}
 	int saved = errno;
 	/* Counted before the next look at the word: a holder that gives after this sees
