@@ -35,6 +35,9 @@ struct guard_region {
 	uintptr_t base;
 	size_t size;
 	uint32_t flags;
+	/* Growing regions: [0, marked_pages pages) was mapped read-write behind guard
+	 * markers (guard_grow), the rest of what the region grew PROT_NONE. */
+	uint32_t marked_pages;
 };
 
 /* Choose the backend: want is the user's request (GUARD_AUTO to probe). */
@@ -69,16 +72,27 @@ uintptr_t guard_window_pick(const struct guard_span *taken, unsigned n, uintptr_
 void guard_window_release(uintptr_t base);
 /* An empty growing region at base, closed the way the backend closes spans now. */
 void guard_start(struct guard_region *r, uintptr_t base);
-/* Map more of a growing region: [base + r->size, base + size) as closed address space
- * (like guard_reserve's), exactly there and never over another mapping; the first growth
- * also maps a closed page just below base (the window around the region is only set
- * aside: nothing else may lie against it). False, with nothing mapped, when that is
- * out of memory or something else is mapped there. guard_unmap gives back the page
- * below too. */
+/* Map more of a growing region: [base + r->size, base + size) as closed address space,
+ * exactly there and never over another mapping; the first growth also maps a closed page
+ * just below base (the window around the region is only set aside: nothing else may lie
+ * against it). False, with nothing mapped, when that is out of memory or something else
+ * is mapped there. guard_unmap gives back the page below too.
+ * Under the madvise backend, while the region stays within GUARD_MARKED_GROWTH_MAX, the
+ * new space is read-write behind guard markers: one VMA with the spans opened in it
+ * (PROT_NONE space is one VMA more on each side of every open span). Beyond that it is
+ * PROT_NONE, which costs no page tables. */
+#define GUARD_MARKED_GROWTH_MAX ((size_t)256 << 10)
 must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
+/* Is [off, off + len) of a growing region space grown behind markers? Then opening part
+ * of it splits nothing, and what is left unopened there is closed already: a caller
+ * opens only what it hands out. */
+static inline bool guard_grown_marked(const struct guard_region *r, size_t off, size_t len)
+{
+	return off + len <= (size_t)r->marked_pages * os_page;
+}
 /* A PROT_NONE reservation of size bytes; spans are opened with guard_extend(). */
 must_check bool guard_reserve(struct guard_region *r, size_t size, const char *label);
-/* Open a span of a reservation that was never opened before. */
+/* Open a span of a reservation or of a growing region that was never opened before. */
 must_check bool guard_extend(struct guard_region *r, size_t off, size_t len);
 /* Reopen a span closed by guard_close(). */
 must_check bool guard_open(struct guard_region *r, size_t off, size_t len);

@@ -114,9 +114,11 @@ void *meta_alloc(size_t bytes)
 			}
 		}
 	} else if (len < h->window && meta_grow(&h->region, h->window, h->next + len + os_page)) {
-		/* Open the chunk; the page after it stays closed as its guard. Under markers
-		 * the guard page is opened and closed again so the region stays one VMA. */
-		bool markers = h->region.flags & REGION_MARKERS;
+		/* Open the chunk; the page after it stays closed as its guard. Grown behind
+		 * markers it is closed already; otherwise, under markers, it is opened and
+		 * closed again so that the region stays one VMA. */
+		bool marked = guard_grown_marked(&h->region, h->next, len + os_page);
+		bool markers = !marked && (h->region.flags & REGION_MARKERS);
 		if (guard_extend(&h->region, h->next, markers ? len + os_page : len)) {
 			if (markers && !guard_close(&h->region, h->next + len, os_page))
 				fatal("cannot close metadata guard page", (void *)(h->region.base + h->next + len));

@@ -549,14 +549,23 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 	size_t end = (size_t)(pos + 1) * k->slab_bytes;
 	if (end > k->nursery_bytes && !grow_region(k, end)) return false;
 	if (k->open_slabs) {
-		/* The guard opens with its slab and closes again at once, never handed out:
-		 * so it belongs to the read-write span (one anon_vma, see guard.c), and the
-		 * slab after it shares that anon_vma instead of faulting in one of its own,
-		 * which would keep the closed slabs on either side from ever merging. */
-		if (!extend_positions(k, k->hwm, pos + 1)) return false;
-		if (guard && !guard_close(area_of(k, k->hwm), (size_t)k->hwm * k->slab_bytes, k->slab_bytes)) {
-			/* No marker and no VMA to spare: leave this guard open but never use it;
-			 * it is still a slab's worth of unused addresses between slabs. */
+		struct guard_region *area = area_of(k, k->hwm);
+		if (area == area_of(k, pos) &&
+		    guard_grown_marked(area, (size_t)k->hwm * k->slab_bytes, (size_t)(pos + 1 - k->hwm) * k->slab_bytes)) {
+			/* Grown behind markers: the guard is closed already. */
+			if (!extend_positions(k, pos, pos + 1)) return false;
+		} else {
+			/* The guard opens with its slab and closes again at once, never handed
+			 * out: so it belongs to the read-write span (one anon_vma, see guard.c),
+			 * and the slab after it shares that anon_vma instead of faulting in one
+			 * of its own, which would keep the closed slabs on either side from ever
+			 * merging. */
+			if (!extend_positions(k, k->hwm, pos + 1)) return false;
+			if (guard && !guard_close(area, (size_t)k->hwm * k->slab_bytes, k->slab_bytes)) {
+				/* No marker and no VMA to spare: leave this guard open but never
+				 * use it; it is still a slab's worth of unused addresses between
+				 * slabs. */
+			}
 		}
 	}
 	k->hwm = pos + 1;

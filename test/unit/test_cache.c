@@ -21,7 +21,7 @@ static size_t carve_at;
 static struct guard_region carve(size_t pages, bool touching)
 {
 	if (!touching) carve_at += P;
-	struct guard_region r = {arena.base + carve_at, pages * P, arena.flags};
+	struct guard_region r = {.base = arena.base + carve_at, .size = pages * P, .flags = arena.flags};
 	carve_at += pages * P;
 	ck_assert_uint_le(carve_at, arena.size);
 	return r;

@@ -406,6 +406,136 @@ START_TEST(test_window_grow)
 }
 END_TEST
 
+/* VMAs of /proc/self/maps that meet [lo, hi), read without malloc. */
+static long vmas_in(uintptr_t lo, uintptr_t hi)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	char buf[4096], line[256];
+	size_t len = 0;
+	long count = 0;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != '\n') {
+				if (len < sizeof line - 1) line[len++] = buf[i];
+				continue;
+			}
+			line[len] = 0;
+			len = 0;
+			char *dash;
+			uintptr_t a = strtoul(line, &dash, 16), b = strtoul(dash + 1, NULL, 16);
+			count += a < hi && b > lo;
+		}
+	}
+	close(fd);
+	return count;
+}
+
+/* Small growth under markers is read-write behind markers: the closed page below, the
+ * opened spans and the closed rest are one VMA, and opening needs no mprotect. Growth
+ * past GUARD_MARKED_GROWTH_MAX is PROT_NONE; a span across the boundary opens whole.
+ * Under mprotect every boundary is a VMA, as before. */
+START_TEST(test_grow_marked)
+{
+	enum guard_backend b = force(_i);
+	size_t pg = os_page, size = (size_t)64 << 20, small = 16 * pg;
+	size_t max_pages = GUARD_MARKED_GROWTH_MAX / pg;
+	uintptr_t w;
+	ck_assert(guard_window(size, &w));
+	struct guard_region r;
+	guard_start(&r, w);
+	errno = SENTINEL;
+	ck_assert(guard_grow(&r, small, "test:marked"));
+	ck_assert_int_eq(errno, SENTINEL);
+	bool marked = b == GUARD_MADVISE;
+	ck_assert_uint_eq(r.marked_pages, marked ? 16 : 0);
+	ck_assert(guard_grown_marked(&r, 0, small) == marked);
+	ck_assert(!guard_grown_marked(&r, 0, small + pg));
+	ck_assert_int_eq(vmas_in(w - pg, w + small), 1);
+	ck_assert(inaccessible((char *)w - 1) && inaccessible((char *)w) && inaccessible((char *)w + small - 1));
+	ck_assert(child_faults((char *)w + 5 * pg, true));
+	ck_assert(guard_extend(&r, 4 * pg, 2 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert(accessible((char *)w + 4 * pg) && accessible((char *)w + 6 * pg - 1));
+	ck_assert(all_zero((char *)w + 4 * pg, 2 * pg));
+	ck_assert(inaccessible((char *)w + 4 * pg - 1) && inaccessible((char *)w + 6 * pg));
+	ck_assert_int_eq(vmas_in(w - pg, w + small), marked ? 1 : 3);
+	fill((char *)w + 4 * pg, 2 * pg, 3);
+	/* Close and reopen inside the marked space: zero again, still one VMA. */
+	ck_assert(guard_close(&r, 5 * pg, pg));
+	ck_assert(inaccessible((char *)w + 5 * pg));
+	ck_assert(guard_open(&r, 5 * pg, pg));
+	ck_assert(all_zero((char *)w + 5 * pg, pg));
+	ck_assert_int_eq(((char *)w)[4 * pg], 3);
+	if (marked) ck_assert_int_eq(vmas_in(w - pg, w + small), 1);
+	/* Up to the limit the growth stays marked, past it not. */
+	ck_assert(guard_grow(&r, max_pages * pg, "test:marked"));
+	ck_assert_uint_eq(r.marked_pages, marked ? max_pages : 0);
+	ck_assert(guard_grow(&r, (max_pages + 16) * pg, "test:marked"));
+	ck_assert_uint_eq(r.marked_pages, marked ? max_pages : 0);
+	ck_assert(!guard_grown_marked(&r, (max_pages - 2) * pg, 4 * pg));
+	ck_assert(inaccessible((char *)w + max_pages * pg) && inaccessible((char *)w + (max_pages - 1) * pg));
+	ck_assert(guard_extend(&r, (max_pages - 2) * pg, 4 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	char *across = (char *)w + (max_pages - 2) * pg;
+	ck_assert(accessible(across) && accessible(across + 4 * pg - 1));
+	ck_assert(all_zero(across, 4 * pg));
+	ck_assert(inaccessible(across - 1) && inaccessible(across + 4 * pg));
+	ck_assert_int_eq(((char *)w)[4 * pg], 3); /* growing keeps what is there */
+	ck_assert(guard_unmap(&r));
+	ck_assert(!os_range_mapped(w - pg, w + size));
+	guard_window_release(w);
+}
+END_TEST
+
+/* Under mlockall(MCL_FUTURE) a read-write mapping would be populated and locked at
+ * once: the markers are refused first, the backend latches off and the growth stays
+ * PROT_NONE, nothing resident. Space grown behind markers before still opens. */
+START_TEST(test_grow_marked_locked)
+{
+	enum guard_backend b = force(0);
+	if (b != GUARD_MADVISE) return;
+	size_t pg = os_page, size = (size_t)64 << 20;
+	uintptr_t w1, w2;
+	ck_assert(guard_window(size, &w1));
+	ck_assert(guard_window(size, &w2));
+	struct guard_region before, after;
+	guard_start(&before, w1);
+	ck_assert(guard_grow(&before, 16 * pg, "test:marked"));
+	ck_assert_uint_eq(before.marked_pages, 16);
+	ck_assert_int_eq(mlockall(MCL_CURRENT | MCL_FUTURE), 0);
+	unsigned long latches = stat_counters[STAT_GUARD_LATCH];
+	guard_start(&after, w2);
+	after.flags = before.flags; /* made before the latch: it would try markers */
+	errno = SENTINEL;
+	ck_assert(guard_grow(&after, 16 * pg, "test:marked"));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(guard_backend(), GUARD_MPROTECT);
+	ck_assert_uint_eq(stat_counters[STAT_GUARD_LATCH], latches + 1);
+	ck_assert_uint_eq(after.marked_pages, 0);
+	ck_assert(!(after.flags & REGION_MARKERS));
+	unsigned char vec[16];
+	ck_assert_int_eq(mincore((void *)w2, 16 * pg, vec), 0);
+	for (int i = 0; i < 16; i++) ck_assert_int_eq(vec[i] & 1, 0);
+	ck_assert(inaccessible((char *)w2) && inaccessible((char *)w2 - 1));
+	ck_assert(guard_extend(&after, 2 * pg, pg));
+	ck_assert(accessible((char *)w2 + 2 * pg));
+	ck_assert(inaccessible((char *)w2 + 3 * pg));
+	/* The space grown behind markers before the lock still opens, zero. */
+	ck_assert(guard_extend(&before, 2 * pg, 2 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert(accessible((char *)w1 + 2 * pg) && accessible((char *)w1 + 4 * pg - 1));
+	ck_assert(all_zero((char *)w1 + 2 * pg, 2 * pg));
+	ck_assert(inaccessible((char *)w1 + 4 * pg) && inaccessible((char *)w1 - 1));
+	munlockall();
+	ck_assert(guard_unmap(&after));
+	ck_assert(guard_unmap(&before));
+	guard_window_release(w2);
+	guard_window_release(w1);
+}
+END_TEST
+
 /* A window's place is drawn among the starts that keep clear of every window taken,
  * each as likely: the draw r picks the r-th of them (mod their count). Checked against
  * a brute-force enumeration over small spans with windows in any order, inside the
@@ -479,6 +609,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, test_close_vmas, 0, 2);
 	tcase_add_loop_test(t, test_reserve_extend, 0, 2);
 	tcase_add_loop_test(t, test_window_grow, 0, 2);
+	tcase_add_loop_test(t, test_grow_marked, 0, 2);
+	tcase_add_test(t, test_grow_marked_locked);
 	tcase_add_test(t, test_window_pick);
 	tcase_add_loop_test(t, test_move, 0, 2);
 	tcase_add_test(t, test_latch_on_locked);
