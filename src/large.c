@@ -166,11 +166,9 @@ static bool map_region(struct large_state *s, struct guard_region *r, size_t *le
 
 /* The address space the quarantine and the cache may each hold: their configured bounds,
  * and at most a sixteenth of RLIMIT_AS, which counts closed regions like any other. */
-static size_t held_bound(size_t configured)
+static size_t held_bound(size_t configured, const struct rlimit *as)
 {
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return MIN(configured, (size_t)rl.rlim_cur / 16);
-	return configured;
+	return as->rlim_cur != RLIM_INFINITY ? MIN(configured, (size_t)as->rlim_cur / 16) : configured;
 }
 
 bool large_init(void)
@@ -188,11 +186,13 @@ bool large_init(void)
 	random_reseed(&s->rnd);
 	s->hash_mul = random_u64(&s->rnd) | 1;
 	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
+	struct rlimit as;
+	if (getrlimit(RLIMIT_AS, &as) != 0) as.rlim_cur = RLIM_INFINITY;
 	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
 			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
-			held_bound(ro.opt.large_quarantine_bytes));
+			held_bound(ro.opt.large_quarantine_bytes, &as));
 	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
-		   held_bound(ro.opt.large_cache_bytes), ro.opt.large_cache_decay_ms);
+		   held_bound(ro.opt.large_cache_bytes, &as), ro.opt.large_cache_decay_ms);
 	refill_init(&s->refill, ro.opt.large_refill_bytes);
 	ro.large = s;
 	return true;
