@@ -10,16 +10,14 @@
 #include "init.h"
 #include "meta.h"
 
-/* Pages the process maps outside rampart's slab and metadata windows: those grow
- * whenever Check's own bookkeeping (a malloc per assertion) needs another slab, which
- * says nothing about the region under test. /proc/self/maps read without malloc. */
-static long vm_outside_windows(void)
+/* Calls visit(lo, hi, ctx) for every line of /proc/self/maps, read without malloc (Check's
+ * own bookkeeping allocates, and would move what is being counted); false on error. */
+static bool each_mapping(void (*visit)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) return -1;
+	if (fd < 0) return false;
 	char buf[4096], line[256];
 	size_t len = 0;
-	long pages = 0;
 	ssize_t n;
 	while ((n = read(fd, buf, sizeof buf)) > 0) {
 		for (ssize_t i = 0; i < n; i++) {
@@ -31,12 +29,26 @@ static long vm_outside_windows(void)
 			len = 0;
 			char *dash;
 			uintptr_t lo = strtoul(line, &dash, 16), hi = strtoul(dash + 1, NULL, 16);
-			bool slab = ro.slab.size && lo - ro.slab.base < ro.slab.size;
-			if (!slab && !meta_contains((void *)lo)) pages += (long)((hi - lo) / (uintptr_t)sysconf(_SC_PAGESIZE));
+			visit(lo, hi, ctx);
 		}
 	}
 	close(fd);
-	return pages;
+	return true;
+}
+
+static void count_outside_windows(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	bool slab = ro.slab.size && lo - ro.slab.base < ro.slab.size;
+	if (!slab && !meta_contains((void *)lo)) *(long *)ctx += (long)((hi - lo) / (uintptr_t)sysconf(_SC_PAGESIZE));
+}
+
+/* Pages the process maps outside rampart's slab and metadata windows: those grow
+ * whenever Check's own bookkeeping (a malloc per assertion) needs another slab, which
+ * says nothing about the region under test. */
+static long vm_outside_windows(void)
+{
+	long pages = 0;
+	return each_mapping(count_outside_windows, &pages) ? pages : -1;
 }
 
 #define SENTINEL 4242
@@ -406,30 +418,22 @@ START_TEST(test_window_grow)
 }
 END_TEST
 
-/* VMAs of /proc/self/maps that meet [lo, hi), read without malloc. */
+struct span_count {
+	uintptr_t lo, hi;
+	long count;
+};
+
+static void count_meeting(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	struct span_count *c = ctx;
+	c->count += lo < c->hi && hi > c->lo;
+}
+
+/* VMAs that meet [lo, hi). */
 static long vmas_in(uintptr_t lo, uintptr_t hi)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) return -1;
-	char buf[4096], line[256];
-	size_t len = 0;
-	long count = 0;
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof buf)) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] != '\n') {
-				if (len < sizeof line - 1) line[len++] = buf[i];
-				continue;
-			}
-			line[len] = 0;
-			len = 0;
-			char *dash;
-			uintptr_t a = strtoul(line, &dash, 16), b = strtoul(dash + 1, NULL, 16);
-			count += a < hi && b > lo;
-		}
-	}
-	close(fd);
-	return count;
+	struct span_count c = {lo, hi, 0};
+	return each_mapping(count_meeting, &c) ? c.count : -1;
 }
 
 /* Small growth under markers is read-write behind markers: the closed page below, the
