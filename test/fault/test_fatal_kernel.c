@@ -33,6 +33,16 @@ static void efault_on_free(void)
 	free(p);
 }
 
+/* A class set up in a fresh process grows its cell: behind markers (madvise backend),
+ * opened with mprotect (mprotect backend). A size no earlier allocation used. */
+static void efault_while_a_class_grows(void)
+{
+	fk.guard_install_errno = EFAULT; /* madvise backend */
+	fk.mprotect_errno = EFAULT;      /* mprotect backend */
+	void *volatile p = malloc(6000);
+	(void)p;
+}
+
 /* Touched large blocks freed, so the next large block is populated (src/refill.h);
  * with the real kernel's answers, so on Linux 5.14+ populating has worked by then. */
 static void earn_credit(void)
@@ -81,6 +91,7 @@ static void unexpected_error_is_fatal(void **state)
 	static const struct death_case cases[] = {
 		{"EFAULT while mapping a new region", efault_on_new_mapping, DIE_FATAL, NULL},
 		{"EFAULT while closing a freed region", efault_on_free, DIE_FATAL, NULL},
+		{"EFAULT while a size class grows", efault_while_a_class_grows, DIE_FATAL, NULL},
 		{"EFAULT while populating a new large block", efault_while_populating, DIE_FATAL, "MADV_POPULATE_WRITE"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) assert_true(death_run(&cases[i]));

@@ -227,6 +227,52 @@ static void enomem_on_install(void)
 }
 static void test_enomem_on_install(void **state) { assert_int_equal(in_child(enomem_on_install), 0); }
 
+/* A region grown behind markers (guard_grow, small regions) when the kernel refuses the
+ * markers (EINVAL: a locked mapping): latched off, the growth stays PROT_NONE and opens
+ * with mprotect. When the markers went in but mprotect refuses (ENOMEM), the markers are
+ * taken out again and the growth stays PROT_NONE. */
+static void grow_refused(void)
+{
+	start_madvise();
+	size_t pg = os_page;
+	uintptr_t w;
+	CHECK(guard_window((size_t)64 << 20, &w));
+	struct guard_region r;
+	guard_start(&r, w);
+	fk.guard_install_fail_nth = 1;
+	errno = SENTINEL;
+	CHECK(guard_grow(&r, 16 * pg, "test"));
+	CHECK(errno == SENTINEL);
+	CHECK(fk.guard_install_failed == 1);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	CHECK(r.marked_pages == 0);
+	CHECK(inaccessible((char *)w) && inaccessible((char *)w - 1));
+	unsigned long protects = fk.mprotect_calls;
+	CHECK(guard_extend(&r, 2 * pg, pg));
+	CHECK(fk.mprotect_calls == protects + 1);
+	CHECK(accessible((char *)w + 2 * pg) && inaccessible((char *)w + 3 * pg));
+	CHECK(guard_unmap(&r));
+	guard_window_release(w);
+
+	start_madvise();
+	CHECK(guard_window((size_t)64 << 20, &w));
+	guard_start(&r, w);
+	fk.mprotect_errno = ENOMEM;
+	errno = SENTINEL;
+	CHECK(guard_grow(&r, 16 * pg, "test"));
+	CHECK(errno == SENTINEL);
+	CHECK(fk.guard_install_calls == 1 && fk.guard_remove_calls == 1);
+	CHECK(r.marked_pages == 0);
+	CHECK(guard_backend() == GUARD_MADVISE); /* no latch: only this growth went without */
+	fk.mprotect_errno = 0;
+	CHECK(inaccessible((char *)w + 4 * pg));
+	CHECK(guard_extend(&r, 4 * pg, pg));
+	CHECK(accessible((char *)w + 4 * pg) && inaccessible((char *)w + 5 * pg));
+	CHECK(guard_unmap(&r));
+	guard_window_release(w);
+}
+static void test_grow_refused(void **state) { assert_int_equal(in_child(grow_refused), 0); }
+
 /* --- mmap failures --- */
 
 static void mmap_enomem(void)
@@ -380,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_einval_trail_guard),
 		cmocka_unit_test(test_einval_on_close),
 		cmocka_unit_test(test_enomem_on_install),
+		cmocka_unit_test(test_grow_refused),
 		cmocka_unit_test(test_mmap_enomem),
 		cmocka_unit_test(test_fixed_map_fails),
 	};
