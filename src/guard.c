@@ -344,8 +344,8 @@ void guard_start(struct guard_region *r, uintptr_t base)
 /* Map [p, p + len) read-write behind guard markers: closed like PROT_NONE, but one VMA
  * with the region's open spans, so a class in use costs one VMA instead of three (the
  * closed page below, the open slabs, the closed rest). Each VMA costs every fork and
- * every exit: bash took ~90 more VMAs with rampart, and a command substitution about
- * 0.45 ms more than under glibc. Markers first, then read-write: under mlockall a
+ * every exit: bash peaks at 61 VMAs instead of 110, a few percent of a fork-heavy shell
+ * script (README, "Kernel mappings"). Markers first, then read-write: under mlockall a
  * read-write mapping would be populated at once, but the markers are refused before
  * that (EINVAL: the backend latches off and the span stays PROT_NONE). */
 static bool grow_marked(struct guard_region *r, void *p, size_t len)

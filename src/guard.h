@@ -6,6 +6,8 @@
  *  - A region is one kernel mapping rampart created; it is split only into spans
  *    that are open (read-write) or closed (any access faults, no resident pages
  *    unless REGION_RESIDUE says the kernel refused to drop them).
+ *  - A growing region's closed space is PROT_NONE, except its first marked_pages pages
+ *    (with the page below), which are read-write behind guard markers.
  *  - A span reopened with guard_open() or first opened with guard_extend() reads
  *    as zero.
  *  - The backend is chosen once (guard_init) and only ever moves from madvise to

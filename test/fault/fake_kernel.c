@@ -141,7 +141,13 @@ int __wrap_mprotect(void *addr, size_t len, int prot)
 int __wrap_madvise(void *addr, size_t len, int advice)
 {
 	fk.madvise_calls++;
-	if (advice == MADV_GUARD_REMOVE) fk.guard_remove_calls++;
+	if (advice == MADV_GUARD_REMOVE) {
+		fk.guard_remove_calls++;
+		if (fk.guard_remove_errno) {
+			errno = fk.guard_remove_errno;
+			return -1;
+		}
+	}
 	if (advice == MADV_DONTNEED || advice == MADV_HUGEPAGE) {
 		int err = advice == MADV_DONTNEED ? fk.dontneed_errno : fk.hugepage_errno;
 		if (advice == MADV_DONTNEED) fk.dontneed_calls++;

@@ -26,6 +26,7 @@ struct fake_kernel {
 	int guard_install_fail_nth;  /* the Nth guard install from now fails (counts down; 0: off) */
 	int guard_install_nth_errno; /* ... with this errno (0 means EINVAL) */
 	bool guard_install_ignored;  /* accepted (returns 0) and ignored: an emulator */
+	int guard_remove_errno;      /* every MADV_GUARD_REMOVE fails with this (0: off) */
 	int mmap_fail_nth;           /* the Nth mmap from now fails (counts down; 0: off) */
 	bool mmap_fail_all;          /* every mmap fails */
 	bool mmap_fail_fixed;        /* MAP_FIXED mmaps fail */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "fake_kernel.h"
+#include "guard.h"
 #include "refill.h"
 
 static void efault_on_new_mapping(void)
@@ -40,6 +41,26 @@ static void efault_while_a_class_grows(void)
 	fk.guard_install_errno = EFAULT; /* madvise backend */
 	fk.mprotect_errno = EFAULT;      /* mprotect backend */
 	void *volatile p = malloc(6000);
+	(void)p;
+}
+
+/* A class's cell grown behind markers whose mprotect fails for want of memory: the
+ * markers must come out again, and the kernel refuses that (madvise backend only; under
+ * mprotect the failing mprotect of the growth's first open is fatal by itself). */
+static void efault_taking_markers_out(void)
+{
+	fk.mprotect_errno = guard_backend() == GUARD_MADVISE ? ENOMEM : EFAULT;
+	fk.guard_remove_errno = EFAULT;
+	void *volatile p = malloc(7000);
+	(void)p;
+}
+
+/* A slab opened in space grown behind markers: the kernel refuses to take them out. */
+static void efault_opening_a_slab(void)
+{
+	if (guard_backend() == GUARD_MADVISE) fk.guard_remove_errno = EFAULT;
+	else fk.mprotect_errno = EFAULT;
+	void *volatile p = malloc(3000);
 	(void)p;
 }
 
@@ -92,6 +113,8 @@ static void unexpected_error_is_fatal(void **state)
 		{"EFAULT while mapping a new region", efault_on_new_mapping, DIE_FATAL, NULL},
 		{"EFAULT while closing a freed region", efault_on_free, DIE_FATAL, NULL},
 		{"EFAULT while a size class grows", efault_while_a_class_grows, DIE_FATAL, NULL},
+		{"EFAULT taking markers out of a refused growth", efault_taking_markers_out, DIE_FATAL, NULL},
+		{"EFAULT opening a slab grown behind markers", efault_opening_a_slab, DIE_FATAL, NULL},
 		{"EFAULT while populating a new large block", efault_while_populating, DIE_FATAL, "MADV_POPULATE_WRITE"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) assert_true(death_run(&cases[i]));
