@@ -13,6 +13,7 @@
 
 #include "guard.h"
 #include "large.h"
+#include "lock.h"
 #include "meta.h"
 #include "os.h"
 #include "passthrough.h"
@@ -27,8 +28,8 @@ _Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one pag
 union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
 
 _Atomic int rampart_state = STATE_NEW;
-static pthread_mutex_t init_mutex = PTHREAD_MUTEX_INITIALIZER;
-static bool fork_handlers_registered; /* under init_mutex */
+static struct lock init_lock; /* all zero: free */
+static bool fork_handlers_registered; /* under init_lock */
 /* This thread is finishing initialisation and everything is usable already. Volatile:
  * libc declares pthread_atfork a leaf (it never calls back into this file), so the
  * compiler would drop the store before the call — yet its malloc does come back. */
@@ -100,6 +101,20 @@ static void protect_roots(void)
 	if (os_protect(&ro, RO_ALIGN, PROT_READ)) os_warn("cannot make the roots read-only", NULL);
 }
 
+/* Start the modules bottom-up, each handing back its roots, which only this file writes
+ * (before they are made read-only). A module that failed is started again at the next
+ * call; those that started are kept. Under the init lock. */
+static bool start_modules(void)
+{
+	if (!ro.meta && !(ro.meta = meta_init())) return false; /* meta_alloc reads it from here on */
+	if (!ro.slab.classes) {
+		struct slab_roots slab;
+		if (!slab_init(&slab)) return false;
+		ro.slab = slab;
+	}
+	return ro.large || (ro.large = large_init());
+}
+
 /* passthrough: the C library serves this process for good. Under the init lock. */
 static bool become_passthrough(const struct policy_status *ps)
 {
@@ -127,7 +142,7 @@ bool rampart_init_slow(void)
 	if (init_finishing) return true;
 	/* Decided for good: no lock on the way to the C library. */
 	if (atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_PASSTHROUGH) return false;
-	pthread_mutex_lock(&init_mutex);
+	lock_take(&init_lock);
 	int state = atomic_load_explicit(&rampart_state, memory_order_relaxed);
 	bool ok = state == STATE_READY;
 	if (state == STATE_NEW) {
@@ -135,11 +150,11 @@ bool rampart_init_slow(void)
 		struct policy_status ps;
 		policy_read(&ro.opt, &ps);
 		if (ro.opt.passthrough && become_passthrough(&ps)) {
-			pthread_mutex_unlock(&init_mutex);
+			lock_give(&init_lock);
 			return false;
 		}
 		guard_init(ro.opt.guard);
-		ok = (ro.meta || meta_init()) && (ro.slab.classes || slab_init()) && (ro.large || large_init());
+		ok = start_modules();
 		if (ok) {
 			protect_roots();
 			if (ro.opt.verbose) {
@@ -157,6 +172,6 @@ bool rampart_init_slow(void)
 			atomic_store_explicit(&rampart_state, STATE_READY, memory_order_release);
 		}
 	}
-	pthread_mutex_unlock(&init_mutex);
+	lock_give(&init_lock);
 	return ok;
 }

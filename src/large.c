@@ -11,13 +11,13 @@
 #define _GNU_SOURCE
 #include "large.h"
 
-#include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "cache.h"
 #include "guard.h"
 #include "init.h"
+#include "lock.h"
 #include "meta.h"
 #include "os.h"
 #include "policy.h"
@@ -40,7 +40,7 @@ struct large_entry {
 };
 
 struct large_state {
-	pthread_mutex_t lock;
+	struct lock lock;
 	struct random_state rnd;
 	uint64_t hash_mul;
 	struct large_entry *table;
@@ -171,17 +171,16 @@ static size_t held_bound(size_t configured, const struct rlimit *as)
 	return as->rlim_cur != RLIM_INFINITY ? MIN(configured, (size_t)as->rlim_cur / 16) : configured;
 }
 
-bool large_init(void)
+struct large_state *large_init(void)
 {
 	struct large_state *s = meta_alloc(sizeof *s);
-	if (!s) return false;
+	if (!s) return NULL;
 	s->cap = 64;
 	s->table = meta_alloc(s->cap * sizeof *s->table);
 	if (!s->table) {
 		meta_free(s, sizeof *s);
-		return false;
+		return NULL;
 	}
-	pthread_mutex_init(&s->lock, NULL);
 	s->rnd.source = NULL; /* one generator: its key straight from the kernel */
 	random_reseed(&s->rnd);
 	s->hash_mul = random_u64(&s->rnd) | 1;
@@ -194,8 +193,7 @@ bool large_init(void)
 	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(ro.opt.large_cache_bytes, &as), ro.opt.large_cache_decay_ms);
 	refill_init(&s->refill, ro.opt.large_refill_bytes);
-	ro.large = s;
-	return true;
+	return s;
 }
 
 /* Reuse a cached region for [lead | len | trail]. The trail guard takes what the region
@@ -226,7 +224,7 @@ void *large_alloc(size_t size, size_t align)
 	if (size > LARGE_MAX || !page_round(size, &len) || align > LARGE_MAX) return NULL;
 	void *result = NULL;
 	size_t populate = 0, populate_off = 0;
-	pthread_mutex_lock(&s->lock);
+	lock_take(&s->lock);
 	if (reserve_slot(s)) {
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
 					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
@@ -243,7 +241,7 @@ void *large_alloc(size_t size, size_t align)
 			result = (void *)e.data;
 		}
 	}
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 	if (populate) refill_populate(&s->refill, (char *)result + populate_off, populate);
 	return result;
 }
@@ -255,7 +253,7 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, cons
 {
 	struct large_entry *e = lookup(s, (uintptr_t)p);
 	if (likely(e && e->state == ENTRY_LIVE)) return e;
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 	const char *what = e ? (op[0] == 'f' ? "double free" : "use after free") : op;
 	if (op[0] != 'f' || !policy_ignore_bad_free(what, p)) fatal(what, p);
 	return NULL;
@@ -305,7 +303,7 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 void large_free(void *p, bool sized, size_t size, size_t align)
 {
 	struct large_state *s = ro.large;
-	pthread_mutex_lock(&s->lock);
+	lock_take(&s->lock);
 	struct large_entry *e = live_entry(s, p, "free of a pointer that is not a live allocation");
 	if (unlikely(!e)) return; /* on_error=report: reported and ignored */
 	if (sized) {
@@ -315,7 +313,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
 									   : align <= os_page));
 		if ((size != e->requested || !align_ok) && !policy_tolerate_size(p)) {
-			pthread_mutex_unlock(&s->lock);
+			lock_give(&s->lock);
 			fatal("sized free with a wrong size or alignment", p);
 		}
 	}
@@ -330,15 +328,15 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	} else {
 		quarantine_region(s, e);
 	}
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 }
 
 size_t large_usable_size(const void *p, const char *op)
 {
 	struct large_state *s = ro.large;
-	pthread_mutex_lock(&s->lock);
+	lock_take(&s->lock);
 	size_t n = live_entry(s, p, op)->usable;
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 	return n;
 }
 
@@ -379,7 +377,7 @@ void *large_realloc(void *p, size_t size)
 	struct large_state *s = ro.large;
 	size_t len;
 	if (size > LARGE_MAX || !page_round(size, &len)) return NULL;
-	pthread_mutex_lock(&s->lock);
+	lock_take(&s->lock);
 	struct large_entry *e = live_entry(s, p, "realloc of a pointer that is not a live allocation");
 	size_t lead = lead_of(e), end = lead + e->usable;
 	size_t trail = e->region.size - end;
@@ -396,7 +394,7 @@ void *large_realloc(void *p, size_t size)
 		result = move_region(s, e, len);
 	}
 	if (result) lookup(s, result)->requested = size;
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 	return (void *)result;
 }
 
@@ -405,7 +403,7 @@ size_t large_object_size(const void *p)
 	struct large_state *s = ro.large;
 	uintptr_t a = (uintptr_t)p;
 	size_t n = 0;
-	pthread_mutex_lock(&s->lock);
+	lock_take(&s->lock);
 	struct large_entry *e = lookup(s, a);
 	if (!e) {
 		/* Interior pointer: rare enough that a scan of the table is acceptable. */
@@ -415,20 +413,20 @@ size_t large_object_size(const void *p)
 	/* Inside a freed region, or one kept for reuse: a stale pointer, so the program's
 	 * idea of the heap is wrong. A live block's guards (one past the end) hold 0 bytes. */
 	if ((e && e->state != ENTRY_LIVE) || (!e && cache_contains(&s->cache, a))) {
-		pthread_mutex_unlock(&s->lock);
+		lock_give(&s->lock);
 		fatal("object size of a pointer into freed memory", p);
 	}
 	if (e && a - e->data < e->usable) n = e->data + e->usable - a;
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 	return n;
 }
 
 bool large_trim(void)
 {
 	struct large_state *s = ro.large;
-	pthread_mutex_lock(&s->lock);
+	lock_take(&s->lock);
 	bool any = cache_flush(&s->cache) > 0;
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 	return any;
 }
 
@@ -436,7 +434,7 @@ void large_figures(struct large_figures *f)
 {
 	struct large_state *s = ro.large;
 	*f = (struct large_figures){0};
-	pthread_mutex_lock(&s->lock);
+	lock_take(&s->lock);
 	for (size_t i = 0; i < s->cap; i++) {
 		if (s->table[i].data && s->table[i].state == ENTRY_LIVE) {
 			f->live++;
@@ -447,13 +445,13 @@ void large_figures(struct large_figures *f)
 	f->quarantined_bytes = s->quarantine.bytes;
 	f->cached = s->cache.count;
 	f->cached_bytes = s->cache.bytes;
-	pthread_mutex_unlock(&s->lock);
+	lock_give(&s->lock);
 }
 
-void large_fork_prepare(void) { pthread_mutex_lock(&ro.large->lock); }
-void large_fork_parent(void) { pthread_mutex_unlock(&ro.large->lock); }
+void large_fork_prepare(void) { lock_take(&ro.large->lock); }
+void large_fork_parent(void) { lock_give(&ro.large->lock); }
 void large_fork_child(bool locked)
 {
-	if (locked) pthread_mutex_init(&ro.large->lock, NULL);
+	if (locked) lock_reset(&ro.large->lock);
 	refill_fork_child(&ro.large->refill); /* its generator reseeds on its next draw */
 }

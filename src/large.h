@@ -15,7 +15,9 @@
 
 #include "common.h"
 
-must_check bool large_init(void);
+struct large_state;
+/* The large allocator's state (the root init.c keeps), or NULL without memory. */
+must_check struct large_state *large_init(void);
 /* NULL on failure (the caller sets errno). align is 0 or a power of two. */
 void *large_alloc(size_t size, size_t align);
 /* Free a live allocation; sized is nonzero to check the size (free_sized), with

@@ -1,5 +1,6 @@
 /*
- * lock.h — the futex mutex behind each slab (arena, class) lock. Uncontended, a take is
+ * lock.h — the futex mutex behind every lock of rampart: each slab (arena, class), the
+ * large allocator, the metadata region, start-up, the seed source. Uncontended, a take is
  * one atomic (a compare-and-swap) and a give is a plain store, inlined: one atomic read-
  * modify-write per malloc or free (DESIGN.md, "Speed").
  *

@@ -7,10 +7,10 @@
 #define _GNU_SOURCE
 #include "meta.h"
 
-#include <pthread.h>
 
 #include "guard.h"
 #include "init.h"
+#include "lock.h"
 #include "os.h"
 #include "random.h"
 
@@ -31,11 +31,11 @@ struct meta_header {
 	struct meta_chunk free[META_FREE_SLOTS];
 };
 
-static pthread_mutex_t meta_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct lock meta_lock_word; /* all zero: free */
 
-void meta_lock(void) { pthread_mutex_lock(&meta_mutex); }
-void meta_unlock(void) { pthread_mutex_unlock(&meta_mutex); }
-void meta_reset_lock(void) { pthread_mutex_init(&meta_mutex, NULL); }
+void meta_lock(void) { lock_take(&meta_lock_word); }
+void meta_unlock(void) { lock_give(&meta_lock_word); }
+void meta_reset_lock(void) { lock_reset(&meta_lock_word); }
 
 /* Smallest window tried when the address space is short. */
 #define META_WINDOW_MIN ((size_t)64 << 20)
@@ -51,12 +51,12 @@ static bool meta_grow(struct guard_region *r, size_t window, size_t end)
 	return guard_grow(r, want, "rampart:meta") || guard_grow(r, end, "rampart:meta");
 }
 
-bool meta_init(void)
+struct meta_header *meta_init(void)
 {
 	size_t window = CONFIG_META_RESERVE;
 	uintptr_t base;
 	while (!guard_window(window, &base))
-		if ((window /= 2) < META_WINDOW_MIN) return false;
+		if ((window /= 2) < META_WINDOW_MIN) return NULL;
 	/* The region starts a page into the window: the closed page below it (guard_grow)
 	 * is the window's too. */
 	struct guard_region r;
@@ -69,19 +69,18 @@ bool meta_init(void)
 	size_t start = (1 + random_below(&rnd, 15)) * os_page;
 	if (!meta_grow(&r, window, start + 2 * os_page)) {
 		guard_window_release(base);
-		return false;
+		return NULL;
 	}
 	if (!guard_extend(&r, start, os_page)) {
 		(void)guard_unmap(&r);
 		guard_window_release(base);
-		return false;
+		return NULL;
 	}
 	struct meta_header *h = (void *)(r.base + start);
 	h->region = r;
 	h->window = window;
 	h->next = h->opened = start + 2 * os_page; /* header, then a guard page */
-	ro.meta = h;
-	return true;
+	return h;
 }
 
 bool meta_contains(const void *p)

@@ -15,7 +15,10 @@
 
 #include "common.h"
 
-must_check bool meta_init(void);
+struct meta_header;
+/* The region's header (the root init.c keeps, which meta_alloc reads), or NULL when no
+ * window or no memory is left. */
+must_check struct meta_header *meta_init(void);
 /* NULL when the window or the kernel is out of memory. */
 void *meta_alloc(size_t bytes);
 void meta_free(void *p, size_t bytes);

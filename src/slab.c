@@ -1413,7 +1413,7 @@ static unsigned arenas_wanted(void)
 	return cpus && cpus < CONFIG_SLAB_ARENAS ? cpus : CONFIG_SLAB_ARENAS;
 }
 
-bool slab_init(void)
+bool slab_init(struct slab_roots *roots)
 {
 	/* The window and the nursery are laid out for every arena the build has (address
 	 * space only: class_at decodes with the build's constants); threads are sent to
@@ -1441,10 +1441,10 @@ bool slab_init(void)
 		return false;
 	}
 	random_source_init(seeds);
-	ro.slab = (struct slab_roots){.base = base, .size = (size_t)(nregions + extra) << shift, .region_shift = shift,
-				      .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
-				      .arena_mem_bytes = per_arena, .seeds = seeds};
-	nursery_place(&ro.slab, nregions);
+	*roots = (struct slab_roots){.base = base, .size = (size_t)(nregions + extra) << shift, .region_shift = shift,
+				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
+				     .arena_mem_bytes = per_arena, .seeds = seeds};
+	nursery_place(roots, nregions);
 	arena_open(0);
 	return true;
 }

@@ -52,7 +52,10 @@
 
 struct slab_class;
 
-must_check bool slab_init(void);
+struct slab_roots;
+/* Set aside the slab window and fill in *roots (init.c keeps them; false: no address
+ * space or memory). */
+must_check bool slab_init(struct slab_roots *roots);
 
 /* Is p inside the slab window? (Then only slab_* may handle it.) */
 static inline bool slab_contains(const void *p);
