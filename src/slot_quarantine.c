@@ -1,0 +1,51 @@
+/*
+ * slot_quarantine.c — freed slots held back before their slab gets them again: a random
+ * array in front of a FIFO ring per (arena, class), with entries of 32 bits (qentry),
+ * and the deferred list of frees from other arenas' threads. The region quarantine of
+ * large blocks (quarantine.c) follows the same policy over items with sizes.
+ */
+#include "slab_class.h"
+
+#if CONFIG_SLOT_QUARANTINE
+
+static void release_entry(struct slab_class *k, uint32_t e)
+{
+	uint32_t pos = qentry_pos(e);
+	slab_release_slot(k, desc(k, pos), pos, qentry_slot(e));
+}
+
+/* A freed slot enters a random array slot; what sat there joins the FIFO, whose
+ * oldest entry goes back to its slab once the FIFO is full. Until the random array is
+ * full it is filled in order: nothing leaves it before then (drawn at random, an early
+ * entry could be pushed out by the next free), and a short-lived process writes the
+ * first page of each class's array, not a page wherever a draw lands (tr under bash
+ * took a dozen page faults here before). */
+void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i)
+{
+	if (unlikely(k->qfill <= k->qrand_mask)) {
+		k->qrand[k->qfill++] = qentry(pos, i);
+		return;
+	}
+	uint32_t j = rand16(k) & k->qrand_mask;
+	uint32_t out = k->qrand[j];
+	k->qrand[j] = qentry(pos, i);
+	if (!out) return;
+	if (k->qcount > k->qring_mask) {
+		uint32_t old = k->qring[k->qhead];
+		k->qhead = (k->qhead + 1) & k->qring_mask;
+		k->qcount--;
+		release_entry(k, old);
+	}
+	k->qring[(k->qhead + k->qcount) & k->qring_mask] = out;
+	k->qcount++;
+}
+
+/* The deferred slots enter the quarantine, in the order they were freed. */
+noinline void slot_quarantine_drain(struct slab_class *k)
+{
+	for (uint32_t n = 0; n < k->ndeferred; n++)
+		slot_quarantine_put(k, qentry_pos(k->deferred[n]), qentry_slot(k->deferred[n]));
+	k->ndeferred = 0;
+}
+
+#endif
