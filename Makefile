@@ -65,7 +65,18 @@ $(OUT)/librampart.so: $(OBJS) $(OUT)/link.stamp
 $(OUT)/$(SONAME): $(OUT)/librampart.so
 	$(Q)ln -sf librampart.so $@
 
-$(OUT)/librampart.a: $(OBJS)
+# The static library renames its internal symbols (every global one but the interface:
+# those the shared library hides) to __rampart_NAME in every member, so a program that
+# defines its own `fatal`, `lock_take` or `os_page` still links with it. The unit tests,
+# which call the internals by name, link internal.a: the objects as compiled.
+OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)
+$(OUT)/librampart.a: $(OBJS) Makefile
+	$(Q)rm -rf $@ $(OUT)/static && mkdir -p $(OUT)/static
+	$(Q)readelf -sW $(OBJS) | awk '($$5 == "GLOBAL" || $$5 == "WEAK") && $$6 == "HIDDEN" && $$7 != "UND" \
+		{ print $$8, "__rampart_" $$8 }' | sort -u > $(OUT)/static/renames
+	$(Q)for o in $(OBJS); do $(OBJCOPY) --redefine-syms=$(OUT)/static/renames $$o $(OUT)/static/$${o##*/} || exit 1; done
+	$(call say,AR,$@)ar rcs $@ $(addprefix $(OUT)/static/,$(notdir $(OBJS)))
+$(OUT)/obj/internal.a: $(OBJS)
 	$(Q)rm -f $@
 	$(call say,AR,$@)ar rcs $@ $(OBJS)
 

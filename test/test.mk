@@ -19,9 +19,9 @@ SYSTEM_BINS := $(patsubst test/system/%.c,$(TEST_OUT)/system/%,$(wildcard test/s
 LIGHT_BINS := $(patsubst test/light/%.c,$(TEST_OUT)/light/%,$(wildcard test/light/*.c))
 TEST_BINS := $(UNIT_BINS) $(FAULT_BINS) $(DEATH_BINS) $(SYSTEM_BINS) $(LIGHT_BINS)
 
-$(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/librampart.a $(wildcard test/*.h)
+$(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/obj/internal.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a $$(pkg-config --cflags --libs check)
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/obj/internal.a $$(pkg-config --cflags --libs check)
 
 $(TEST_OUT)/fault/%: test/fault/%.c test/fault/fake_kernel.c $(OBJS) $(wildcard test/*.h test/fault/*.h)
 	@mkdir -p $(@D)
