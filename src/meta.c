@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include "meta.h"
 
-
 #include "guard.h"
 #include "init.h"
 #include "lock.h"
