@@ -67,7 +67,7 @@ $(OUT)/$(SONAME): $(OUT)/librampart.so
 
 # The static library renames its internal symbols (every global one but the interface:
 # those the shared library hides) to __rampart_NAME in every member, so a program that
-# defines its own `fatal`, `lock_take` or `os_page` still links with it. The unit tests,
+# defines its own `fatal`, `lock_wait` or `os_page` still links with it. The unit tests,
 # which call the internals by name, link internal.a: the objects as compiled.
 OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)
 $(OUT)/librampart.a: $(OBJS) Makefile
