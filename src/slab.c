@@ -73,19 +73,30 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 #if CONFIG_SLOT_QUARANTINE
 	if (unlikely(k->ndeferred)) slot_quarantine_drain(k);
 #endif
-	if (unlikely(!k->partial) && !slab_new(k)) {
-		class_unlock(k);
-		return NULL;
+	uint32_t pos, i;
+	struct slab *s;
+	bool fresh = false;
+#if CONFIG_SLOT_QUARANTINE
+	/* The slot that last left the quarantine, if no allocation took it yet. */
+	if (slot_quarantine_take_released(k, &pos, &i)) {
+		s = desc(k, pos);
+	} else
+#endif
+	{
+		if (unlikely(!k->partial) && !slab_new(k)) {
+			class_unlock(k);
+			return NULL;
+		}
+		pos = k->partial - 1;
+		s = desc(k, pos);
+		i = pick_slot(k, s);
+		uint64_t bit = (uint64_t)1 << (i & 63);
+		s->bits[i >> 6].used |= bit;
+		if (++s->nused == k->slots) slab_partial_remove(k, s);
+		fresh = s->bits[i >> 6].fresh & bit;
+		s->bits[i >> 6].fresh &= ~bit;
 	}
-	uint32_t pos = k->partial - 1;
-	struct slab *s = desc(k, pos);
-	uint32_t i = pick_slot(k, s);
-	uint64_t bit = (uint64_t)1 << (i & 63);
-	s->bits[i >> 6].used |= bit;
-	if (++s->nused == k->slots) slab_partial_remove(k, s);
 	char *p = (char *)slab_start(k, pos) + (size_t)i * k->size;
-	bool fresh = s->bits[i >> 6].fresh & bit;
-	s->bits[i >> 6].fresh &= ~bit;
 	/* What the last free wiped; nothing to look at in a fresh slot. */
 	size_t wiped = fresh ? k->usable : extent_of(k, s, i);
 	set_extent(k, s, i, size);

@@ -53,7 +53,9 @@
  * arrays sit in the arena's block beside every other class's.
  *
  * Lists, by slab state:
- *   ACTIVE  open, 1..slots slots in use; on the partial list unless full
+ *   ACTIVE  open, 1..slots slots in use (slots in the slot quarantine, in the deferred
+ *           list and the one held for the next allocation count as in use); on the
+ *           partial list unless full
  *   EMPTY   open, no slot in use, in the empty set (a budget that follows use; the
  *           contents are zero but for the canaries of slots handed out): the lowest
  *           is reused first, the highest closed first, for the same reason as the
@@ -188,8 +190,11 @@ struct slab_class {
 	/* Its generator, in the arena's metadata block beside every other class's (out of
 	 * the struct: 312 bytes that made it 832). */
 	struct random_state *rnd;
-	uint32_t qrand_mask, qring_mask, qhead, qcount;
+	uint32_t qrand_mask, qhead, qcount; /* both halves have qrand_mask + 1 entries */
 	uint32_t qfill; /* entries the random array was given in order, until it was full */
+	/* The entry that last left the quarantine, still marked quarantined in its slab, for
+	 * the class's next allocation; 0: none (slot_quarantine_put). */
+	uint32_t released;
 #if CONFIG_SLOT_QUARANTINE
 	uint32_t ndeferred; /* slots waiting in `deferred` */
 #endif
@@ -423,6 +428,21 @@ void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i);
 /* The slots freed by other arenas' threads enter the quarantine, in the order they were
  * freed. */
 void slot_quarantine_drain(struct slab_class *k);
+/* The slot that last left the quarantine (k->released) goes back to its slab (trim). */
+void slot_quarantine_let_go(struct slab_class *k);
+/* The slot that last left the quarantine, taken for an allocation: false when there is
+ * none. It was handed out before and is still used in its slab; only its quarantine
+ * bit goes. */
+static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t *pos, uint32_t *i)
+{
+	uint32_t e = k->released;
+	if (!e) return false;
+	k->released = 0;
+	*pos = qentry_pos(e);
+	*i = qentry_slot(e);
+	desc(k, *pos)->bits[*i >> 6].quar &= ~((uint64_t)1 << (*i & 63));
+	return true;
+}
 /* A free from a thread of another arena: the slot is already wiped and marked
  * quarantined (a second free of it is caught at once, as in one thread), but it enters
  * the quarantine later, when a thread of the class's own arena allocates from it, or when

@@ -54,6 +54,9 @@ static size_t trim_class(struct slab_class *k)
 {
 	size_t closed = 0;
 	class_lock(k);
+#if CONFIG_SLOT_QUARANTINE
+	slot_quarantine_let_go(k); /* it may be the last slot of an empty slab */
+#endif
 	k->empty_max = k->empty_floor;
 	k->peak_now = k->peak_prev = k->nactive;
 	while (k->nempty && slab_close_highest_empty(k)) closed += k->slab_bytes;

@@ -3,19 +3,24 @@
  * array in front of a FIFO ring per (arena, class), with entries of 32 bits (qentry),
  * and the deferred list of frees from other arenas' threads. The region quarantine of
  * large blocks (quarantine.c) follows the same policy over items with sizes.
+ *
+ * A slot in the quarantine, in the deferred list or held for the next allocation
+ * (k->released) is used and quarantined in its slab's bits: not live, so a free of it,
+ * a realloc or a size question is fatal, and the neighbour checks expect it wiped.
  */
 #include "slab_class.h"
 
 #if CONFIG_SLOT_QUARANTINE
 
-static void release_entry(struct slab_class *k, uint32_t e)
+static inline __attribute__((always_inline)) void release_entry(struct slab_class *k, uint32_t e)
 {
 	uint32_t pos = qentry_pos(e);
 	slab_release_slot(k, desc(k, pos), pos, qentry_slot(e));
 }
 
 /* A freed slot enters a random array slot; what sat there joins the FIFO, whose
- * oldest entry goes back to its slab once the FIFO is full. Until the random array is
+ * oldest entry leaves once the FIFO is full: it is held for the class's next allocation
+ * (k->released), or goes back to its slab when one is held already. Until the random array is
  * full it is filled in order: nothing leaves it before then (drawn at random, an early
  * entry could be pushed out by the next free), and a short-lived process writes the
  * first page of each class's array, not a page wherever a draw lands (tr under bash
@@ -30,14 +35,27 @@ void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i)
 	uint32_t out = k->qrand[j];
 	k->qrand[j] = qentry(pos, i);
 	if (!out) return;
-	if (k->qcount > k->qring_mask) {
+	if (k->qcount > k->qrand_mask) {
 		uint32_t old = k->qring[k->qhead];
-		k->qhead = (k->qhead + 1) & k->qring_mask;
+		k->qhead = (k->qhead + 1) & k->qrand_mask;
 		k->qcount--;
-		release_entry(k, old);
+		/* In churn the next allocation would take this very slot anyway: its slab
+		 * had no other free one (callgrind: a slab fills up on 65% of small-churn
+		 * allocations). Held here, it goes to that allocation without the slab
+		 * going back onto the partial list and off it again, and without a slot
+		 * draw (small churn -6%, sqlite -9%). */
+		if (!k->released) k->released = old;
+		else release_entry(k, old);
 	}
-	k->qring[(k->qhead + k->qcount) & k->qring_mask] = out;
+	k->qring[(k->qhead + k->qcount) & k->qrand_mask] = out;
 	k->qcount++;
+}
+
+void slot_quarantine_let_go(struct slab_class *k)
+{
+	if (!k->released) return;
+	release_entry(k, k->released);
+	k->released = 0;
 }
 
 /* The deferred slots enter the quarantine, in the order they were freed. */

@@ -16,6 +16,7 @@
 #include "rampart.h"
 #include "sizeclass.h"
 #include "slab.h"
+#include "slab_class.h"
 #include "init.h"
 #include "os.h"
 
@@ -121,6 +122,64 @@ START_TEST(quarantine_holds_freed_slot)
 	for (int i = 0; i < ALLOCS; i++) free(got[i]);
 	/* The victim is still recognised as freed while in the quarantine. */
 	ck_assert(object_size_is_fatal(victim));
+#endif
+}
+END_TEST
+
+#if CONFIG_SLOT_QUARANTINE
+/* The address of the slot k holds for its next allocation, or NULL. */
+static char *released_slot(struct slab_class *k)
+{
+	if (!k->released) return NULL;
+	uint32_t pos = qentry_pos(k->released), i = qentry_slot(k->released);
+	return (char *)slab_start(k, pos) + (size_t)i * k->size;
+}
+
+/* Free blocks of 100 bytes from v until one free makes a slot leave the quarantine. */
+static char *free_until_released(struct slab_class *k, void **v, int n, int *next)
+{
+	while (*next < n) {
+		free(v[(*next)++]);
+		if (k->released) return released_slot(k);
+	}
+	return NULL;
+}
+#endif
+
+/* The slot that leaves the quarantine is held, still freed, for the class's next
+ * allocation: a free or a size question about it is fatal until then, the next
+ * allocation of the class gets exactly it, and malloc_trim gives it back to its slab. */
+START_TEST(released_slot_goes_to_next_allocation)
+{
+#if CONFIG_SLOT_QUARANTINE
+	enum { N = 6000 };
+	static void *v[N];
+	for (int i = 0; i < N; i++) v[i] = malloc(100);
+	unsigned area;
+	struct slab_class *k = class_at((uintptr_t)v[0], &area);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq(k->cls, sc_of(100));
+	int next = 0;
+	for (int round = 0; round < 20; round++) {
+		char *held = free_until_released(k, v, N, &next);
+		ck_assert_ptr_nonnull(held);
+		ck_assert(free_is_fatal(held));
+		ck_assert(object_size_is_fatal(held));
+		char *q = malloc(100);
+		ck_assert_ptr_eq(q, held);
+		ck_assert_ptr_null(released_slot(k));
+		memset(q, 0x5a, 100);
+		free(q);
+	}
+	/* malloc_trim lets the held slot go back to its slab, free there. */
+	char *held = free_until_released(k, v, N, &next);
+	ck_assert_ptr_nonnull(held);
+	uint32_t pos = qentry_pos(k->released), i = qentry_slot(k->released);
+	malloc_trim(0);
+	ck_assert_ptr_null(released_slot(k));
+	const struct slab *s = desc(k, pos);
+	ck_assert(s->state != SLAB_ACTIVE || !(s->bits[i >> 6].used >> (i & 63) & 1));
+	while (next < N) free(v[next++]);
 #endif
 }
 END_TEST
@@ -850,6 +909,7 @@ int main(int argc, char **argv)
 	tcase_add_test(t, decode_every_class);
 	tcase_add_test(t, bitmaps_hand_out_distinct_slots);
 	tcase_add_test(t, quarantine_holds_freed_slot);
+	tcase_add_test(t, released_slot_goes_to_next_allocation);
 	tcase_add_test(t, descriptors_on_both_sides_of_the_shared_block);
 	tcase_add_test(t, canary_layout);
 	tcase_add_test(t, freed_slots_keep_canary);
