@@ -200,6 +200,7 @@ struct slab_class {
 #endif
 	/* Slow paths from here. */
 	uint32_t dir_cap;
+	uint32_t prefetched; /* position + 1 of the slab whose free slots were last prefetched */
 	uint32_t since_guard; /* fresh slabs taken since the last guard */
 	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
 	/* Positions below nursery_bytes / slab_bytes lie in the class's nursery cell (base =
