@@ -23,7 +23,9 @@
  *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
  *    other pointer into the window is fatal. A slot freed by a thread of another arena
  *    is quarantined (quar=1) at once but may wait in its class's deferred list before
- *    it takes its place in the quarantine's arrays.
+ *    it takes its place in the quarantine's arrays. The slot that last left the
+ *    quarantine may be held for the class's next allocation (still quar=1) until an
+ *    allocation in its arena or malloc_trim takes it.
  *  - Cost follows use. A slot never handed out since its slab was opened (fresh) is
  *    known zero: it is neither checked nor wiped. Otherwise the slot's dirty extent is
  *    what the program asked for, widened to the usable size once it learns that
