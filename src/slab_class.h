@@ -190,7 +190,7 @@ struct slab_class {
 	/* Its generator, in the arena's metadata block beside every other class's (out of
 	 * the struct: 312 bytes that made it 832). */
 	struct random_state *rnd;
-	uint32_t qrand_mask, qhead, qcount; /* both halves have qrand_mask + 1 entries */
+	uint32_t qmask, qhead, qcount; /* the array and the ring have qmask + 1 entries each */
 	uint32_t qfill; /* entries the random array was given in order, until it was full */
 	/* The entry that last left the quarantine, still marked quarantined in its slab, for
 	 * the class's next allocation; 0: none (slot_quarantine_put). */

@@ -122,7 +122,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	if (half) {
 		k->qrand = (uint32_t *)(hot + GENERATOR_BYTES);
 		k->qring = k->qrand + half;
-		k->qrand_mask = half - 1;
+		k->qmask = half - 1;
 	}
 	k->dir = (struct slab **)control;
 	k->dir_cap = DIR_START;

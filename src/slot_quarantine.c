@@ -19,25 +19,25 @@ static inline __attribute__((always_inline)) void release_entry(struct slab_clas
 }
 
 /* A freed slot enters a random array slot; what sat there joins the FIFO, whose
- * oldest entry leaves once the FIFO is full: it is held for the class's next allocation
- * (k->released), or goes back to its slab when one is held already. Until the random array is
- * full it is filled in order: nothing leaves it before then (drawn at random, an early
- * entry could be pushed out by the next free), and a short-lived process writes the
- * first page of each class's array, not a page wherever a draw lands (tr under bash
- * took a dozen page faults here before). */
+ * oldest entry leaves once the FIFO is full: it is held for the class's next
+ * allocation (k->released), or goes back to its slab when one is held already. Until
+ * the random array is full it is filled in order: nothing leaves it before then (drawn
+ * at random, an early entry could be pushed out by the next free), and a short-lived
+ * process writes the first page of each class's array, not a page wherever a draw
+ * lands (tr under bash took a dozen page faults here before). */
 void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i)
 {
-	if (unlikely(k->qfill <= k->qrand_mask)) {
+	if (unlikely(k->qfill <= k->qmask)) {
 		k->qrand[k->qfill++] = qentry(pos, i);
 		return;
 	}
-	uint32_t j = rand16(k) & k->qrand_mask;
+	uint32_t j = rand16(k) & k->qmask;
 	uint32_t out = k->qrand[j];
 	k->qrand[j] = qentry(pos, i);
 	if (!out) return;
-	if (k->qcount > k->qrand_mask) {
+	if (k->qcount > k->qmask) {
 		uint32_t old = k->qring[k->qhead];
-		k->qhead = (k->qhead + 1) & k->qrand_mask;
+		k->qhead = (k->qhead + 1) & k->qmask;
 		k->qcount--;
 		/* In churn the next allocation mostly took this very slot anyway: its
 		 * slab had no other free one (callgrind: a slab filled up on 65% of
@@ -50,7 +50,7 @@ void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i)
 		if (!k->released) k->released = old;
 		else release_entry(k, old);
 	}
-	k->qring[(k->qhead + k->qcount) & k->qrand_mask] = out;
+	k->qring[(k->qhead + k->qcount) & k->qmask] = out;
 	k->qcount++;
 }
 
