@@ -192,15 +192,17 @@ struct slab_class {
 	struct random_state *rnd;
 	uint32_t qmask, qhead, qcount; /* the array and the ring have qmask + 1 entries each */
 	uint32_t qfill; /* entries the random array was given in order, until it was full */
+#if CONFIG_SLOT_QUARANTINE
 	/* The entry that last left the quarantine, still marked quarantined in its slab, for
 	 * the class's next allocation; 0: none (slot_quarantine_put). */
 	uint32_t released;
-#if CONFIG_SLOT_QUARANTINE
 	uint32_t ndeferred; /* slots waiting in `deferred` */
 #endif
 	/* Slow paths from here. */
 	uint32_t dir_cap;
+#if CONFIG_WRITE_AFTER_FREE_CHECK
 	uint32_t prefetched; /* position + 1 of the slab whose free slots were last prefetched */
+#endif
 	uint32_t since_guard; /* fresh slabs taken since the last guard */
 	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
 	/* Positions below nursery_bytes / slab_bytes lie in the class's nursery cell (base =
