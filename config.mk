@@ -61,6 +61,10 @@ CONFIG_WRITE_AFTER_FREE_CHECK ?= 1
 CONFIG_SLOT_QUARANTINE ?= 1
 # Bytes of slots each (arena, class) quarantine holds: small classes hold more slots.
 CONFIG_SLOT_QUARANTINE_BYTES ?= 16384
+# Frees a thread makes into another arena's class wait in a per-thread batch of up to
+# this many per class, which enters the slot quarantine under one acquisition of the
+# class lock (0 = every such free takes the lock). Needs the slot quarantine and canaries.
+CONFIG_SLAB_FREE_BATCH ?= 14
 # Madvise backend: a guard slab after every N slabs (guard markers cost no VMA).
 CONFIG_GUARD_SLAB_INTERVAL ?= 1
 # Mprotect backend: a guard slab after every N slabs (each costs up to 2 VMAs).

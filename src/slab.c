@@ -122,7 +122,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 #endif
 		i = pick_slot(k, s);
 		uint64_t bit = (uint64_t)1 << (i & 63);
-		s->bits[i >> 6].used |= bit;
+		bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used | bit);
 		if (++s->nused == k->slots) slab_partial_remove(k, s);
 		fresh = s->bits[i >> 6].fresh & bit;
 		s->bits[i >> 6].fresh &= ~bit;
@@ -200,12 +200,36 @@ live_slot(struct slab_class *k, uintptr_t a, unsigned area, uint32_t *pos_out, u
 	return s;
 }
 
+/* A slot's canary word (8-aligned): read atomically, since another thread's batched
+ * free may swap it at the same moment (slab_batch_free). */
+static inline uint64_t canary_word(uintptr_t end) { return __atomic_load_n((const uint64_t *)end, __ATOMIC_RELAXED); }
+
+static noinline cold void canary_damaged(struct slab_class *k, const struct slab *s, uintptr_t a, uint64_t v)
+{
+#if SLAB_FREE_BATCHES
+	if (v == batched_canary(s)) die(k, "slot was already freed (double free?)", (void *)a);
+#else
+	(void)s, (void)v;
+#endif
+	die(k, "slot canary overwritten (heap overflow)", (void *)a);
+}
+
 static inline void check_canary(struct slab_class *k, const struct slab *s, uintptr_t a)
 {
 #if CONFIG_SLOT_CANARY
-	uint64_t v;
-	memcpy(&v, (const char *)a + k->usable, 8);
-	if (unlikely(v != s->canary)) die(k, "slot canary overwritten (heap overflow)", (void *)a);
+	uint64_t v = canary_word(a + k->usable);
+	if (unlikely(v != s->canary)) canary_damaged(k, s, a, v);
+#else
+	(void)k, (void)s, (void)a;
+#endif
+}
+
+/* A slot live by its bits may wait in a thread's free batch: freed already. (Its canary
+ * is checked at its free; a question about its size reads just the mark.) */
+static inline void check_not_batched(struct slab_class *k, const struct slab *s, uintptr_t a)
+{
+#if SLAB_FREE_BATCHES
+	if (k->open_slabs && unlikely(canary_word(a + k->usable) == batched_canary(s))) die(k, "slot was already freed (double free?)", (void *)a);
 #else
 	(void)k, (void)s, (void)a;
 #endif
@@ -226,6 +250,17 @@ static noinline cold void neighbour_damaged(struct slab_class *k, uintptr_t slot
 	    (void *)slot);
 }
 
+/* A live neighbour may wait in a thread's free batch: its canary word is marked so. */
+static inline bool batched_neighbour(const struct slab *s, uint64_t v, uint64_t live)
+{
+#if SLAB_FREE_BATCHES
+	return live && v == batched_canary(s);
+#else
+	(void)s, (void)v, (void)live;
+	return false;
+#endif
+}
+
 /* A free also checks what a bug in the freed block can have damaged without touching
  * its own canary: the slot before it (an underflow ends in that slot's canary) and a
  * free slot after it (an overflow that stepped over the canary). A live slot after it
@@ -239,15 +274,19 @@ static inline void check_neighbours(struct slab_class *k, const struct slab *s, 
 	if (i > 0) {
 		const struct slot_bits *b = &s->bits[(i - 1) >> 6];
 		uint64_t live = bit_mask(b->used & ~b->quar, i - 1), fresh = bit_mask(b->fresh, i - 1);
+#if CONFIG_SLOT_CANARY
+		uint64_t v = canary_word(a - 8);
+#else
 		uint64_t v;
 		memcpy(&v, (const char *)a - 8, 8);
+#endif
 		/* A slot ends in its canary once handed out, live or freed since (a free
 		 * wipes the data, not the canary), in zeros while fresh; a live slot is never
 		 * fresh. Without zero-on-free a free slot's end is not judged, nor without
 		 * canaries a live slot's (that is its data). */
 		uint64_t expect = CONFIG_SLOT_CANARY ? s->canary & ~fresh : 0;
 		uint64_t judged = (CONFIG_ZERO_ON_FREE ? ~(uint64_t)0 : live) & (CONFIG_SLOT_CANARY ? ~(uint64_t)0 : ~live);
-		if (unlikely((v ^ expect) & judged)) neighbour_damaged(k, a - k->size, live);
+		if (unlikely((v ^ expect) & judged) && !batched_neighbour(s, v, live)) neighbour_damaged(k, a - k->size, live);
 	}
 #if CONFIG_ZERO_ON_FREE
 	if (i + 1 < k->slots) {
@@ -271,6 +310,78 @@ static noinline cold void free_unopened(const char *what, const void *p)
 	if (!policy_ignore_bad_free(what, p)) fatal(what, p);
 }
 
+#if SLAB_FREE_BATCHES
+/* A free from a thread of another arena, without the class lock: the slot is checked
+ * to be live, claimed by swapping its canary for the batched mark (one atomic), wiped,
+ * and put in the thread's batch for its class; the batch enters the quarantine under one
+ * acquisition of the lock (slab_batched_enter). False, having changed nothing, for
+ * anything but a clean free of a live slot: the locked path then judges it, with its
+ * exact report (a double free of a batched slot finds the mark there). Reads what the
+ * lock guards as slab_class.h's invariants allow. */
+static noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, unsigned area, bool sized, unsigned c_claimed)
+{
+	if (!k->open_slabs || (sized && c_claimed != k->cls)) return false;
+	const struct area_span *sp = &k->span[area];
+	size_t lo = __atomic_load_n(&sp->lo, __ATOMIC_RELAXED), off = a - __atomic_load_n(&sp->base, __ATOMIC_RELAXED);
+	if (off - lo >= __atomic_load_n(&sp->hi, __ATOMIC_RELAXED) - lo) return false;
+	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
+	if (pos >= __atomic_load_n(&k->hwm, __ATOMIC_RELAXED)) return false;
+	struct slab *s;
+	if (pos < FIRST_POSITIONS) {
+		s = &k->first[(size_t)pos * SC_COUNT];
+	} else {
+		struct slab *chunk = __atomic_load_n(&__atomic_load_n(&k->dir, __ATOMIC_ACQUIRE)[pos >> CHUNK_SHIFT],
+						     __ATOMIC_RELAXED);
+		if (!chunk) return false;
+		s = &chunk[pos & (CHUNK - 1)];
+	}
+	if (s->state != SLAB_ACTIVE) return false;
+	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
+	uint32_t i = div32(in, k->size, k->slot_magic);
+	if (i >= k->slots || i * k->size != in) return false;
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	const struct slot_bits *b = &s->bits[i >> 6];
+	if (!(__atomic_load_n(&b->used, __ATOMIC_RELAXED) & ~__atomic_load_n(&b->quar, __ATOMIC_RELAXED) & bit))
+		return false;
+	struct free_batch *fb = slab_batch_for((unsigned)(k - ro.slab.classes));
+	if (!fb) return false;
+	uint64_t expect = s->canary;
+	if (!__atomic_compare_exchange_n((uint64_t *)(a + k->usable), &expect, batched_canary(s), false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false; /* freed already (the mark), or the canary is damaged */
+	/* Ours alone now: no other free can claim it, and a neighbour's check takes it for
+	 * live (its bits say so), reading none of its data. */
+#if CONFIG_ZERO_ON_FREE
+	memset((void *)a, 0, extent_of(k, s, i));
+#endif
+	fb->e[fb->n] = qentry(pos, i);
+	/* Release: a fork child reading the batch of a thread that does not exist there
+	 * sees the entry before the count that covers it. */
+	__atomic_store_n(&fb->n, (uint16_t)(fb->n + 1), __ATOMIC_RELEASE);
+	return true;
+}
+
+void slab_batched_enter(struct slab_class *k, uint32_t e)
+{
+	uint32_t pos = qentry_pos(e), i = qentry_slot(e);
+	struct slab *s = desc(k, pos);
+	uintptr_t a = slab_start(k, pos) + (size_t)i * k->size;
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	/* Live by its bits until now: a free that raced with the batched one (a double
+	 * free in two threads at once) may have put it in the quarantine meanwhile. */
+	if (unlikely(!(s->bits[i >> 6].used & ~s->bits[i >> 6].quar & bit)))
+		die(k, "slot was already freed (double free?)", (void *)a);
+	uint64_t *word = (uint64_t *)(a + k->usable);
+	if (unlikely(canary_word((uintptr_t)word) != batched_canary(s)))
+		die(k, "freed slot's canary overwritten (heap overflow or write after free)", (void *)a);
+	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
+	check_neighbours(k, s, a, i);
+	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);
+	if (k->defer_frees) slot_quarantine_defer(k, pos, i);
+	else slot_quarantine_put(k, pos, i);
+}
+#endif
+
 void slab_free(void *p, bool sized, unsigned c_claimed)
 {
 	static const char what[] = "free of a pointer that is not a live allocation";
@@ -281,6 +392,9 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		free_unopened(what, p);
 		return;
 	}
+#if SLAB_FREE_BATCHES
+	if (tls_arena != k->arena1 && !os_single_threaded() && slab_batch_free(k, a, area, sized, c_claimed)) return;
+#endif
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, a, area, &pos, &i, what, true);
@@ -297,7 +411,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 #endif
 	}
 #if CONFIG_SLOT_QUARANTINE
-	s->bits[i >> 6].quar |= (uint64_t)1 << (i & 63);
+	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | (uint64_t)1 << (i & 63));
 	if (likely(tls_arena == k->arena1) || !k->defer_frees) slot_quarantine_put(k, pos, i);
 	else slot_quarantine_defer(k, pos, i);
 #else
@@ -315,6 +429,7 @@ size_t slab_usable_size(const void *p)
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, (uintptr_t)p, area, &pos, &i, what, false);
+	check_not_batched(k, s, (uintptr_t)p);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
 	return k->usable;
@@ -368,6 +483,7 @@ size_t slab_object_size(const void *p)
 	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
 	uint32_t i = div32(in, k->size, k->slot_magic), at = in - i * k->size;
 	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, what, p);
+	check_not_batched(k, s, slab_start(k, pos) + (size_t)i * k->size);
 	if (at < k->usable) set_extent(k, s, i, k->usable); /* told it may use all of it */
 	class_unlock(k);
 	/* From the end of the usable part to the end of the slot (the canary) the pointer
@@ -392,9 +508,11 @@ static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
 		uintptr_t start = slab_start(k, pos);
 		for (uint32_t i = 0; i < k->slots; i++) {
 			if (!slot_live(s, i)) continue;
-			uint64_t v;
-			memcpy(&v, (const char *)start + (size_t)i * k->size + k->usable, 8);
+			uint64_t v = canary_word(start + (size_t)i * k->size + k->usable);
 			if (likely(v == s->canary)) continue;
+#if SLAB_FREE_BATCHES
+			if (v == batched_canary(s)) continue; /* freed, in another thread's batch */
+#endif
 			if (*last) fatal_report(EXIT_CANARY_MSG, (const void *)*last);
 			*last = start + (size_t)i * k->size;
 		}

@@ -15,6 +15,11 @@
  *    set (release): a thread that took the lock since, or saw the bit, may read it.
  *  - The parts call each other only through the functions declared at the end of this
  *    file, and those of slab_life.c and slot_quarantine.c run with the lock held.
+ *  - One path reads class state without the lock: a free from another arena's thread
+ *    (slab_batch_free) reads the spans, hwm, dir and the slot's word of bits, which
+ *    change while it reads. Those are written with atomic stores (spans_update,
+ *    bits_write, fresh_slab, dir_room), and a directory is never unmapped. Everything
+ *    else it reads was written before the slot it frees was handed out.
  *
  * Layout of one (arena, class) region (2^region_shift bytes of the slab window):
  *
@@ -81,6 +86,16 @@
 
 #if CONFIG_WRITE_AFTER_FREE_CHECK && !CONFIG_ZERO_ON_FREE
 #error "CONFIG_WRITE_AFTER_FREE_CHECK needs CONFIG_ZERO_ON_FREE"
+#endif
+
+/* Frees from another arena's thread are collected per thread and class and enter the
+ * slot quarantine a batch at a time (slab_batch.c). A slot's place in a batch is
+ * marked in its own canary word, so they need canaries; and there is a quarantine to
+ * enter. */
+#if CONFIG_SLOT_QUARANTINE && CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
+#define SLAB_FREE_BATCHES 1
+#else
+#define SLAB_FREE_BATCHES 0
 #endif
 
 /* Descriptors come in chunks of CHUNK positions (about 24 KiB of metadata each): small
@@ -185,7 +200,8 @@ struct slab_class {
 	/* Line 2: descriptors and the slot quarantine. */
 	struct slab *first;   /* descriptor of position 0; position p < FIRST_POSITIONS at
 			       * first[p * SC_COUNT] (the arena's shared block) */
-	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm */
+	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory
+			       * outgrown stays mapped: a batched free reads it unlocked. */
 	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
 	/* Its generator, in the arena's metadata block beside every other class's (out of
 	 * the struct: 312 bytes that made it 832). */
@@ -210,7 +226,6 @@ struct slab_class {
 	struct guard_region nursery;
 	size_t nursery_bytes;
 	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
-	bool dir_own;         /* dir was allocated on its own (not start-up's shared block) */
 	/* The closed set (closed slabs out of the slab quarantine) and the empty set (empty
 	 * slabs kept open): a bit per position in its descriptor chunk, a summary bit per
 	 * chunk, so the lowest and the highest member are found in a few loads. */
@@ -355,13 +370,27 @@ static inline size_t position_offset(const struct slab_class *k, uintptr_t a, un
 	return off - sp->lo < sp->hi - sp->lo ? off : SIZE_MAX;
 }
 
-/* The spans decoding goes by, after either area changed what it maps. */
+static inline void span_write(struct area_span *sp, uintptr_t base, size_t lo, size_t hi)
+{
+	__atomic_store_n(&sp->base, base, __ATOMIC_RELAXED);
+	__atomic_store_n(&sp->lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&sp->hi, hi, __ATOMIC_RELAXED);
+}
+
+/* The spans decoding goes by, after either area changed what it maps. Atomic stores: a
+ * batched free reads them unlocked (a pointer it frees lies below what it reads, since
+ * the span covered it when the slot was handed out; a span only grows). */
 static inline void spans_update(struct slab_class *k)
 {
 	size_t nb = k->nursery_bytes;
-	k->span[AREA_REGION] = (struct area_span){k->region.base, nb, MAX(k->region.size, nb)};
-	k->span[AREA_NURSERY] = (struct area_span){k->nursery.base, 0, k->nursery.size ? nb : 0};
+	span_write(&k->span[AREA_REGION], k->region.base, nb, MAX(k->region.size, nb));
+	span_write(&k->span[AREA_NURSERY], k->nursery.base, 0, k->nursery.size ? nb : 0);
 }
+
+/* A word of slot bits (used, quar) as the lock holder writes it: whole and atomic (a
+ * plain store on x86_64 and arm64), because a batched free reads a word of its slab's
+ * bits unlocked while other slots of the slab change. */
+static inline void bits_write(uint64_t *word, uint64_t v) { __atomic_store_n(word, v, __ATOMIC_RELAXED); }
 
 /* 16 random bits from the class's generator: a ChaCha block serves many choices.
  * (Unused where neither random slot choice nor the slot quarantine is built: light.) */
@@ -409,8 +438,8 @@ void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s);
 static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
 {
 	uint64_t bit = (uint64_t)1 << (i & 63);
-	s->bits[i >> 6].used &= ~bit;
-	s->bits[i >> 6].quar &= ~bit;
+	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used & ~bit);
+	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
 	bool was_full = s->nused == k->slots;
 	s->nused--;
 	if (!s->nused) {
@@ -443,7 +472,8 @@ static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t 
 	k->released = 0;
 	*pos = qentry_pos(e);
 	*i = qentry_slot(e);
-	desc(k, *pos)->bits[*i >> 6].quar &= ~((uint64_t)1 << (*i & 63));
+	uint64_t *quar = &desc(k, *pos)->bits[*i >> 6].quar;
+	bits_write(quar, *quar & ~((uint64_t)1 << (*i & 63)));
 	return true;
 }
 /* A free from a thread of another arena: the slot is already wiped and marked
@@ -462,5 +492,41 @@ static inline void slot_quarantine_defer(struct slab_class *k, uint32_t pos, uin
 	k->deferred[k->ndeferred++] = qentry(pos, i);
 }
 #endif
+
+#if SLAB_FREE_BATCHES
+/* The canary word of a slot waiting in a thread's free batch: the slab's canary with
+ * every byte but the leading (zero) one flipped. Swapped in by one compare-and-swap when
+ * the slot is freed, so of two frees of a slot, from any threads, exactly one succeeds;
+ * the other finds this value and reports a double free. Put back when the batch enters
+ * the quarantine. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the canary's leading byte is its lowest");
+#define BATCHED_FLIP (~(uint64_t)0xff)
+static inline uint64_t batched_canary(const struct slab *s) { return s->canary ^ BATCHED_FLIP; }
+
+/* One thread's frees into one (arena, class) that wait to enter its quarantine. */
+struct free_batch {
+	uint16_t r1; /* the class's region number + 1; 0: empty */
+	uint16_t n;  /* entries */
+	uint32_t e[CONFIG_SLAB_FREE_BATCH]; /* qentry() */
+};
+
+/* slab_batch.c: the calling thread's batch for region r with room for an entry (a
+ * batch full, or of another arena, was taken into its quarantine first); NULL when the
+ * thread does not batch (it is exiting, or its batches cannot be had): then it takes
+ * the class lock as any free. No lock may be held. */
+struct free_batch *slab_batch_for(unsigned r);
+/* slab.c, lock held: a batched slot enters the quarantine (its checks, then the same
+ * way as any free from another arena). */
+void slab_batched_enter(struct slab_class *k, uint32_t e);
+/* slab_batch.c: every batch of the calling thread enters its quarantine (malloc_trim). */
+void slab_batch_flush_mine(void);
+/* slab_batch.c: fork handlers, called from slab_setup.c's: the pool lock is taken first
+ * and given back last; in the child the batches of every other thread enter their
+ * quarantines (those threads do not exist there). */
+void slab_batch_fork_prepare(void);
+void slab_batch_fork_parent(void);
+void slab_batch_fork_child(void);
+#endif
+
 
 #endif

@@ -41,8 +41,7 @@ static uint32_t guard_interval(const struct slab_class *k)
 
 /* Room in the directory for chunk c: the directory and the sets' summary words follow
  * the slabs in use instead of being sized for the whole region up front (they are
- * metadata every class would otherwise map from the start). Lock held: every reader of
- * the directory holds it too. */
+ * metadata every class would otherwise map from the start). Lock held. */
 static bool dir_room(struct slab_class *k, uint32_t c)
 {
 	if (c < k->dir_cap) return true;
@@ -58,13 +57,11 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 		memcpy(sets + set * words, k->set_chunks[set], k->set_words * sizeof(uint64_t));
 		k->set_chunks[set] = sets + set * words;
 	}
-	if (k->dir_own) {
-		uint32_t old_words = (k->dir_cap + 63) / 64;
-		meta_free(k->dir, k->dir_cap * sizeof(struct slab *) + 2 * (size_t)old_words * sizeof(uint64_t));
-	}
-	k->dir = dir;
+	/* The old directory stays mapped: a batched free may be reading it unlocked (it
+	 * holds the same chunks). Directories double, so the ones outgrown take less than
+	 * the one in use. Release: a reader of the new one sees the chunks copied in. */
+	__atomic_store_n(&k->dir, dir, __ATOMIC_RELEASE);
 	k->dir_cap = cap;
-	k->dir_own = true;
 	k->set_words = words;
 	return true;
 }
@@ -220,7 +217,7 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 			}
 		}
 	}
-	k->hwm = pos + 1;
+	__atomic_store_n(&k->hwm, pos + 1, __ATOMIC_RELAXED); /* read unlocked by a batched free */
 	k->since_guard = guard ? 1 : k->since_guard + 1;
 	*out = pos;
 	return true;

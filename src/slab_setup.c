@@ -266,6 +266,9 @@ bool slab_init(struct slab_roots *roots)
  * meanwhile), so only theirs are taken, and unopened arenas stay untouched. */
 void slab_fork_prepare(void)
 {
+#if SLAB_FREE_BATCHES
+	slab_batch_fork_prepare();
+#endif
 	lock_take(&arena_lock);
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
@@ -280,6 +283,9 @@ void slab_fork_parent(void)
 	for (unsigned r = n; r-- > 0;)
 		if (arena_is_open(r / SC_COUNT)) class_unlock(&ro.slab.classes[r]);
 	lock_give(&arena_lock);
+#if SLAB_FREE_BATCHES
+	slab_batch_fork_parent();
+#endif
 }
 
 void slab_fork_child(void)
@@ -291,4 +297,7 @@ void slab_fork_child(void)
 	}
 	lock_reset(&ro.slab.seeds->lock);
 	lock_reset(&arena_lock);
+#if SLAB_FREE_BATCHES
+	slab_batch_fork_child();
+#endif
 }

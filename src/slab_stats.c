@@ -67,6 +67,9 @@ static size_t trim_class(struct slab_class *k)
 size_t slab_trim(void)
 {
 	size_t closed = 0;
+#if SLAB_FREE_BATCHES
+	slab_batch_flush_mine(); /* before the classes let their held slots go */
+#endif
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
 		if (class_is_set_up(r) && r % SC_COUNT) closed += trim_class(&ro.slab.classes[r]);

@@ -200,6 +200,104 @@ static void write_after_free_deferred(void)
 	reuse_freed_48();
 }
 
+/* A thread of another arena that frees a block and stays alive until told to end:
+ * while it lives, the slot waits in its free batch (frees from another arena's thread
+ * enter the quarantine a batch at a time; its exit lets the batch go). */
+struct batch_holder {
+	pthread_t thread;
+	void *p;
+	int freed[2], end[2];
+};
+
+static void *free_and_hold(void *arg)
+{
+	struct batch_holder *h = arg;
+	char c = 0;
+	free(h->p);
+	if (write(h->freed[1], &c, 1) != 1 || read(h->end[0], &c, 1) != 1) _exit(3);
+	return NULL;
+}
+
+static void batch_holder_start(struct batch_holder *h, void *p)
+{
+	char c;
+	h->p = p;
+	if (pipe(h->freed) || pipe(h->end) || pthread_create(&h->thread, NULL, free_and_hold, h) ||
+	    read(h->freed[0], &c, 1) != 1)
+		_exit(3);
+}
+
+static void batch_holder_end(struct batch_holder *h)
+{
+	if (write(h->end[1], "", 1) != 1 || pthread_join(h->thread, NULL)) _exit(3);
+}
+
+/* The owner frees a block again while another thread's free of it waits in that
+ * thread's batch: the batched mark in the slot's canary word tells it is freed. */
+static void double_free_while_batched_owner(void)
+{
+	static struct batch_holder h;
+	void *p = malloc(32);
+	batch_holder_start(&h, p);
+	free(p);
+}
+
+/* The same second free from a third thread (its own arena again). */
+static void double_free_while_batched_third(void)
+{
+	static struct batch_holder h;
+	void *p = malloc(32);
+	batch_holder_start(&h, p);
+	on_other_thread(free_it, p);
+}
+
+static void realloc_while_batched(void)
+{
+	static struct batch_holder h;
+	void *p = malloc(200);
+	batch_holder_start(&h, p);
+	sink = (char)(uintptr_t)realloc(p, 100);
+}
+
+static void usable_size_while_batched(void)
+{
+	static struct batch_holder h;
+	void *p = malloc(200);
+	batch_holder_start(&h, p);
+	sink = (char)malloc_usable_size(p);
+}
+
+/* A write after free while the slot waits in the freeing thread's batch: the free
+ * wiped it, so its reuse, after the batch entered the quarantine, finds the write. */
+static void write_after_free_while_batched(void)
+{
+	static struct batch_holder h;
+	char *p = block_among_neighbours();
+	batch_holder_start(&h, p);
+	p[5] = 'x'; /* the bug */
+	batch_holder_end(&h);
+	reuse_freed_48();
+}
+
+/* A stale write over the canary word of a batched slot (where the mark is): found when
+ * the batch enters the quarantine. Without batches (the light variant), when the slot
+ * is handed out again and freed. */
+static void canary_write_while_batched(void)
+{
+	enum { N = 5000, ROUNDS = 40 };
+	static struct batch_holder h;
+	static void *v[N];
+	char *p = block_among_neighbours();
+	size_t usable = malloc_usable_size(p);
+	batch_holder_start(&h, p);
+	p[usable + 3] ^= 0x5a; /* the bug */
+	batch_holder_end(&h);
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < N; i++) v[i] = malloc(48);
+		for (int i = 0; i < N; i++) free(v[i]);
+	}
+}
+
 static void zero_size_read(void)
 {
 	char *p = malloc(0);
@@ -280,6 +378,12 @@ static const struct death_case cases[] = {
 	{"double free by another thread, first free deferred", double_free_deferred, SIGABRT, 0},
 	{"free by another thread, then by the owner", double_free_deferred_then_owner, SIGABRT, 0},
 	{"write after another thread's free", write_after_free_deferred, SIGABRT, 1},
+	{"double free by the owner, first free batched", double_free_while_batched_owner, SIGABRT, 0},
+	{"double free by a third thread, first batched", double_free_while_batched_third, SIGABRT, 0},
+	{"realloc of a block in another thread's batch", realloc_while_batched, SIGABRT, 0},
+	{"malloc_usable_size of a batched block", usable_size_while_batched, SIGABRT, 0},
+	{"write after free into a batched slot", write_after_free_while_batched, SIGABRT, 1},
+	{"write over a batched slot's canary", canary_write_while_batched, SIGABRT, 2},
 	{"read of a malloc(0) pointer", zero_size_read, SIGSEGV, 0},
 	{"write to a malloc(0) pointer", zero_size_write, SIGSEGV, 0},
 	{"free_sized with a bigger size", sized_free_wrong_size, SIGABRT, 0},
