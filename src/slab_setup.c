@@ -99,9 +99,9 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->size = g.size;
 	k->usable = g.usable;
 	k->slots = g.slots;
-	k->nwords = (g.slots + 63) / 64;
+	k->nwords = (uint8_t)((g.slots + 63) / 64);
 	k->pages = g.pages;
-	k->page_shift = (unsigned)__builtin_ctzl(os_page);
+	k->page_shift = (uint8_t)__builtin_ctzl(os_page);
 	k->slot_magic = magic_of(g.size);
 	k->pages_magic = magic_of(g.pages);
 	k->slab_bytes = (size_t)g.pages * os_page;
