@@ -161,6 +161,84 @@ static void cross_arena_frees(void)
 #endif
 }
 
+/* Frees from another arena's thread wait in that thread's batch for their class (up to
+ * CONFIG_SLAB_FREE_BATCH of them) and enter the quarantine a batch at a time: when the
+ * batch is full, at malloc_trim in that thread, and at its exit. Until then they count
+ * as live in the statistics; none is lost. */
+#if CONFIG_SLOT_QUARANTINE && CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
+struct batcher {
+	void **v;
+	int n;
+	int ask[2], done[2];
+};
+
+/* Told 'f': frees the blocks; 't': trims; anything else: ends. */
+static void *free_then_obey(void *arg)
+{
+	struct batcher *b = arg;
+	char c;
+	while (read(b->ask[0], &c, 1) == 1 && (c == 'f' || c == 't')) {
+		if (c == 'f')
+			for (int i = 0; i < b->n; i++) free(b->v[i]);
+		else
+			malloc_trim(0);
+		CHECK(write(b->done[1], &c, 1) == 1);
+	}
+	return NULL;
+}
+
+static void batcher_tell(struct batcher *b, char c)
+{
+	CHECK(write(b->ask[1], &c, 1) == 1);
+	if (c == 'f' || c == 't') CHECK(read(b->done[0], &c, 1) == 1);
+}
+
+static void batched_frees(void)
+{
+	enum { SIZE = 300, FEW = CONFIG_SLAB_FREE_BATCH - 1, MANY = 1000 };
+	static void *v[MANY];
+	static struct batcher b;
+	pthread_t t;
+	CHECK(pipe(b.ask) == 0 && pipe(b.done) == 0);
+	b.v = v;
+
+	/* Fewer frees than a batch holds: all wait, live in the figures, until the
+	 * thread trims. */
+	for (int i = 0; i < FEW; i++) CHECK(v[i] = malloc(SIZE));
+	b.n = FEW;
+	CHECK(pthread_create(&t, NULL, free_then_obey, &b) == 0);
+	/* After the thread's start, which allocates its own blocks (glibc: its TLS). */
+	struct rampart_class_stats before = class_of(SIZE);
+	batcher_tell(&b, 'f');
+	struct rampart_class_stats k = class_of(SIZE);
+	CHECK(k.live == before.live && k.quarantined == before.quarantined);
+	batcher_tell(&b, 't');
+	k = class_of(SIZE);
+	CHECK(k.live == before.live - FEW && k.quarantined == before.quarantined + FEW);
+	batcher_tell(&b, 'x');
+	CHECK(pthread_join(t, NULL) == 0);
+
+	/* Many: every full batch entered the quarantine; at most one batch still waits,
+	 * and the thread's exit lets it go. */
+	for (int i = 0; i < MANY; i++) CHECK(v[i] = malloc(SIZE));
+	b.n = MANY;
+	CHECK(pthread_create(&t, NULL, free_then_obey, &b) == 0);
+	before = class_of(SIZE);
+	batcher_tell(&b, 'f');
+	k = class_of(SIZE);
+	size_t waiting = before.live - k.live;
+	CHECK(waiting + CONFIG_SLAB_FREE_BATCH > MANY && waiting <= MANY);
+	batcher_tell(&b, 'x');
+	CHECK(pthread_join(t, NULL) == 0);
+	k = class_of(SIZE);
+	CHECK(k.live <= before.live - MANY); /* the thread's own blocks went at its end too */
+	printf("batched_frees: ok (%d frees of %d waited in the freeing thread's batch)\n", MANY - (int)waiting, MANY);
+	close(b.ask[0]), close(b.ask[1]), close(b.done[0]), close(b.done[1]);
+}
+#else
+static void batched_frees(void) { printf("batched_frees: no free batches in this build\n"); }
+#endif
+
 /* Freed memory comes back as zeros: no allocation ever sees another one's data. */
 static void reuse_is_zero(void)
 {
@@ -352,6 +430,7 @@ int main(int argc, char **argv)
 #define PART(f) if (!only || !strcmp(only, #f)) f()
 	PART(fresh_pages_fault_once);
 	PART(cross_arena_frees);
+	PART(batched_frees);
 	PART(reuse_is_zero);
 	PART(realloc_across_boundaries);
 	PART(usable_sizes);
