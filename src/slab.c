@@ -204,6 +204,7 @@ live_slot(struct slab_class *k, uintptr_t a, unsigned area, uint32_t *pos_out, u
  * free may swap it at the same moment (slab_batch_free). */
 static inline uint64_t canary_word(uintptr_t end) { return __atomic_load_n((const uint64_t *)end, __ATOMIC_RELAXED); }
 
+#if CONFIG_SLOT_CANARY
 static noinline cold void canary_damaged(struct slab_class *k, const struct slab *s, uintptr_t a, uint64_t v)
 {
 #if SLAB_FREE_BATCHES
@@ -213,6 +214,7 @@ static noinline cold void canary_damaged(struct slab_class *k, const struct slab
 #endif
 	die(k, "slot canary overwritten (heap overflow)", (void *)a);
 }
+#endif
 
 static inline void check_canary(struct slab_class *k, const struct slab *s, uintptr_t a)
 {
@@ -325,13 +327,15 @@ static noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, unsigned
 	size_t lo = __atomic_load_n(&sp->lo, __ATOMIC_RELAXED), off = a - __atomic_load_n(&sp->base, __ATOMIC_RELAXED);
 	if (off - lo >= __atomic_load_n(&sp->hi, __ATOMIC_RELAXED) - lo) return false;
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
-	if (pos >= __atomic_load_n(&k->hwm, __ATOMIC_RELAXED)) return false;
+	/* Acquire: a directory that holds position pos is seen with the hwm that covers it
+	 * (fresh_slab), even for a pointer whose free races with the class's growth. */
+	if (pos >= __atomic_load_n(&k->hwm, __ATOMIC_ACQUIRE)) return false;
 	struct slab *s;
 	if (pos < FIRST_POSITIONS) {
 		s = &k->first[(size_t)pos * SC_COUNT];
 	} else {
 		struct slab *chunk = __atomic_load_n(&__atomic_load_n(&k->dir, __ATOMIC_ACQUIRE)[pos >> CHUNK_SHIFT],
-						     __ATOMIC_RELAXED);
+						     __ATOMIC_ACQUIRE);
 		if (!chunk) return false;
 		s = &chunk[pos & (CHUNK - 1)];
 	}
@@ -339,21 +343,29 @@ static noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, unsigned
 	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
 	uint32_t i = div32(in, k->size, k->slot_magic);
 	if (i >= k->slots || i * k->size != in) return false;
+	/* The batch first: a full one enters the quarantine now, and this very slot may be
+	 * in it (a second free by this thread), which the bits below must then show. */
+	struct free_batch *fb = slab_batch_for((unsigned)(k - ro.slab.classes));
+	if (!fb) return false;
 	uint64_t bit = (uint64_t)1 << (i & 63);
 	const struct slot_bits *b = &s->bits[i >> 6];
 	if (!(__atomic_load_n(&b->used, __ATOMIC_RELAXED) & ~__atomic_load_n(&b->quar, __ATOMIC_RELAXED) & bit))
 		return false;
-	struct free_batch *fb = slab_batch_for((unsigned)(k - ro.slab.classes));
-	if (!fb) return false;
-	uint64_t expect = s->canary;
-	if (!__atomic_compare_exchange_n((uint64_t *)(a + k->usable), &expect, batched_canary(s), false,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	uint64_t expect = s->canary, mark = batched_canary(s);
+	if (!__atomic_compare_exchange_n((uint64_t *)(a + k->usable), &expect, mark, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
 		return false; /* freed already (the mark), or the canary is damaged */
-	/* Ours alone now: no other free can claim it, and a neighbour's check takes it for
-	 * live (its bits say so), reading none of its data. */
+	/* Ours alone now against any other batched free, and a neighbour's check takes it
+	 * for live (its bits say so), reading none of its data. A free under the lock in
+	 * another thread at this very moment (a double free in two threads at once) does
+	 * not write the canary and can have passed too: the mark in the slot's first word
+	 * makes that slot, in the quarantine meanwhile, fail the check of whoever next
+	 * looks at its data (its reuse's write-after-free scan, a neighbour's free, this
+	 * batch's entry into the quarantine). */
 #if CONFIG_ZERO_ON_FREE
 	memset((void *)a, 0, extent_of(k, s, i));
 #endif
+	memcpy((void *)a, &mark, 8);
 	fb->e[fb->n] = qentry(pos, i);
 	/* Release: a fork child reading the batch of a thread that does not exist there
 	 * sees the entry before the count that covers it. */
@@ -371,9 +383,12 @@ void slab_batched_enter(struct slab_class *k, uint32_t e)
 	 * free in two threads at once) may have put it in the quarantine meanwhile. */
 	if (unlikely(!(s->bits[i >> 6].used & ~s->bits[i >> 6].quar & bit)))
 		die(k, "slot was already freed (double free?)", (void *)a);
-	uint64_t *word = (uint64_t *)(a + k->usable);
-	if (unlikely(canary_word((uintptr_t)word) != batched_canary(s)))
+	uint64_t *word = (uint64_t *)(a + k->usable), mark = batched_canary(s), first;
+	if (unlikely(canary_word((uintptr_t)word) != mark))
 		die(k, "freed slot's canary overwritten (heap overflow or write after free)", (void *)a);
+	memcpy(&first, (const void *)a, 8);
+	if (unlikely(first != mark)) die(k, "write after free", (void *)a);
+	memset((void *)a, 0, 8);
 	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
 	check_neighbours(k, s, a, i);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);

@@ -22,8 +22,11 @@
  *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
  *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
  *    other pointer into the window is fatal. A slot freed by a thread of another arena
- *    is quarantined (quar=1) at once but may wait in its class's deferred list before
- *    it takes its place in the quarantine's arrays. The slot that last left the
+ *    waits first in that thread's free batch, still used and not quarantined in its
+ *    bits but marked in its canary word (slab_class.h, batched_canary): every path
+ *    that judges a slot live treats the mark as freed. Once its batch enters the
+ *    quarantine it is quarantined (quar=1) but may wait in its class's deferred list
+ *    before it takes its place in the quarantine's arrays. The slot that last left the
  *    quarantine may be held for the class's next allocation (still quar=1) until an
  *    allocation in its arena or malloc_trim takes it.
  *  - Cost follows use. A slot never handed out since its slab was opened (fresh) is
@@ -39,7 +42,8 @@
  *    was handed out, zero while it is fresh.
  *  - A live slot's canary is in place whenever the class lock is free: slab_alloc
  *    stamps it, at a fresh slot's first allocation, before unlocking, and nothing
- *    wipes it after, so a free may check the canary of a live neighbour.
+ *    wipes it after, so a free may check the canary of a live neighbour (which finds
+ *    the batched mark instead while the neighbour waits in a batch).
  *  - Each (arena, class) has its own lock and random generator; the meta lock nests
  *    inside class locks, and class locks are taken before the large lock.
  *  - An arena opens at its first thread; a class of it is set up (its struct, its

@@ -61,8 +61,10 @@ static void batch_flush(struct free_batch *b)
 	struct slab_class *k = &ro.slab.classes[b->r1 - 1];
 	class_lock(k);
 	for (uint32_t j = 0; j < b->n; j++) slab_batched_enter(k, b->e[j]);
-	class_unlock(k);
+	/* Emptied before the lock goes: a fork waits for the lock (its prepare handler
+	 * takes every class lock), so its child never sees these entries counted again. */
 	b->n = 0;
+	class_unlock(k);
 }
 
 static void flush_block(struct batches *t)

@@ -6,7 +6,8 @@
  * The parts, bottom-up: slab_setup.c (start-up, a class's set-up, arenas, fork),
  * slab_life.c (a slab's life: fresh, active, empty, closed; the empty-slab budget),
  * slot_quarantine.c (freed slots held back), slab.c (malloc and free of a slot: its
- * choice, the checks, the wipe), slab_stats.c (figures and trim).
+ * choice, the checks, the wipe), slab_batch.c (a thread's frees into other arenas,
+ * kept until they enter the quarantine), slab_stats.c (figures and trim).
  *
  * Invariants (beside slab.h's):
  *  - A class's state (lists, sets, budget, descriptors, generator, quarantine arrays)

@@ -84,7 +84,7 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	 * also its last. */
 	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * sizeof(struct slab));
 	if (!chunk) return false;
-	k->dir[pos >> CHUNK_SHIFT] = (struct slab *)(chunk + CHUNK_HEAD_BYTES);
+	__atomic_store_n(&k->dir[pos >> CHUNK_SHIFT], (struct slab *)(chunk + CHUNK_HEAD_BYTES), __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -217,7 +217,9 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 			}
 		}
 	}
-	__atomic_store_n(&k->hwm, pos + 1, __ATOMIC_RELAXED); /* read unlocked by a batched free */
+	/* Read unlocked by a batched free: release, after the directory and the chunk that
+	 * cover the new positions (have_desc). */
+	__atomic_store_n(&k->hwm, pos + 1, __ATOMIC_RELEASE);
 	k->since_guard = guard ? 1 : k->since_guard + 1;
 	*out = pos;
 	return true;

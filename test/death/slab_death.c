@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,6 +252,58 @@ static void double_free_while_batched_third(void)
 	on_other_thread(free_it, p);
 }
 
+/* The second free comes when the thread's batch is full: the batch, the first free
+ * among its slots, enters the quarantine before the second free is judged. */
+static void *free_batch_then_last_again(void *arg)
+{
+	void **v = arg;
+	int n = 0;
+	while (v[n]) free(v[n++]);
+	free(v[n - 1]);
+	return NULL;
+}
+
+static void double_free_full_batch(void)
+{
+	enum { N = CONFIG_SLAB_FREE_BATCH ? CONFIG_SLAB_FREE_BATCH : 14 };
+	static void *v[N + 1];
+	for (int i = 0; i < N; i++) v[i] = malloc(32);
+	on_other_thread(free_batch_then_last_again, v);
+}
+
+/* Two threads of different arenas free one block at the same moment, the owner under
+ * the class lock and the other with its batched claim: if both pass, the slot is in
+ * the quarantine and in a batch, and the mark the batched free left in its first word
+ * is found when the batch enters the quarantine (here at the thread's exit), at the
+ * slot's reuse, or by a neighbour's free, whichever comes first. */
+static void *volatile race_block;
+static atomic_int race_ready, race_go;
+
+static void *race_free(void *arg)
+{
+	(void)arg;
+	atomic_store(&race_ready, 1);
+	while (!atomic_load(&race_go)) {}
+	free(race_block);
+	return NULL;
+}
+
+static void double_free_at_once(void)
+{
+	for (int round = 0; round < 200; round++) {
+		pthread_t t;
+		race_block = malloc(2000);
+		atomic_store(&race_ready, 0);
+		atomic_store(&race_go, 0);
+		if (pthread_create(&t, NULL, race_free, NULL)) _exit(3);
+		while (!atomic_load(&race_ready)) {}
+		for (volatile int d = 0; d < round % 40 * 3; d++) {}
+		atomic_store(&race_go, 1);
+		free(race_block);
+		if (pthread_join(t, NULL)) _exit(3);
+	}
+}
+
 static void realloc_while_batched(void)
 {
 	static struct batch_holder h;
@@ -380,6 +433,8 @@ static const struct death_case cases[] = {
 	{"write after another thread's free", write_after_free_deferred, SIGABRT, 1},
 	{"double free by the owner, first free batched", double_free_while_batched_owner, SIGABRT, 0},
 	{"double free by a third thread, first batched", double_free_while_batched_third, SIGABRT, 0},
+	{"double free by the same thread, batch full", double_free_full_batch, SIGABRT, 0},
+	{"double free in two threads at the same moment", double_free_at_once, SIGABRT, 0},
 	{"realloc of a block in another thread's batch", realloc_while_batched, SIGABRT, 0},
 	{"malloc_usable_size of a batched block", usable_size_while_batched, SIGABRT, 0},
 	{"write after free into a batched slot", write_after_free_while_batched, SIGABRT, 1},
