@@ -172,6 +172,9 @@ struct batcher {
 	int ask[2], done[2];
 };
 
+/* rampart's, also where the C library's headers lack it (musl). */
+int malloc_trim(size_t pad);
+
 /* Told 'f': frees the blocks; 't': trims; anything else: ends. */
 static void *free_then_obey(void *arg)
 {
