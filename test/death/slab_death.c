@@ -320,6 +320,30 @@ static void usable_size_while_batched(void)
 	sink = (char)malloc_usable_size(p);
 }
 
+static void object_size_while_batched(void)
+{
+	static struct batch_holder h;
+	char *p = malloc(200);
+	batch_holder_start(&h, p);
+	sink = (char)malloc_object_size(p + 10);
+}
+
+/* A stale write puts the slab's canary (read off a live neighbour) back over a batched
+ * slot's mark, so the owner's second free passes its checks and the slot enters the
+ * quarantine: the batch, entering it too, finds the slot quarantined already. */
+static void double_free_mark_forged(void)
+{
+	static struct batch_holder h;
+	char *live = block_among_neighbours(); /* same class, same slab's canary */
+	char *p = malloc(48);
+	size_t usable = malloc_usable_size(p);
+	batch_holder_start(&h, p);
+	memcpy(p + usable, live + usable, 8); /* the bug: the mark replaced */
+	memset(p, 0, 8);
+	free(p); /* passes: a live slot with its canary, by the bits */
+	batch_holder_end(&h);
+}
+
 /* A write after free while the slot waits in the freeing thread's batch: the free
  * wiped it, so its reuse, after the batch entered the quarantine, finds the write. */
 static void write_after_free_while_batched(void)
@@ -437,6 +461,8 @@ static const struct death_case cases[] = {
 	{"double free in two threads at the same moment", double_free_at_once, SIGABRT, 0},
 	{"realloc of a block in another thread's batch", realloc_while_batched, SIGABRT, 0},
 	{"malloc_usable_size of a batched block", usable_size_while_batched, SIGABRT, 0},
+	{"malloc_object_size of a batched block", object_size_while_batched, SIGABRT, 0},
+	{"second free after the batched mark is forged", double_free_mark_forged, SIGABRT, 2},
 	{"write after free into a batched slot", write_after_free_while_batched, SIGABRT, 1},
 	{"write over a batched slot's canary", canary_write_while_batched, SIGABRT, 2},
 	{"read of a malloc(0) pointer", zero_size_read, SIGSEGV, 0},
