@@ -401,7 +401,7 @@ static inline void spans_update(struct slab_class *k)
  * change: it needs the word written whole, which an aligned 64-bit store is on every
  * target (x86_64, arm64). Under ThreadSanitizer the store is atomic too, so that the
  * detector sees the intent; elsewhere a plain store lets the compiler keep the update a
- * single read-modify-write instruction (an atomic store took about 5 instructions more
+ * single read-modify-write instruction (atomic stores took about 7 instructions more
  * per malloc and free pair of small churn, in cachegrind). */
 #ifndef __has_feature
 #define __has_feature(x) 0
