@@ -18,9 +18,10 @@
  *    file, and those of slab_life.c and slot_quarantine.c run with the lock held.
  *  - One path reads class state without the lock: a free from another arena's thread
  *    (slab_batch_free) reads the spans, hwm, dir and the slot's word of bits, which
- *    change while it reads. Those are written with atomic stores (spans_update,
- *    bits_write, fresh_slab, dir_room), and a directory is never unmapped. Everything
- *    else it reads was written before the slot it frees was handed out.
+ *    change while it reads. Those are written whole: atomic stores (spans_update,
+ *    fresh_slab, dir_room, have_desc) and aligned word stores (bits_write, atomic under
+ *    ThreadSanitizer); a directory is never unmapped. Everything else it reads was
+ *    written before the slot it frees was handed out.
  *
  * Layout of one (arena, class) region (2^region_shift bytes of the slab window):
  *
@@ -550,6 +551,5 @@ void slab_batch_fork_prepare(void);
 void slab_batch_fork_parent(void);
 void slab_batch_fork_child(void);
 #endif
-
 
 #endif
