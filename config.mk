@@ -16,8 +16,17 @@ CONFIG_REGION_QUARANTINE_RANDOM ?= 32
 CONFIG_REGION_QUARANTINE_FIFO ?= 64
 # Bytes of address space the region quarantine may hold (closed regions cost no RAM).
 CONFIG_REGION_QUARANTINE_BYTES ?= 1073741824
-# Regions at least this big skip the quarantine and are unmapped at once.
+# Regions at least this big (huge blocks) wait in a quarantine of their own instead, each
+# closed by one fresh PROT_NONE mapping (no memory, no page tables, one VMA), so a
+# dangling pointer faults instead of reaching the next huge block the kernel would place
+# there; then they are unmapped, never reused.
 CONFIG_REGION_QUARANTINE_SKIP ?= 268435456
+# Entries in the huge quarantine's random-swap array and FIFO ring: a freed huge region
+# stays out of reach for at least CONFIG_HUGE_QUARANTINE_FIFO huge frees ...
+CONFIG_HUGE_QUARANTINE_RANDOM ?= 8
+CONFIG_HUGE_QUARANTINE_FIFO ?= 16
+# ... within this much address space (and at most RLIMIT_AS/16 under a limit).
+CONFIG_HUGE_QUARANTINE_BYTES ?= 1099511627776
 
 # Reuse cache: closed large regions kept for reuse instead of being unmapped.
 CONFIG_CACHE_ENTRIES ?= 64

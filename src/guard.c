@@ -70,7 +70,7 @@ static bool really_blocks(const void *p)
 static bool probe_markers(void)
 {
 	void *p = NULL;
-	if (os_map(&p, os_page, RW, OS_ANYWHERE)) return false;
+	if (os_map(&p, os_page, OS_READ_WRITE, OS_ANYWHERE)) return false;
 	bool ok = false;
 	if (os_advise(p, os_page, MADV_GUARD_INSTALL) == 0) {
 		ok = really_blocks(p);
@@ -97,20 +97,71 @@ static bool markers_on(const struct guard_region *r)
 }
 
 /* Whole regions only, never a sub-span, so a label never splits a VMA. The first
- * refusal switches labelling off: it would cost a failing system call per mapping. */
+ * refusal switches labelling off: it would cost a failing system call per mapping.
+ * A region remembers its label by number (REGION_LABEL_SHIFT): a span closed by a fresh
+ * mapping must carry the name again, or it would stay a VMA apart from its neighbours. */
 #if CONFIG_LABEL_MEMORY
 static _Atomic bool labels_work = true;
+#define LABELS_MAX 8
+static const char *_Atomic label_names[LABELS_MAX];
+
+/* The number of name (1-based), registered on first use; 0 when the table is full. */
+static uint32_t label_number(const char *name)
+{
+	for (uint32_t i = 0; i < LABELS_MAX; i++) {
+		const char *have = atomic_load_explicit(&label_names[i], memory_order_acquire);
+		if (!have) {
+			const char *expected = NULL;
+			if (atomic_compare_exchange_strong_explicit(&label_names[i], &expected, name, memory_order_acq_rel,
+								    memory_order_acquire))
+				return i + 1;
+			have = expected;
+		}
+		if (have == name || !strcmp(have, name)) return i + 1;
+	}
+	return 0;
+}
 #endif
 
 static void label(struct guard_region *r, const char *name)
 {
 #if CONFIG_LABEL_MEMORY
-	if (name && atomic_load_explicit(&labels_work, memory_order_relaxed) &&
-	    !os_label((void *)r->base, r->size, name))
-		atomic_store_explicit(&labels_work, false, memory_order_relaxed);
+	if (name && atomic_load_explicit(&labels_work, memory_order_relaxed)) {
+		if (!os_label((void *)r->base, r->size, name))
+			atomic_store_explicit(&labels_work, false, memory_order_relaxed);
+		else
+			r->flags = (r->flags & ~REGION_LABEL_MASK) | label_number(name) << REGION_LABEL_SHIFT;
+	}
 #else
 	(void)r, (void)name;
 #endif
+}
+
+/* Name a span that a fresh mapping replaced as its region is named. */
+static void relabel(const struct guard_region *r, void *p, size_t len)
+{
+#if CONFIG_LABEL_MEMORY
+	uint32_t n = (r->flags & REGION_LABEL_MASK) >> REGION_LABEL_SHIFT;
+	if (n && atomic_load_explicit(&labels_work, memory_order_relaxed))
+		(void)os_label(p, len, atomic_load_explicit(&label_names[n - 1], memory_order_acquire));
+#else
+	(void)r, (void)p, (void)len;
+#endif
+}
+
+/* Is the region one mapping of its own (a large region), so that a span of it may be
+ * replaced by a fresh mapping? Growing regions and slab regions open and close piecemeal
+ * and keep their one anon_vma (REGION_KEEP_ANON). */
+static bool replaceable(const struct guard_region *r)
+{
+	return !(r->flags & (REGION_KEEP_ANON | REGION_GROWS));
+}
+
+/* Closed space of the region, as os_map maps it: large regions' closed spans are charged
+ * when opened again (OS_CLOSED); windows' are not (OS_RESERVED). */
+static enum os_prot closed_kind(const struct guard_region *r)
+{
+	return replaceable(r) ? OS_CLOSED : OS_RESERVED;
 }
 
 /* Close [p, p+len) without guard markers.
@@ -129,10 +180,14 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 {
 	void *fixed = p;
 	bool keep_anon = r->flags & REGION_KEEP_ANON;
-	if (!keep_anon && os_map(&fixed, len, PROT_NONE, OS_REPLACE) == 0) {
+	if (!keep_anon && os_map(&fixed, len, closed_kind(r), OS_REPLACE) == 0) {
 		r->flags |= REGION_PROTECTED;
+		relabel(r, p, len);
 		return true;
 	}
+	/* Closed in place: what a program did to the span (mlock, MADV_DONTFORK, another
+	 * protection) stays with it, so a region of its own must never be handed out again. */
+	if (replaceable(r)) r->flags |= REGION_STALE;
 	int err = os_protect(p, len, PROT_NONE);
 	if (err) {
 		if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
@@ -141,9 +196,17 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 	r->flags |= REGION_PROTECTED;
 	/* Locked memory refuses MADV_DONTNEED; a fresh mapping over it still drops the
 	 * pages (returning them matters more than merging), unless RLIMIT_MEMLOCK says no. */
-	if (os_advise(p, len, MADV_DONTNEED) && (!keep_anon || os_map(&fixed, len, PROT_NONE, OS_REPLACE)))
+	if (os_advise(p, len, MADV_DONTNEED) && (!keep_anon || os_map(&fixed, len, closed_kind(r), OS_REPLACE)))
 		r->flags |= REGION_RESIDUE; /* pages stay */
 	return true;
+}
+
+/* Markers refused with EINVAL: the span is locked. Only when new mappings are locked too
+ * (mlockall(MCL_FUTURE)) is the backend switched off; one locked block or an
+ * mlockall(MCL_CURRENT) leaves new mappings free to carry markers. */
+static void markers_refused(void)
+{
+	if (guard_backend() == GUARD_MADVISE && !probe_markers()) latch_off();
 }
 
 bool guard_close(struct guard_region *r, size_t off, size_t len)
@@ -152,11 +215,20 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 	if (!len) return true;
 	if (markers_on(r)) {
 		int err = os_advise(p, len, MADV_GUARD_INSTALL);
+		if (err == EINVAL && replaceable(r)) {
+			/* A locked span (a block freed without munlock): a fresh mapping drops the
+			 * lock, as munmap would have, and takes markers. */
+			void *fixed = p;
+			if (os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE) == 0) {
+				relabel(r, p, len);
+				err = os_advise(p, len, MADV_GUARD_INSTALL);
+			}
+		}
 		if (!err) {
 			r->flags |= REGION_MARKED;
 			return true;
 		}
-		if (err == EINVAL) latch_off();
+		if (err == EINVAL) markers_refused();
 		else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
 		r->flags &= ~REGION_MARKERS;
 		stat_inc(STAT_GUARD_FALLBACK);
@@ -164,10 +236,38 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 	return close_protected(r, p, len);
 }
 
+/* Reopen a span of a region of its own with a fresh mapping: whatever a program did to
+ * it while it was a block (mprotect, mlock, MADV_DONTFORK, MADV_WIPEONFORK,
+ * MADV_DONTDUMP, MADV_NOHUGEPAGE, a protection key) goes with the old mapping, so the
+ * next owner gets memory like any fresh anonymous memory. The fresh span has no anon_vma
+ * yet and merges back into its neighbours; one call, as taking the markers out was.
+ * Where the kernel will not map it (the VMA limit: the replacement splits before it
+ * merges), the markers are taken out instead, but only if the span and a page on each
+ * side lie in one VMA: then nothing was changed in it, as any change splits the VMA. */
+static int open_fresh(struct guard_region *r, void *p, size_t len)
+{
+	void *fixed = p;
+	int err = os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE);
+	if (!err) {
+		relabel(r, p, len);
+		return 0;
+	}
+	if (!os_is_oom(err)) os_unexpected("mmap", err, p);
+	if (!(r->flags & REGION_PROTECTED) && p != (void *)r->base && (uintptr_t)p + len < r->base + r->size &&
+	    os_one_mapping((char *)p - os_page, len + 2 * os_page) == len + 2 * os_page)
+		err = os_advise(p, len, MADV_GUARD_REMOVE);
+	return err;
+}
+
 bool guard_open(struct guard_region *r, size_t off, size_t len)
 {
 	void *p = (void *)(r->base + off);
 	if (!len) return true;
+	if ((r->flags & REGION_MARKED) && replaceable(r)) {
+		int err = open_fresh(r, p, len);
+		if (err && !os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+		return err == 0;
+	}
 	if (r->flags & REGION_MARKED) {
 		int err = os_advise(p, len, MADV_GUARD_REMOVE);
 		if (err) {
@@ -213,7 +313,7 @@ bool guard_extend(struct guard_region *r, size_t off, size_t len)
 bool guard_reserve(struct guard_region *r, size_t size, const char *name)
 {
 	void *p = NULL;
-	if (os_map(&p, size, PROT_NONE, OS_ANYWHERE)) return false;
+	if (os_map(&p, size, OS_RESERVED, OS_ANYWHERE)) return false;
 	uint32_t flags = guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED;
 	*r = (struct guard_region){(uintptr_t)p, size, flags, 0};
 	label(r, name);
@@ -374,7 +474,7 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	size_t below = r->size ? 0 : os_page;
 	void *p = (void *)(r->base + r->size - below);
 	size_t len = size - r->size + below;
-	if (os_map(&p, len, PROT_NONE, OS_NOREPLACE)) return false;
+	if (os_map(&p, len, OS_RESERVED, OS_NOREPLACE)) return false;
 	/* The page below carries the label too: a page named apart from its neighbour is a
 	 * VMA of its own. */
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
@@ -412,7 +512,7 @@ static bool map_fresh(struct guard_region *r, size_t *lead, size_t len, size_t *
 	size_t total = *lead + len + *trail;
 	if (total < len || total + slack < total) return false;
 	void *p = NULL;
-	if (os_map(&p, total + slack, markers ? RW : PROT_NONE, OS_ANYWHERE)) return false;
+	if (os_map(&p, total + slack, markers ? OS_READ_WRITE : OS_CLOSED, OS_ANYWHERE)) return false;
 	uintptr_t base = (uintptr_t)p;
 	if (in_window(base, base + total + slack)) {
 		/* The kernel ran out of other address space: a window's addresses decode as
@@ -491,8 +591,13 @@ static void unmap_part(void *p, size_t len)
 static bool refill(struct guard_region *r, size_t off, size_t len)
 {
 	void *p = (void *)(r->base + off);
-	if (markers_on(r)) return !os_map(&p, len, RW, OS_NOREPLACE) && guard_close(r, off, len);
-	if (os_map(&p, len, PROT_NONE, OS_NOREPLACE)) return false;
+	if (markers_on(r)) {
+		if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
+		relabel(r, p, len);
+		return guard_close(r, off, len);
+	}
+	if (os_map(&p, len, closed_kind(r), OS_NOREPLACE)) return false;
+	relabel(r, p, len);
 	r->flags |= REGION_PROTECTED;
 	return true;
 }
@@ -514,7 +619,7 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 			/* Some kernels unmap the destination before they find they cannot move:
 			 * make it open again. */
 			void *hole = (void *)(dst + moved);
-			if (os_map(&hole, piece, RW, OS_NOREPLACE)) { /* EEXIST: still there */ }
+			if (os_map(&hole, piece, OS_READ_WRITE, OS_NOREPLACE)) { /* EEXIST: still there */ }
 			if (!moved) return false;
 			/* Half moved (VMA limit): copying the rest needs no new mapping, the
 			 * destination is open already. Its source stays mapped until closed. */
@@ -532,6 +637,19 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 		unmap_part((void *)from->base, from_off + refilled);
 		unmap_part((void *)(src + moved), from->size - from_off - moved);
 	}
+	return true;
+}
+
+bool guard_retire(struct guard_region *r)
+{
+	void *p = (void *)r->base;
+	int err = os_map(&p, r->size, closed_kind(r), OS_REPLACE);
+	if (err) {
+		if (!os_is_oom(err)) os_unexpected("mmap", err, p);
+		return false;
+	}
+	relabel(r, p, r->size);
+	r->flags = (r->flags & (REGION_LABEL_MASK | REGION_GROWS)) | REGION_PROTECTED | REGION_STALE;
 	return true;
 }
 

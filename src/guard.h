@@ -31,7 +31,12 @@ enum {
 	REGION_RESIDUE = 8u,   /* a close left pages behind (locked memory): reopening zeroes */
 	REGION_KEEP_ANON = 16u, /* spans open and close piecemeal: closes keep the anon_vma */
 	REGION_GROWS = 32u,     /* grows in a window (guard_start): a closed page lies below base */
+	REGION_STALE = 64u,     /* a span was closed in place: it may keep what a program did to it
+				 * (mlock, advice, protection), so the region is never reused */
 };
+/* Bits of flags holding the number of the region's label (guard.c), 0 = none. */
+#define REGION_LABEL_SHIFT 8
+#define REGION_LABEL_MASK (0xfu << REGION_LABEL_SHIFT)
 
 struct guard_region {
 	uintptr_t base;
@@ -112,6 +117,10 @@ must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
  * destination's contents, when not even the first page could move. */
 must_check bool guard_move(struct guard_region *from, size_t from_off, size_t len,
 			   struct guard_region *to, size_t to_off, bool *source_kept);
+/* Close the whole region for good with one fresh closed mapping: no memory, no page
+ * tables (markers need them), no commit charge, one VMA. Only guard_unmap may follow.
+ * False, with the region unchanged, when the kernel will not map it (VMA limit). */
+must_check bool guard_retire(struct guard_region *r);
 /* Give the whole region back. Where the kernel cannot (the split would exceed the
  * VMA limit) the region is closed instead and false is returned: its address space
  * stays reserved but holds no memory. */

@@ -48,6 +48,10 @@ struct large_state {
 	struct quarantine quarantine;
 	struct quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
 	struct quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
+	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
+	struct quarantine huge;
+	struct quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
+	struct quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
 	struct region_cache cache;
 	struct cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 	struct refill refill;
@@ -127,12 +131,38 @@ static size_t random_guard(struct large_state *s, size_t len)
 
 static size_t lead_of(const struct large_entry *e) { return e->data - e->region.base; }
 
-/* A closed region that has left the table for good: kept for reuse when it is whole
- * and its pages are really gone, otherwise unmapped. */
+/* A closed region that has left the table for good: kept for reuse when it is whole,
+ * its pages are really gone and every closed span was mapped afresh (so nothing a
+ * program did to the memory survives into the next block), otherwise unmapped. */
 static void retire_region(struct large_state *s, struct guard_region *r)
 {
-	if (r->flags & REGION_RESIDUE) (void)guard_unmap(r);
+	if (r->flags & (REGION_RESIDUE | REGION_STALE)) (void)guard_unmap(r);
 	else cache_put(&s->cache, r, os_now_ms());
+}
+
+/* Unmap the region of a quarantined entry that has left its quarantine for good. */
+static void unmap_quarantined(struct large_state *s, struct quarantine_item out)
+{
+	struct large_entry *old = lookup(s, out.key);
+	if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
+	struct guard_region gone = old->region;
+	stat_dec(STAT_QUARANTINE_NOW);
+	stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
+	remove_entry(s, old);
+	(void)guard_unmap(&gone);
+}
+
+/* Unmap a quarantine's oldest regions until need bytes are given back or it is empty;
+ * the bytes given back. */
+static size_t give_back(struct large_state *s, struct quarantine *q, size_t need)
+{
+	size_t given = 0;
+	struct quarantine_item out;
+	while (given < need && quarantine_drain(q, &out)) {
+		unmap_quarantined(s, out);
+		given += out.bytes;
+	}
+	return given;
 }
 
 /* Map a fresh region for [lead | len | trail]. Out of address space or memory, what the
@@ -148,19 +178,10 @@ static bool map_region(struct large_state *s, struct guard_region *r, size_t *le
 	if (guard_map(r, lead, len, trail, align, "rampart:large")) return true;
 	if (cache_flush(&s->cache) && guard_map(r, lead, len, trail, align, "rampart:large")) return true;
 	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
-	if (need > s->quarantine.bytes) return false;
-	size_t given = 0;
-	struct quarantine_item out;
-	while (given < need && quarantine_drain(&s->quarantine, &out)) {
-		struct large_entry *old = lookup(s, out.key);
-		if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
-		struct guard_region gone = old->region;
-		stat_dec(STAT_QUARANTINE_NOW);
-		stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
-		remove_entry(s, old);
-		(void)guard_unmap(&gone);
-		given += out.bytes;
-	}
+	if (need > s->quarantine.bytes + s->huge.bytes) return false;
+	/* Huge regions first: they hold the most address space for the fewest blocks. */
+	size_t given = give_back(s, &s->huge, need);
+	if (given < need) give_back(s, &s->quarantine, need - given);
 	return guard_map(r, lead, len, trail, align, "rampart:large");
 }
 
@@ -190,6 +211,8 @@ struct large_state *large_init(void)
 	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
 			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
 			held_bound(ro.opt.large_quarantine_bytes, &as));
+	quarantine_init(&s->huge, s->h_slots, CONFIG_HUGE_QUARANTINE_RANDOM, s->h_ring, CONFIG_HUGE_QUARANTINE_FIFO,
+			held_bound(CONFIG_HUGE_QUARANTINE_BYTES, &as));
 	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(ro.opt.large_cache_bytes, &as), ro.opt.large_cache_decay_ms);
 	refill_init(&s->refill, ro.opt.large_refill_bytes);
@@ -288,11 +311,22 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 		}
 		return;
 	}
-	/* Too big to hold back: its address space is given up at once, not kept for reuse
-	 * (the next request of the size would get the freed address straight back). */
-	struct guard_region big = e->region;
-	remove_entry(s, e);
-	(void)guard_unmap(&big);
+	/* Huge: retired whole (one closed mapping, no memory) and held in a quarantine of
+	 * its own, so the kernel cannot hand the address to the next huge block while a
+	 * dangling pointer may still reach it; then unmapped, never reused. Beyond the
+	 * huge quarantine's bound, or where the kernel will not map it, it goes at once. */
+	if (e->region.size > s->huge.bytes_max || !guard_retire(&e->region)) {
+		struct guard_region big = e->region;
+		remove_entry(s, e);
+		(void)guard_unmap(&big);
+		return;
+	}
+	e->state = ENTRY_QUARANTINED;
+	quarantine_push(&s->huge, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
+	stat_inc(STAT_QUARANTINE_NOW);
+	stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
+	struct quarantine_item out;
+	while (quarantine_evict(&s->huge, &out, &s->rnd)) unmap_quarantined(s, out);
 #else
 	struct guard_region r = e->region;
 	remove_entry(s, e);
@@ -320,8 +354,11 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	stat_dec(STAT_LARGE_LIVE_NOW);
 	refill_freed(&s->refill, (const void *)e->data, e->usable, e->populated_off, e->populated);
 	/* Close at once: the pages go back and any later access faults. Where even that is
-	 * refused (VMA limit), give the whole region back instead. */
-	if (!guard_close(&e->region, lead_of(e), e->usable)) {
+	 * refused (VMA limit), give the whole region back instead. A huge region is closed
+	 * whole by the quarantine (guard_retire), without markers first. */
+	if (CONFIG_REGION_QUARANTINE && e->region.size >= CONFIG_REGION_QUARANTINE_SKIP) {
+		quarantine_region(s, e);
+	} else if (!guard_close(&e->region, lead_of(e), e->usable)) {
 		struct guard_region r = e->region;
 		remove_entry(s, e);
 		(void)guard_unmap(&r);
@@ -441,8 +478,8 @@ void large_figures(struct large_figures *f)
 			f->live_bytes += s->table[i].usable;
 		}
 	}
-	f->quarantined = s->quarantine.count;
-	f->quarantined_bytes = s->quarantine.bytes;
+	f->quarantined = s->quarantine.count + s->huge.count;
+	f->quarantined_bytes = s->quarantine.bytes + s->huge.bytes;
 	f->cached = s->cache.count;
 	f->cached_bytes = s->cache.bytes;
 	lock_give(&s->lock);

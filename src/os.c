@@ -46,10 +46,11 @@ void os_init(void)
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-int os_map(void **addr, size_t len, int prot, enum os_place place)
+int os_map(void **addr, size_t len, enum os_prot kind, enum os_place place)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-	if (prot == PROT_NONE) flags |= MAP_NORESERVE;
+	int prot = kind == OS_READ_WRITE ? PROT_READ | PROT_WRITE : PROT_NONE;
+	if (kind == OS_RESERVED) flags |= MAP_NORESERVE;
 	if (place == OS_REPLACE) flags |= MAP_FIXED;
 	if (place == OS_NOREPLACE) flags |= MAP_FIXED_NOREPLACE;
 	int saved = errno, err = 0;
@@ -126,7 +127,7 @@ bool os_moves_cross_vmas(void)
 	int known = atomic_load_explicit(&cross_moves, memory_order_relaxed);
 	if (known >= 0) return known;
 	void *p = NULL;
-	if (os_map(&p, 4 * os_page, PROT_READ | PROT_WRITE, OS_ANYWHERE)) return false; /* ask again later */
+	if (os_map(&p, 4 * os_page, OS_READ_WRITE, OS_ANYWHERE)) return false; /* ask again later */
 	char *c = p;
 	if (os_protect(c + os_page, os_page, PROT_READ)) {
 		if (os_unmap(c, 4 * os_page)) {}
@@ -398,7 +399,7 @@ bool os_range_free(uintptr_t lo, uintptr_t hi)
 {
 	if (__tsan_init || __msan_init || __asan_init || __hwasan_init) return !os_range_mapped(lo, hi);
 	void *p = (void *)lo;
-	int err = os_map(&p, hi - lo, PROT_NONE, OS_NOREPLACE);
+	int err = os_map(&p, hi - lo, OS_RESERVED, OS_NOREPLACE);
 	if (err == EEXIST) return false;
 	if (err) return !os_range_mapped(lo, hi);
 	err = os_unmap(p, hi - lo);

@@ -151,15 +151,13 @@ void refill_populate(struct refill *r, void *p, size_t len)
 			atomic_store_explicit(&r->worked, true, memory_order_relaxed);
 		return;
 	}
-	/* The block is fresh, read-write and rampart's alone: EFAULT means a guard marker
-	 * inside it, and EINVAL once the advice has worked means a closed page — both
-	 * rampart's own bug, fatal here rather than at the program's first touch. EINVAL
-	 * before any success is a kernel before 5.14 (the advice is unknown): off for the
-	 * process. Anything else (ENOMEM, a signal, a seccomp filter's EPERM, a poisoned
-	 * page) only means the pages come by faults, as they would have. */
-	if (err == EFAULT || (err == EINVAL && atomic_load_explicit(&r->worked, memory_order_relaxed)))
-		os_unexpected("madvise(MADV_POPULATE_WRITE)", err, p);
-	if (err == EINVAL) atomic_store_explicit(&r->off, true, memory_order_relaxed);
+	/* Advice only: whatever the kernel says, the pages come by faults as they would
+	 * have. EINVAL before any success is a kernel before 5.14 (the advice is unknown):
+	 * off for the process. Later failures are never fatal: a block's pages may carry
+	 * what a program did to them (mlock, a locked mapping's limit, a poisoned page), and
+	 * a failed optimisation must not end a correct program. */
+	if (err == EINVAL && !atomic_load_explicit(&r->worked, memory_order_relaxed))
+		atomic_store_explicit(&r->off, true, memory_order_relaxed);
 }
 
 void refill_fork_child(struct refill *r)

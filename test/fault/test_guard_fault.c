@@ -178,7 +178,9 @@ static void einval_trail(void) { einval_on_map(2); }
 static void test_einval_lead_guard(void **state) { assert_int_equal(in_child(einval_lead), 0); }
 static void test_einval_trail_guard(void **state) { assert_int_equal(in_child(einval_trail), 0); }
 
-/* EINVAL when closing a live block (free, realloc shrink): the span is closed anyway. */
+/* EINVAL when closing a live block (free, realloc shrink): the span is closed anyway,
+ * through the mprotect scheme. A fresh page still takes markers (the kernel refused only
+ * that span, as for a locked one), so the backend stays. */
 static void einval_on_close(void)
 {
 	start_madvise();
@@ -191,12 +193,12 @@ static void einval_on_close(void)
 	CHECK(errno == SENTINEL);
 	CHECK(r == q);
 	CHECK(fk.guard_install_failed == 1);
-	CHECK(guard_backend() == GUARD_MPROTECT);
+	CHECK(guard_backend() == GUARD_MADVISE);
 	CHECK(inaccessible(q + MiB));
 	CHECK(child_faults(q + 2 * MiB, true));
 	CHECK(accessible(q + MiB - 1) && q[MiB - 1] == 1);
 	errno = SENTINEL;
-	free(p); /* p's region still has markers; closing now goes through mprotect */
+	free(p); /* p's region still has markers and takes them */
 	free(r);
 	CHECK(errno == SENTINEL);
 	CHECK(inaccessible(p));
@@ -205,6 +207,26 @@ static void einval_on_close(void)
 	CHECK(inaccessible(r));
 }
 static void test_einval_on_close(void **state) { assert_int_equal(in_child(einval_on_close), 0); }
+
+/* EINVAL from every install (new mappings refuse markers too, as under
+ * mlockall(MCL_FUTURE)): the close falls back and the backend latches off. */
+static void einval_everywhere_on_close(void)
+{
+	start_madvise();
+	unsigned char *q = malloc(3 * MiB);
+	memset(q, 1, 3 * MiB);
+	fk.guard_install_errno = EINVAL;
+	errno = SENTINEL;
+	unsigned char *r = realloc(q, MiB);
+	CHECK(errno == SENTINEL);
+	CHECK(r == q);
+	CHECK(guard_backend() == GUARD_MPROTECT);
+	CHECK(inaccessible(q + MiB));
+	CHECK(accessible(q + MiB - 1) && q[MiB - 1] == 1);
+	free(r);
+	CHECK(inaccessible(r));
+}
+static void test_einval_everywhere_on_close(void **state) { assert_int_equal(in_child(einval_everywhere_on_close), 0); }
 
 /* Any other refusal (ENOMEM: out of page-table memory) falls back for that span only. */
 static void enomem_on_install(void)
@@ -425,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_einval_lead_guard),
 		cmocka_unit_test(test_einval_trail_guard),
 		cmocka_unit_test(test_einval_on_close),
+		cmocka_unit_test(test_einval_everywhere_on_close),
 		cmocka_unit_test(test_enomem_on_install),
 		cmocka_unit_test(test_grow_refused),
 		cmocka_unit_test(test_mmap_enomem),

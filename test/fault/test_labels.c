@@ -1,7 +1,8 @@
 /* test_labels.c — rampart names its mappings with PR_SET_VMA_ANON_NAME: once per new
- * region, covering the whole region (guards included), never a sub-span, and not at all
- * once the kernel has refused. The kernel's answer is faked (fake_kernel.c): this
- * project's test machines are built without CONFIG_ANON_VMA_NAME. */
+ * region, covering the whole region (guards included), a sub-span only where a close
+ * mapped it afresh (with the same name), and not at all once the kernel has refused.
+ * The kernel's answer is faked (fake_kernel.c): this project's test machines are built
+ * without CONFIG_ANON_VMA_NAME. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,19 +38,27 @@ static void whole_regions_only(void **state)
 	assert_true(a + page <= (uintptr_t)p);
 	assert_true(a + len >= (uintptr_t)p + (3u << 20) + page);
 
-	/* Spans inside a region never get a label of their own. */
+	/* A span inside a region is named only where it was mapped afresh (closed under the
+	 * mprotect backend, reopened under the madvise one), with the region's name so it
+	 * merges back into its neighbours: every later label lies inside the region. */
 	char *q = realloc(p, 1 << 20); /* shrink in place */
 	assert_ptr_equal(q, p);
 	q = realloc(q, (1 << 20) + page); /* grow in place, into the trail guard */
 	assert_ptr_equal(q, p);
 	free(q);
-	assert_int_equal(fk.label_calls, calls + 1);
+	assert_true(fk.label_calls >= calls + 2); /* one of them mapped a span afresh */
+	for (unsigned long i = calls + 1; i < fk.label_calls && i < 64; i++) {
+		assert_true(fk.labels[i].addr >= a);
+		assert_true(fk.labels[i].addr + fk.labels[i].len <= a + len);
+		assert_true(fk.labels[i].len < len);
+	}
 
-	/* Exactly one label per new mapping. */
+	/* At least one label per new mapping. */
+	calls = fk.label_calls;
 	char *r = malloc(7 << 20);
 	r = realloc(r, 40 << 20); /* moves: a new region */
 	free(r);
-	assert_int_equal(fk.label_calls - calls, maps_now() - maps);
+	assert_true(fk.label_calls - calls >= maps_now() - maps);
 }
 
 static void refusal_switches_labels_off(void **state)

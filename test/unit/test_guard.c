@@ -294,9 +294,11 @@ START_TEST(test_move)
 }
 END_TEST
 
-/* EINVAL latch: a locked mapping refuses guard markers; the span closes through the
- * mprotect scheme, the region stops using markers, the backend latches off. */
-START_TEST(test_latch_on_locked)
+/* A locked span of a region of its own (a large block freed without munlock): the close
+ * maps it afresh, which drops the lock as munmap would, and the markers go on. No
+ * fallback, no latch: only new mappings that refuse markers (mlockall(MCL_FUTURE)) turn
+ * the madvise backend off. */
+START_TEST(test_locked_span_closes_fresh)
 {
 	enum guard_backend b = force(0);
 	if (b != GUARD_MADVISE) return;
@@ -310,33 +312,63 @@ START_TEST(test_latch_on_locked)
 	errno = SENTINEL;
 	ck_assert(guard_close(&r, lead + pg, 2 * pg));
 	ck_assert_int_eq(errno, SENTINEL);
-	ck_assert_int_eq(guard_backend(), GUARD_MPROTECT);
-	ck_assert_uint_eq(stat_counters[STAT_GUARD_LATCH], latches + 1);
+	ck_assert_int_eq(guard_backend(), GUARD_MADVISE);
+	ck_assert_uint_eq(stat_counters[STAT_GUARD_LATCH], latches);
+	ck_assert_uint_eq(stat_counters[STAT_GUARD_FALLBACK], falls);
+	ck_assert(r.flags & REGION_MARKERS);
+	ck_assert(!(r.flags & REGION_STALE));
+	ck_assert(inaccessible(p + pg));
+	ck_assert(child_faults(p + 2 * pg, true));
+	ck_assert_int_eq(p[0], 2);
+	/* Reopen: not locked (a locked span would be populated at once), zero, usable. */
+	ck_assert(guard_open(&r, lead + pg, 2 * pg));
+	unsigned char vec[2];
+	ck_assert_int_eq(mincore(p + pg, 2 * pg, vec), 0);
+	ck_assert(!(vec[0] & 1) && !(vec[1] & 1));
+	ck_assert(accessible(p + pg));
+	ck_assert(all_zero(p + pg, 2 * pg));
+	ck_assert(guard_unmap(&r));
+}
+END_TEST
+
+/* A locked span of a region that keeps its one mapping (slab regions): markers are
+ * refused (EINVAL), the span closes through the mprotect scheme and that region stops
+ * using markers; new mappings still take them, so the backend stays. */
+START_TEST(test_locked_span_in_place)
+{
+	enum guard_backend b = force(0);
+	if (b != GUARD_MADVISE) return;
+	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	struct guard_region r;
+	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
+	r.flags |= REGION_KEEP_ANON;
+	char *p = (char *)(r.base + lead);
+	fill(p, len, 2);
+	ck_assert_int_eq(mlock(p, len), 0);
+	unsigned long latches = stat_counters[STAT_GUARD_LATCH], falls = stat_counters[STAT_GUARD_FALLBACK];
+	errno = SENTINEL;
+	ck_assert(guard_close(&r, lead + pg, 2 * pg));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(guard_backend(), GUARD_MADVISE);
+	ck_assert_uint_eq(stat_counters[STAT_GUARD_LATCH], latches);
 	ck_assert_uint_eq(stat_counters[STAT_GUARD_FALLBACK], falls + 1);
 	ck_assert(!(r.flags & REGION_MARKERS));
 	ck_assert(r.flags & REGION_PROTECTED);
-	ck_assert(r.flags & REGION_MARKED); /* the old markers (the guards) are still there */
 	ck_assert(inaccessible(p + pg));
 	ck_assert(child_faults(p + 2 * pg, true));
 	ck_assert(inaccessible(p - 1));
 	ck_assert(inaccessible(p + len));
 	ck_assert_int_eq(p[0], 2);
-	/* Reopen: zero, usable. */
 	ck_assert(guard_open(&r, lead + pg, 2 * pg));
-	ck_assert(accessible(p + pg));
 	ck_assert(all_zero(p + pg, 2 * pg));
-	/* Closing again after the latch does not try markers. */
-	ck_assert(guard_close(&r, lead + 3 * pg, pg));
-	ck_assert(inaccessible(p + 3 * pg));
-	ck_assert(guard_open(&r, lead + 3 * pg, pg));
-	ck_assert(all_zero(p + 3 * pg, pg));
-	/* A new mapping now uses the mprotect scheme. */
+	/* A new mapping still carries markers. */
 	struct guard_region n;
 	size_t nl = pg, nt = pg;
 	ck_assert(guard_map(&n, &nl, pg, &nt, 0, NULL));
-	ck_assert_uint_eq(n.flags, REGION_PROTECTED);
+	ck_assert(n.flags & REGION_MARKERS);
 	ck_assert(inaccessible((char *)n.base));
 	ck_assert(guard_unmap(&n));
+	munlock(p, len);
 	ck_assert(guard_unmap(&r));
 }
 END_TEST
@@ -359,7 +391,8 @@ START_TEST(test_mlockall_current)
 	ck_assert(inaccessible(p + len - 1));
 	ck_assert(child_faults(p + 5 * pg, true));
 	ck_assert(accessible(p + 4 * pg - 1));
-	if (b == GUARD_MADVISE) ck_assert_int_eq(guard_backend(), GUARD_MPROTECT);
+	/* New mappings are not locked (no MCL_FUTURE): the backend stays. */
+	ck_assert_int_eq(guard_backend(), b);
 	/* Reopen: zero even where the locked pages could not be dropped. */
 	ck_assert(guard_open(&r, lead + 4 * pg, 4 * pg));
 	ck_assert(all_zero(p + 4 * pg, 4 * pg));
@@ -617,7 +650,8 @@ static Suite *suite(void)
 	tcase_add_test(t, test_grow_marked_locked);
 	tcase_add_test(t, test_window_pick);
 	tcase_add_loop_test(t, test_move, 0, 2);
-	tcase_add_test(t, test_latch_on_locked);
+	tcase_add_test(t, test_locked_span_closes_fresh);
+	tcase_add_test(t, test_locked_span_in_place);
 	tcase_add_loop_test(t, test_mlockall_current, 0, 2);
 	suite_add_tcase(s, t);
 	return s;

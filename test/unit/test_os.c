@@ -69,17 +69,17 @@ END_TEST
 START_TEST(test_map_noreplace)
 {
 	void *p = NULL;
-	ck_assert_int_eq(os_map(&p, 4 * pg, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	ck_assert_int_eq(os_map(&p, 4 * pg, OS_READ_WRITE, OS_ANYWHERE), 0);
 	memset(p, 9, 4 * pg);
 	void *at = (char *)p + pg;
 	errno = SENTINEL;
-	ck_assert_int_eq(os_map(&at, pg, PROT_NONE, OS_NOREPLACE), EEXIST);
+	ck_assert_int_eq(os_map(&at, pg, OS_RESERVED, OS_NOREPLACE), EEXIST);
 	ck_assert_int_eq(errno, SENTINEL);
 	ck_assert_ptr_eq(at, (char *)p + pg);
 	ck_assert_int_eq(((unsigned char *)p)[pg], 9);
 	/* Into a hole it lands exactly. */
 	ck_assert_int_eq(os_unmap(at, pg), 0);
-	ck_assert_int_eq(os_map(&at, pg, PROT_NONE, OS_NOREPLACE), 0);
+	ck_assert_int_eq(os_map(&at, pg, OS_RESERVED, OS_NOREPLACE), 0);
 	ck_assert_ptr_eq(at, (char *)p + pg);
 	ck_assert(inaccessible(at));
 	ck_assert_int_eq(os_unmap(p, 4 * pg), 0);
@@ -91,7 +91,7 @@ END_TEST
 START_TEST(test_range_free)
 {
 	unsigned char *p = NULL;
-	ck_assert_int_eq(os_map((void **)&p, 8 * pg, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	ck_assert_int_eq(os_map((void **)&p, 8 * pg, OS_READ_WRITE, OS_ANYWHERE), 0);
 	memset(p, 7, 8 * pg);
 	ck_assert_int_eq(os_unmap(p + 2 * pg, 4 * pg), 0);
 	int vmas = count_vmas();
@@ -106,7 +106,7 @@ START_TEST(test_range_free)
 	ck_assert_int_eq(p[pg], 7);
 	ck_assert_int_eq(p[6 * pg], 7);
 	void *hole = p + 2 * pg;
-	ck_assert_int_eq(os_map(&hole, 4 * pg, PROT_NONE, OS_NOREPLACE), 0); /* still empty */
+	ck_assert_int_eq(os_map(&hole, 4 * pg, OS_RESERVED, OS_NOREPLACE), 0); /* still empty */
 	ck_assert_int_eq(os_unmap(p, 8 * pg), 0);
 }
 END_TEST
@@ -116,10 +116,10 @@ START_TEST(test_range_free_under_limit)
 {
 	size_t big = (size_t)1 << 30;
 	void *hole = NULL;
-	ck_assert_int_eq(os_map(&hole, big, PROT_NONE, OS_ANYWHERE), 0);
+	ck_assert_int_eq(os_map(&hole, big, OS_RESERVED, OS_ANYWHERE), 0);
 	ck_assert_int_eq(os_unmap(hole, big), 0);
 	unsigned char *m = NULL;
-	ck_assert_int_eq(os_map((void **)&m, pg, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	ck_assert_int_eq(os_map((void **)&m, pg, OS_READ_WRITE, OS_ANYWHERE), 0);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -127,7 +127,7 @@ START_TEST(test_range_free_under_limit)
 		struct rlimit rl = {(rlim_t)vm_size_pages() * pg + 64 * pg, RLIM_INFINITY};
 		int ok = setrlimit(RLIMIT_AS, &rl) == 0;
 		void *try = NULL;
-		ok = ok && os_map(&try, big, PROT_NONE, OS_ANYWHERE) == ENOMEM;
+		ok = ok && os_map(&try, big, OS_RESERVED, OS_ANYWHERE) == ENOMEM;
 		ok = ok && os_range_free((uintptr_t)hole, (uintptr_t)hole + big);
 		ok = ok && !os_range_free((uintptr_t)m - big / 2, (uintptr_t)m + big / 2);
 		_exit(ok ? 0 : 1);
@@ -145,7 +145,7 @@ START_TEST(test_resident_stops_early)
 {
 	size_t n = 4096 * pg; /* four of its 1024-page mincore calls */
 	void *p = NULL;
-	ck_assert_int_eq(os_map(&p, n, PROT_READ | PROT_WRITE, OS_ANYWHERE), 0);
+	ck_assert_int_eq(os_map(&p, n, OS_READ_WRITE, OS_ANYWHERE), 0);
 	unsigned char *b = p;
 	for (size_t i = 0; i < 10; i++) b[i * pg] = 1;
 	b[n - 1] = 1; /* the last page */
