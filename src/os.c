@@ -283,7 +283,22 @@ void os_warn(const char *msg, const char *detail)
  *    Modules come from /proc/self/maps (kernel data), read with raw system calls into
  *    a fixed buffer (openat directly, so an interposed or wrapped open() is not used);
  *  - the scan covers only the mapping that holds the stack pointer (the thread's
- *    stack), upwards from it, at most TRACE_SCAN bytes and TRACE_FRAMES frames.
+ *    stack), upwards from it, at most TRACE_SCAN bytes and TRACE_FRAMES frames;
+ *  - nothing is read that could fault: a report must end in SIGABRT (or, under
+ *    on_error=report, go on), never in a SIGSEGV that runs the program's handler on the
+ *    damaged heap. The mapping that holds the stack pointer need not be readable all
+ *    the way: a stack the program took from the heap (coroutines, ucontext, green
+ *    threads, pthread_attr_setstack) lies in one of rampart's regions, where the next
+ *    guard is a marker inside the same mapping under the madvise backend, and any
+ *    program may put markers or PROT_NONE pages anywhere (a file mapping past its end
+ *    raises SIGBUS). So every page is asked of the kernel before its first byte is read
+ *    (page_readable), the stack's pages one by one and the scan ends at the first one
+ *    that is not; the same for the bytes before a candidate return address and for a
+ *    module's ELF header. A page found readable may still become a guard before it is
+ *    read, if another thread closes a slab there at that moment: copying each page with
+ *    process_vm_readv would close that window, but is a system call rampart makes
+ *    nowhere else (seccomp filters built from its list would kill the process by
+ *    SIGSYS) and qemu-user lacks it.
  * A scan can also show stale return addresses left by earlier calls: the heading says
  * so. The offset is from the module's first mapping (its load base): what
  * addr2line -e module expects for shared objects and PIE programs; a program linked
@@ -437,8 +452,47 @@ struct exec_range {
 	uintptr_t start, end, base;
 };
 
+/* Can the page at p (page-aligned) be read without a fault? The kernel reads a path
+ * from it and answers EFAULT where a user access would fault: a guard marker (the
+ * madvise backend is chosen only where access() answers EFAULT on one, guard.c), a
+ * PROT_NONE page, a file page past the end of its file. No signal, no allocation, and
+ * a system call rampart's start-up probe already makes. Every page size Linux has is
+ * a multiple of 4 KiB and the kernel reads at most PATH_MAX (4096) bytes of a path,
+ * so it never reads past this page. Only an answer that shows the path was read counts: an error
+ * that may come before the read (ENOMEM, or a seccomp filter's EPERM or ENOSYS) leaves
+ * the page unknown, hence unread. The raw call, like openat above: a program's own
+ * access() (a sandbox's or fakeroot's wrapper) must not run here. On readable bytes
+ * the kernel looks the "path" up (mostly a short relative name in the working
+ * directory, not found): harmless, and at most a few dozen of them per report. */
+static bool page_readable(uintptr_t p)
+{
+	int saved = errno;
+#ifdef SYS_access
+	long r = syscall(SYS_access, (const char *)p, F_OK);
+#else
+	long r = syscall(SYS_faccessat, AT_FDCWD, (const char *)p, F_OK, 0);
+#endif
+	int err = r == 0 ? 0 : errno;
+	errno = saved;
+	return err == 0 || err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == EACCES || err == ELOOP;
+}
+
+/* Can [lo, hi) be read? Page by page; *known is the last page found readable, so that
+ * asking about the same page again costs nothing (NO_PAGE: none yet; page 0 may be
+ * mapped, UINTPTR_MAX is never a page's address). */
+#define NO_PAGE UINTPTR_MAX
+static bool span_readable(uintptr_t lo, uintptr_t hi, uintptr_t *known)
+{
+	for (uintptr_t p = align_down(lo, os_page); p < hi; p += os_page) {
+		if (p == *known) continue;
+		if (!page_readable(p)) return false;
+		*known = p;
+	}
+	return true;
+}
+
 /* Does the instruction before ra look like a call? (ra lies in a readable range, at
- * least 8 bytes from its start.) */
+ * least 8 bytes from its start, and the 8 bytes before it were found readable.) */
 static __attribute__((no_sanitize_address)) bool after_call(uintptr_t ra)
 {
 #if defined(__x86_64__)
@@ -474,7 +528,7 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	struct exec_range *ranges = trace_space.ranges;
 	size_t nranges = 0;
-	uintptr_t stack_end = 0, base = 0;
+	uintptr_t stack_end = 0, base = 0, known = NO_PAGE;
 	char last_path[TRACE_NAME] = "";
 	struct maps_reader *mp = &trace_space.m;
 	struct maps_line *lp = &trace_space.l;
@@ -489,8 +543,8 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 			/* A program linked at a fixed address (ET_EXEC: static or non-PIE) is
 			 * already at its link address: addr2line wants the address itself. */
 			const unsigned char *ehdr = (const unsigned char *)lp->start;
-			if (!lp->offset && lp->r && ehdr[0] == 0x7f && ehdr[1] == 'E' && ehdr[2] == 'L' && ehdr[3] == 'F' &&
-			    ehdr[16] == 2 && ehdr[17] == 0)
+			if (!lp->offset && lp->r && span_readable(lp->start, lp->start + 18, &known) && ehdr[0] == 0x7f &&
+			    ehdr[1] == 'E' && ehdr[2] == 'L' && ehdr[3] == 'F' && ehdr[16] == 2 && ehdr[17] == 0)
 				base = 0;
 			size_t k = 0;
 			for (; lp->path[k] && k < sizeof last_path - 1; k++) last_path[k] = lp->path[k];
@@ -501,16 +555,19 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 	close(mp->fd);
 	if (!stack_end) return;
 
-	/* The scan: words on this thread's stack that return just after a call. */
+	/* The scan: words on this thread's stack that return just after a call. Each page
+	 * is asked about before its first word is read (an aligned word never straddles
+	 * two); the stack ends, for the scan, at the first page that cannot be read. */
 	uintptr_t frames[TRACE_FRAMES], bases[TRACE_FRAMES];
 	size_t nframes = 0;
-	uintptr_t top = stack_end - sp > TRACE_SCAN ? sp + TRACE_SCAN : stack_end;
+	uintptr_t top = stack_end - sp > TRACE_SCAN ? sp + TRACE_SCAN : stack_end, stack_known = NO_PAGE;
 	for (uintptr_t a = align_up(sp, sizeof(uintptr_t)); a + sizeof(uintptr_t) <= top && nframes < TRACE_FRAMES;
 	     a += sizeof(uintptr_t)) {
+		if (!span_readable(a, a + sizeof(uintptr_t), &stack_known)) break;
 		uintptr_t v = *(const uintptr_t *)a;
 		for (size_t i = 0; i < nranges; i++) {
 			if (v < ranges[i].start + 8 || v >= ranges[i].end) continue;
-			if (after_call(v)) {
+			if (span_readable(v - 8, v, &known) && after_call(v)) {
 				frames[nframes] = v;
 				bases[nframes++] = ranges[i].base;
 			}

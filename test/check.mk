@@ -158,6 +158,7 @@ policy_ns: re-executes /proc/self/exe inside its mount namespace, like exit_chec
 mlock_system: asks process_vm_readv whether guards block access; qemu-user does not implement it
 slab_behaviour: one million live blocks need more than the 256 MiB per class of this build
 trace_death: under qemu-user the stack scan finds one return address 16 times, not the callers (not investigated yet)
+heap_stack_death: its traces are checked like trace_death's, and its on_error=report case re-executes /proc/self/exe
 endef
 export ARM64_SKIPPED
 check-arm64:
