@@ -336,8 +336,10 @@ START_TEST(test_reuse_is_zero)
 }
 END_TEST
 
-/* Regions at or above the quarantine threshold skip it and are unmapped at once: not
- * cached, so the next request of the size never gets the freed address from rampart. */
+/* Regions at or above the quarantine threshold are huge: retired whole (one closed
+ * mapping, nothing resident, no page tables) into a quarantine of their own, never
+ * cached, so the next request of the size never gets the freed address; they leave it
+ * unmapped. */
 static TH_UNUSED bool unmapped(const void *p) /* (unused without the region quarantine) */
 {
 	unsigned char v;
@@ -347,10 +349,13 @@ static TH_UNUSED bool unmapped(const void *p) /* (unused without the region quar
 	return gone;
 }
 
+static size_t resident_pages(const void *p, size_t n);
+
 START_TEST(test_very_large)
 {
 #if CONFIG_REGION_QUARANTINE /* without it (VARIANT=light) every freed region goes to the cache */
 	static const size_t sizes[] = {(size_t)CONFIG_REGION_QUARANTINE_SKIP, (size_t)CONFIG_REGION_QUARANTINE_SKIP + MiB};
+	unsigned char *held[2];
 	for (size_t k = 0; k < 2; k++) {
 		size_t n = sizes[k];
 		long before = vm_size_pages();
@@ -361,16 +366,23 @@ START_TEST(test_very_large)
 		struct rampart_stats s0 = stats();
 		free(p);
 		struct rampart_stats s1 = stats();
-		ck_assert_uint_eq(s1.quarantine_now, s0.quarantine_now);
+		ck_assert_uint_eq(s1.quarantine_now, s0.quarantine_now + 1);
 		ck_assert_uint_eq(s1.cache_now, s0.cache_now);
-		ck_assert(unmapped(p));
-		ck_assert(unmapped(p + n - 1));
+		ck_assert(!unmapped(p) && !unmapped(p + n - 1)); /* held, */
+		ck_assert(inaccessible(p) && inaccessible(p + n - 1));
 		ck_assert(child_faults(p + n / 2, true));
+		/* with nothing resident */
+		ck_assert_uint_eq(resident_pages(p, 128 * MiB) + resident_pages(p + n - 128 * MiB, 128 * MiB), 0);
 		unsigned char *q = malloc(n);
 		ck_assert_ptr_nonnull(q);
+		ck_assert(q + n <= p || q >= p + n);
 		ck_assert_uint_eq(stats().cache_hits, s1.cache_hits);
 		free(q);
+		held[k] = p;
 	}
+	/* The FIFO floor of huge frees later, the first is unmapped. */
+	for (int i = 0; i < CONFIG_HUGE_QUARANTINE_FIFO + CONFIG_HUGE_QUARANTINE_RANDOM; i++) free(malloc(sizes[0]));
+	ck_assert(unmapped(held[0]));
 #endif
 }
 END_TEST
