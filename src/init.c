@@ -62,7 +62,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	random_fork_child(); /* every generator reseeds on its next draw */
+	random_fork_child(); /* the kernel's wipe by hand, where it did not happen */
 	large_fork_child(fork_locked);
 	if (!fork_locked) return;
 	meta_reset_lock();
@@ -153,6 +153,7 @@ bool rampart_init_slow(void)
 			lock_give(&init_lock);
 			return false;
 		}
+		random_init();
 		guard_init(ro.opt.guard);
 		ok = start_modules();
 		if (ok) {

@@ -31,8 +31,33 @@ static inline void cpu_relax(void)
 #endif
 }
 
+__thread uint32_t lock_owner __attribute__((tls_model("initial-exec")));
+
+/* Marks handed out. Never reused, so two live threads never share one (a fork child
+ * inherits the count with its one thread); past 2^31 threads the rest go without. */
+static _Atomic uint32_t owners;
+#define OWNERS_MAX (1u << 31)
+
+void lock_owner_init(void)
+{
+	if (lock_owner || atomic_load_explicit(&owners, memory_order_relaxed) >= OWNERS_MAX) return;
+	uint32_t n = atomic_fetch_add_explicit(&owners, 1, memory_order_relaxed) + 1;
+	if (n < OWNERS_MAX) lock_owner = n << 1 | 1;
+}
+
+void lock_reentered(struct lock *l)
+{
+	fatal("allocator re-entered: malloc or free called from a signal handler that interrupted one (this thread "
+	      "holds the lock it asks for)",
+	      l);
+}
+
 void lock_wait(struct lock *l)
 {
+	uint32_t mine = lock_owner | 1;
+	/* Its own mark: nobody else will ever give this lock back. */
+	if (mine != 1 && atomic_load_explicit(&l->word, memory_order_relaxed) == mine) lock_reentered(l);
+	if (!lock_owner) lock_owner_init(); /* for the next time */
 	for (int spin = 0; spin < SPINS; spin++) {
 		cpu_relax();
 		/* Read until the word looks free, and only then ask for it: a failed
@@ -40,7 +65,7 @@ void lock_wait(struct lock *l)
 		 * back to give the lock. */
 		if (atomic_load_explicit(&l->word, memory_order_relaxed)) continue;
 		uint32_t expected = 0;
-		if (atomic_compare_exchange_weak_explicit(&l->word, &expected, 1, memory_order_acquire,
+		if (atomic_compare_exchange_weak_explicit(&l->word, &expected, lock_owner | 1, memory_order_acquire,
 							  memory_order_relaxed))
 			return;
 	}
@@ -50,11 +75,11 @@ void lock_wait(struct lock *l)
 	atomic_fetch_add_explicit(&l->waiters, 1, memory_order_seq_cst);
 	for (;;) {
 		uint32_t expected = 0;
-		if (atomic_compare_exchange_strong_explicit(&l->word, &expected, 1, memory_order_acquire,
-							    memory_order_relaxed))
+		if (atomic_compare_exchange_strong_explicit(&l->word, &expected, lock_owner | 1,
+							    memory_order_acquire, memory_order_relaxed))
 			break;
 		struct timespec bound = {0, LOCK_SLEEP_NS};
-		syscall(SYS_futex, &l->word, FUTEX_WAIT_PRIVATE, 1, &bound, NULL, 0);
+		syscall(SYS_futex, &l->word, FUTEX_WAIT_PRIVATE, expected, &bound, NULL, 0);
 	}
 	atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 	errno = saved;

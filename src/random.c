@@ -9,8 +9,13 @@
 #include "random.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #include "os.h"
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18 /* Linux 4.14; older C library headers lack it */
+#endif
 
 #define ROTL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
 #define QR(a, b, c, d)                                   \
@@ -93,9 +98,41 @@ static void chacha_lanes(const uint32_t key[8], uint64_t counter, uint8_t *out)
 		}
 }
 
-uint32_t random_generation;
+union random_fork_page random_fork_page __attribute__((aligned(RANDOM_FORK_PAGE)));
 
-void random_fork_child(void) { random_generation++; }
+/* The last generation number given out, in memory a child inherits as it was: every
+ * state's generation is at most this, so one above it is new to the process. */
+static uint32_t generations;
+
+void random_init(void)
+{
+	/* Wiping a page shared with other data would wipe that too. */
+	if (os_page > sizeof random_fork_page) return;
+	/* Refused (a kernel before 4.14, a seccomp filter): nothing to undo, and the fork
+	 * handler still covers fork() (random_fork_child). */
+	if (os_advise(&random_fork_page, os_page, MADV_WIPEONFORK)) return;
+}
+
+void random_fork_child(void)
+{
+	/* Read before written: where the kernel wiped the page, the read finds the zero page
+	 * and no copy is made. */
+	if (__atomic_load_n(&random_generation, __ATOMIC_RELAXED))
+		__atomic_store_n(&random_generation, 0, __ATOMIC_RELAXED);
+}
+
+/* The process's generation, given a new number at its first reseed since it started
+ * or was forked. Threads a child starts may get here together: one number wins. */
+static uint32_t generation_now(void)
+{
+	uint32_t g = __atomic_load_n(&random_generation, __ATOMIC_RELAXED);
+	if (likely(g)) return g;
+	uint32_t fresh = __atomic_add_fetch(&generations, 1, __ATOMIC_RELAXED);
+	if (!fresh) fresh = __atomic_add_fetch(&generations, 1, __ATOMIC_RELAXED); /* 0 means "forked" */
+	if (__atomic_compare_exchange_n(&random_generation, &g, fresh, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return fresh;
+	return g;
+}
 
 void random_reseed(struct random_state *r)
 {
@@ -107,7 +144,7 @@ void random_reseed(struct random_state *r)
 	} else {
 		os_random(r->key, sizeof r->key);
 	}
-	r->generation = random_generation;
+	r->generation = generation_now();
 	r->counter = 0;
 	r->until_reseed = RANDOM_RESEED_BYTES;
 	r->pos = RANDOM_BUF_BYTES;
@@ -122,7 +159,8 @@ void random_source_init(struct random_source *s)
 
 void random_refill(struct random_state *r)
 {
-	if (r->until_reseed < RANDOM_BUF_BYTES || r->generation != random_generation) random_reseed(r);
+	if (r->until_reseed < RANDOM_BUF_BYTES || r->generation != __atomic_load_n(&random_generation, __ATOMIC_RELAXED))
+		random_reseed(r);
 	for (size_t off = 0; off < RANDOM_BUF_BYTES; off += 64 * RANDOM_LANES) {
 		chacha_lanes(r->key, r->counter, r->buf + off);
 		r->counter += RANDOM_LANES;

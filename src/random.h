@@ -6,11 +6,18 @@
  * Invariants:
  *  - Seeded from getrandom(), or from a random_source (a generator that seeds others:
  *    one getrandom() where a process sets up dozens of generators); reseeded the same
- *    way after RANDOM_RESEED_BYTES of output, and on the
- *    first draw in a child after fork(): random_fork_child() moves the fork generation
- *    on, and a state whose generation is older reseeds before it answers. So parent and
- *    child never share a future stream, and fork itself writes no state (every page a
+ *    way after RANDOM_RESEED_BYTES of output, and on the first draw in a child after
+ *    any fork: fork(), _Fork(), a raw fork or clone system call. The fork generation
+ *    lives on a page the kernel zeroes in every child (MADV_WIPEONFORK, set by
+ *    random_init at start-up): a child reads 0, which no state holds, so every state
+ *    reseeds before it answers, and the first to do so gives the child a generation
+ *    number above any its states inherited. No C library handler has to run, and no
+ *    draw pays for it: the check is the same load and compare as before. So no two
+ *    processes share a future stream, and fork itself writes no state (every page a
  *    child writes after fork is a copy: touching none keeps fork + exec cheap).
+ *  - Where the page is not wiped (the kernel refused the advice, or an emulator
+ *    ignores it) the fork handler zeroes it by hand: fork() children are covered
+ *    there, children of _Fork() and of raw system calls are not.
  *  - Fast key erasure: every refill replaces the key with fresh keystream, so output
  *    already used cannot be recomputed from a later state.
  */
@@ -51,8 +58,26 @@ struct random_source {
 };
 void random_source_init(struct random_source *s);
 
-/* Moved on by random_fork_child(); read by every draw. */
-extern uint32_t random_generation;
+/* The page of the fork generation, alone on its page whatever the page size (the
+ * kernel wipes whole pages): 4 KiB on x86_64; on arm64 the largest page Linux uses
+ * there, 64 KiB (of address space: only the first page is ever touched, except under
+ * mlockall). */
+#if defined(__aarch64__)
+#define RANDOM_FORK_PAGE 65536
+#else
+#define RANDOM_FORK_PAGE 4096
+#endif
+union random_fork_page {
+	uint32_t generation; /* 0: nothing drawn in this process since it was forked */
+	char pad[RANDOM_FORK_PAGE];
+};
+extern union random_fork_page random_fork_page;
+/* Read by every draw; set by the first reseed of a process (random.c). */
+#define random_generation (random_fork_page.generation)
+
+/* At start-up, once the page size is known: asks the kernel to wipe the generation's
+ * page in every child. One madvise; nothing else at start-up. */
+void random_init(void);
 
 void random_reseed(struct random_state *r);
 uint64_t random_u64(struct random_state *r);
@@ -61,7 +86,9 @@ void random_refill(struct random_state *r);
 /* n bytes of keystream into out, erased from the buffer as they are taken. */
 static inline void random_take(struct random_state *r, void *out, uint32_t n)
 {
-	if (unlikely(r->pos + n > RANDOM_BUF_BYTES || r->generation != random_generation)) random_refill(r);
+	if (unlikely(r->pos + n > RANDOM_BUF_BYTES ||
+		     r->generation != __atomic_load_n(&random_generation, __ATOMIC_RELAXED)))
+		random_refill(r);
 	__builtin_memcpy(out, r->buf + r->pos, n);
 	__builtin_memset(r->buf + r->pos, 0, n);
 	r->pos += n;
@@ -73,7 +100,8 @@ static inline uint32_t random_u16(struct random_state *r)
 	random_take(r, &v, sizeof v);
 	return v;
 }
-/* In the child, from the fork handler (one thread): every state reseeds on next use. */
+/* In the child, from the fork handler (one thread): what the kernel's wipe did, for
+ * where it did not. */
 void random_fork_child(void);
 /* Uniform in [0, bound); bound > 0. */
 uint64_t random_below(struct random_state *r, uint64_t bound);

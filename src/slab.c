@@ -87,6 +87,7 @@ static unsigned assign_arena(void)
 {
 	unsigned a = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % ro.slab.arenas + 1;
 	if (!arena_is_open(a - 1)) slab_arena_open(a - 1);
+	lock_owner_init(); /* a thread's first allocation: its mark for the lock words (lock.h) */
 	tls_arena = a;
 	return a;
 }

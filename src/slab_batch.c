@@ -43,10 +43,30 @@ struct batches {
  * (and a guard page) of its own. */
 #define BATCH_CHUNK_BYTES ((size_t)16 * sizeof(struct batches))
 
-static struct lock pool_lock;
-static struct batches *in_use, *pool;
-static char *carve;
-static size_t carve_left;
+/* The registry, the pool and the chunk being carved: pointers into metadata, so they
+ * live in metadata too (DESIGN: no writable global holds one), on the seed source's
+ * page, which is reached from the read-only roots; a write to a global of rampart's
+ * cannot redirect where a block is taken from or linked in. Zero when the page is
+ * mapped: the lock free, the lists empty. */
+struct batch_pool {
+	struct lock lock;
+	struct batches *in_use, *pool;
+	char *carve;
+	size_t carve_left;
+};
+#define POOL_OFFSET ((sizeof(struct random_source) + 63) & ~(size_t)63)
+/* meta_alloc rounds the seed source up to a page, 4 KiB at least. */
+_Static_assert(POOL_OFFSET + sizeof(struct batch_pool) <= 4096, "the pool state fits the seeds' page");
+
+struct batch_pool *slab_batch_pool(void) { return (struct batch_pool *)((char *)ro.slab.seeds + POOL_OFFSET); }
+
+/* The names the code below used when these were globals; each now reads the roots. */
+#define pool_lock (slab_batch_pool()->lock)
+#define in_use (slab_batch_pool()->in_use)
+#define pool (slab_batch_pool()->pool)
+#define carve (slab_batch_pool()->carve)
+#define carve_left (slab_batch_pool()->carve_left)
+
 static pthread_key_t exit_key;
 static int key_state; /* 0: not made yet, 1: made, -1: cannot be made (no batching) */
 

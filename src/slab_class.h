@@ -548,6 +548,9 @@ void slab_batch_flush_mine(void);
  * and given back last; in the child the batches of every other thread enter their
  * quarantines (those threads do not exist there). */
 void slab_batch_fork_prepare(void);
+/* slab_batch.c: where its pool state lives (in metadata, on the seed source's page). */
+struct batch_pool;
+struct batch_pool *slab_batch_pool(void);
 void slab_batch_fork_parent(void);
 void slab_batch_fork_child(void);
 #endif

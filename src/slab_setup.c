@@ -245,6 +245,7 @@ bool slab_init(struct slab_roots *roots)
 	size_t per_arena = arena_mem_bytes();
 	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
 	char *mem = meta_alloc(arenas * per_arena);
+	/* A page: the rest of it holds slab_batch.c's pool state (slab_batch_pool). */
 	struct random_source *seeds = meta_alloc(sizeof *seeds);
 	if (!classes || !mem || !seeds) {
 		meta_free(classes, nregions * sizeof *classes);

@@ -189,9 +189,10 @@ START_TEST(test_single_threaded)
 }
 END_TEST
 
-/* A lock is elided while the process has one thread: taken twice it does not block, and
- * its word stays 0. Once a second thread exists it excludes again: a try fails while
- * another thread holds it, and a waiter gets it when it is given back. */
+/* A lock is elided while the process has one thread: no atomic, its word set and
+ * cleared by plain stores, and a try fails while it is held. Once a second thread exists
+ * it excludes again: a try fails while another thread holds it, and a waiter gets it
+ * when it is given back. */
 static struct lock held_lock;
 static _Atomic int held_phase;
 
@@ -210,12 +211,13 @@ START_TEST(test_lock_elided_while_single_threaded)
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
 	struct lock l = {0};
 	lock_take(&l);
-	lock_take(&l);
-	ck_assert(lock_try(&l));
+	ck_assert_uint_eq(atomic_load(&l.word), 1);
+	ck_assert(!lock_try(&l));
+	lock_give(&l);
 	ck_assert_uint_eq(atomic_load(&l.word), 0);
+	ck_assert(lock_try(&l));
 	lock_give(&l);
-	lock_give(&l);
-	lock_give(&l);
+	ck_assert_uint_eq(atomic_load(&l.waiters), 0);
 #endif
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, hold_lock, NULL), 0);
@@ -230,6 +232,38 @@ START_TEST(test_lock_elided_while_single_threaded)
 	ck_assert(lock_try(&held_lock));
 	lock_give(&held_lock);
 	ck_assert_uint_eq(atomic_load(&held_lock.word), 0);
+}
+END_TEST
+
+/* A take of a lock the calling thread holds (a signal handler that re-entered the
+ * allocator) is fatal: alone, it finds the word set; with other threads, it finds its own
+ * mark there. Before, the first went on inside the critical section and the second
+ * waited for itself for good. */
+START_TEST(test_lock_reentered_alone)
+{
+	static struct lock l;
+	lock_take(&l);
+	lock_take(&l);
+}
+END_TEST
+
+static void *idle(void *arg)
+{
+	pause();
+	return arg;
+}
+
+START_TEST(test_lock_reentered_threads)
+{
+	static struct lock l;
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, idle, NULL), 0);
+	ck_assert(!os_single_threaded());
+	lock_owner_init();
+	ck_assert_uint_ne(lock_owner, 0);
+	lock_take(&l);
+	ck_assert_uint_eq(atomic_load(&l.word), lock_owner);
+	lock_take(&l);
 }
 END_TEST
 
@@ -282,6 +316,10 @@ int main(void)
 	tcase_add_test(t, test_resident_stops_early);
 	tcase_add_test(t, test_single_threaded);
 	tcase_add_test(t, test_lock_elided_while_single_threaded);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+	tcase_add_test_raise_signal(t, test_lock_reentered_alone, SIGABRT);
+#endif
+	tcase_add_test_raise_signal(t, test_lock_reentered_threads, SIGABRT);
 	tcase_add_test(t, test_lock_contended);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);

@@ -1,9 +1,11 @@
 /* test_random.c — ChaCha20 and ChaCha8 known answers and the generator built on ChaCha8. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "os.h"
 #include "random.h"
 
 /* RFC 8439 section 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00,
@@ -174,6 +176,60 @@ START_TEST(test_source)
 }
 END_TEST
 
+/* A child made by any kind of fork finds the generation's page zeroed (the kernel's
+ * wipe, emulated here): every state reseeds at its next draw, from a new generation
+ * number none of them held. */
+START_TEST(test_wiped_generation)
+{
+	static struct random_state a, b;
+	random_reseed(&a);
+	random_reseed(&b);
+	(void)random_u16(&a);
+	uint32_t before = random_generation;
+	ck_assert_uint_ne(before, 0);
+	ck_assert_uint_eq(a.generation, before);
+	uint32_t key[8];
+	memcpy(key, a.key, sizeof key);
+	uint32_t pos = a.pos;
+	random_generation = 0; /* what a child sees */
+	(void)random_u16(&a);
+	ck_assert_uint_gt(random_generation, before);
+	ck_assert_uint_eq(a.generation, random_generation);
+	ck_assert_mem_ne(a.key, key, sizeof key); /* reseeded, not the rest of its buffer */
+	ck_assert_uint_ne(a.pos, pos + 2);
+	(void)random_u16(&b); /* b too, to the same number */
+	ck_assert_uint_eq(b.generation, random_generation);
+}
+END_TEST
+
+/* random_init asks the kernel to wipe the generation's page in children, and that page
+ * alone: its mapping is exactly that page, with "wf" (wipe on fork) among its flags. */
+START_TEST(test_wipe_on_fork_page)
+{
+	os_init();
+	random_init();
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f) return; /* no /proc: nothing to look at */
+	uintptr_t page = (uintptr_t)&random_fork_page, lo = 0, hi = 0;
+	char line[512];
+	bool found = false, in = false, wiped = false;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long a, b;
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) { /* a mapping's first line */
+			in = page >= a && page < b;
+			if (in) lo = a, hi = b, found = true;
+		} else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			wiped = strstr(line, " wf") != NULL;
+		}
+	}
+	fclose(f);
+	ck_assert(found);
+	ck_assert_msg(wiped, "the generation's page is not wiped on fork");
+	ck_assert_uint_eq(lo, page);
+	ck_assert_uint_eq(hi, page + os_page);
+}
+END_TEST
+
 START_TEST(test_below)
 {
 	static struct random_state r;
@@ -210,6 +266,8 @@ static Suite *suite(void)
 	tcase_add_test(t, test_generator);
 	tcase_add_test(t, test_source);
 	tcase_add_test(t, test_below);
+	tcase_add_test(t, test_wiped_generation);
+	tcase_add_test(t, test_wipe_on_fork_page);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -19,6 +19,7 @@
 #include "slab_class.h"
 #include "init.h"
 #include "os.h"
+#include "meta.h"
 
 /* op(p) is fatal: asked in a child, whose report is discarded. */
 static bool fatal_in_child(void (*op)(void *), void *p)
@@ -900,6 +901,46 @@ START_TEST(fork_child_draws_its_own_stream)
 }
 END_TEST
 
+/* The free batches' pool state (the registry, the pool, the chunk being carved) holds
+ * pointers into metadata: it lives in metadata, reached from the sealed roots, so no
+ * writable global of rampart's can redirect it. After a thread batched frees into
+ * another arena the lists point into metadata too. */
+static void *free_from_other_arena(void *p)
+{
+	free(p);
+	return NULL;
+}
+
+START_TEST(batch_pool_state_in_metadata)
+{
+#if SLAB_FREE_BATCHES
+	void *p = malloc(64);
+	ck_assert_ptr_nonnull(p);
+	pthread_t th;
+	for (unsigned i = 0; i < CONFIG_SLAB_ARENAS; i++) { /* until a thread of another arena frees */
+		void *q = malloc(64);
+		ck_assert_int_eq(pthread_create(&th, NULL, free_from_other_arena, q), 0);
+		ck_assert_int_eq(pthread_join(th, NULL), 0);
+	}
+	struct batch_pool *bp = slab_batch_pool();
+	ck_assert(meta_contains(bp));
+	ck_assert(meta_contains((char *)bp + 63));
+	/* The only way there: a pointer in the roots, which are read-only after start-up
+	 * where the page size lets them sit alone on a page. */
+	if (os_page == RO_ALIGN) ck_assert_int_eq(probe_write(&ro.slab.seeds), EFAULT);
+	/* Its lists, as raw words: every block on them is in metadata. */
+	void *const *words = (void *const *)((char *)bp + sizeof(struct lock));
+	int linked = 0;
+	for (int w = 0; w < 3; w++) {
+		ck_assert(!words[w] || meta_contains(words[w]));
+		linked += words[w] != NULL;
+	}
+	ck_assert_int_gt(linked, 0);
+	free(p);
+#endif
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -921,6 +962,7 @@ int main(int argc, char **argv)
 	tcase_add_test(t, extent_wipe_and_calloc);
 	tcase_add_test(t, extent_grows);
 	tcase_add_test(t, foreign_mapping_in_window);
+	tcase_add_test(t, batch_pool_state_in_metadata);
 	tcase_add_test(t, arenas_open_on_first_use);
 	tcase_add_test(t, classes_set_up_on_first_use);
 	tcase_add_test(t, nursery_holds_first_slabs);
