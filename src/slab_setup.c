@@ -183,7 +183,7 @@ static _Atomic unsigned spill_taken;
  * decoder that finds it sees the span. */
 bool slab_spill_add(struct slab_class *k)
 {
-	if (!k->seg_pos || k->max_pos >= MAX_POSITIONS) return false;
+	if (!ro.slab.nspill || !k->seg_pos || k->max_pos >= MAX_POSITIONS) return false;
 	if (!k->seg) {
 		k->seg = meta_alloc(ro.slab.nspill * sizeof *k->seg);
 		if (!k->seg) return false;
