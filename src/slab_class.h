@@ -42,6 +42,14 @@
  * kept 71 page-table pages, which every fork copies and every exit frees (VmPTE 284
  * against 84 KiB with the nursery; the shell benchmark 1.41 -> 1.31 s, 5 rounds).
  *
+ * Spill regions (after the nursery's region) continue a class whose region is full:
+ *
+ *   [ lead: random page count, never mapped but its last page (closed) | slab home_pos + n * seg_pos | guard | ... ]
+ *
+ * each with seg_pos positions, the n-th the class took holding positions home_pos +
+ * n * seg_pos on; its span's base lies below it by its first position's offset, so a
+ * pointer there decodes to the class's position numbers like any other.
+ *
  * Slab positions are fixed-size steps from the area start, so a pointer decodes to
  * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
  * high-water mark skips: after every CONFIG_GUARD_SLAB_INTERVAL fresh slabs while the
