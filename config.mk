@@ -52,6 +52,10 @@ CONFIG_SLAB_ARENAS ?= 4
 # uses, growing by a quarter at a time, at least CONFIG_SLAB_GROW_MIN bytes. At most 44
 # (a pointer's page index in its region is a 32-bit number).
 CONFIG_SLAB_REGION_SHIFT ?= 36
+# Spill regions (each of a region's size) set aside after the classes' regions: a class
+# whose own region is full takes one for good, so it runs out only with the machine's
+# memory (README "Capacity"). Address space only; 0 = a full region is out of memory.
+CONFIG_SLAB_SPILL_REGIONS ?= 64
 CONFIG_SLAB_GROW_MIN ?= 16384
 # Pages of the nursery cell each (arena, class) gets beside every other class's (a power
 # of two, 0 = no nursery): a class's first slabs, as many as fit below one page of guard,

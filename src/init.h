@@ -25,6 +25,7 @@
 struct meta_header;
 struct large_state;
 struct slab_class;
+struct slab_spill;
 
 /* What the slab fast paths need (see slab.h). */
 struct slab_roots {
@@ -43,6 +44,11 @@ struct slab_roots {
 	uintptr_t nursery;
 	unsigned cell_shift;
 	struct random_source *seeds; /* seeds every class's generator (random.h) */
+	/* Spill regions: nspill more regions after the nursery's (after the classes'
+	 * regions without a nursery), each taken for good by a class whose own region is
+	 * full; the table of who took which lives in the metadata (slab_class.h). */
+	struct slab_spill *spill;
+	unsigned nspill;
 	uint16_t cell_region[CONFIG_SLAB_ARENAS * SC_COUNT + 1]; /* the last: none */
 };
 

@@ -176,10 +176,10 @@ static noinline cold struct slab *not_live(struct slab_class *k, const char *wha
  * protector would then guard every free (measured: 2% of small churn with the
  * allocation's own out-parameter, now gone too). */
 static inline __attribute__((always_inline)) struct slab *
-live_slot(struct slab_class *k, uintptr_t a, unsigned area, uint32_t *pos_out, uint32_t *i_out, const char *op,
-	  bool on_free)
+live_slot(struct slab_class *k, uintptr_t a, const struct area_span *span, uint32_t *pos_out, uint32_t *i_out,
+	  const char *op, bool on_free)
 {
-	size_t off = position_offset(k, a, area);
+	size_t off = position_offset(span, a);
 	if (unlikely(off == SIZE_MAX)) return not_live(k, op, (void *)a, on_free); /* a guard area */
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
 	if (unlikely(pos >= k->hwm)) return not_live(k, op, (void *)a, on_free);
@@ -321,10 +321,10 @@ static noinline cold void free_unopened(const char *what, const void *p)
  * anything but a clean free of a live slot: the locked path then judges it, with its
  * exact report (a double free of a batched slot finds the mark there). Reads what the
  * lock guards as slab_class.h's invariants allow. */
-static noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, unsigned area, bool sized, unsigned c_claimed)
+static noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct area_span *sp, bool sized,
+				     unsigned c_claimed)
 {
 	if (!k->open_slabs || (sized && c_claimed != k->cls)) return false;
-	const struct area_span *sp = &k->span[area];
 	size_t lo = __atomic_load_n(&sp->lo, __ATOMIC_RELAXED), off = a - __atomic_load_n(&sp->base, __ATOMIC_RELAXED);
 	if (off - lo >= __atomic_load_n(&sp->hi, __ATOMIC_RELAXED) - lo) return false;
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
@@ -402,18 +402,18 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 {
 	static const char what[] = "free of a pointer that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
-	unsigned area;
-	struct slab_class *k = class_at(a, &area);
+	const struct area_span *span;
+	struct slab_class *k = class_at(a, &span);
 	if (unlikely(!k)) {
 		free_unopened(what, p);
 		return;
 	}
 #if SLAB_FREE_BATCHES
-	if (tls_arena != k->arena1 && !os_single_threaded() && slab_batch_free(k, a, area, sized, c_claimed)) return;
+	if (tls_arena != k->arena1 && !os_single_threaded() && slab_batch_free(k, a, span, sized, c_claimed)) return;
 #endif
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, a, area, &pos, &i, what, true);
+	struct slab *s = live_slot(k, a, span, &pos, &i, what, true);
 	if (unlikely(!s)) return; /* on_error=report: reported and ignored */
 	if (unlikely(sized && c_claimed != k->cls) && !policy_tolerate_size(p))
 		die(k, "sized free with a wrong size or alignment", p);
@@ -439,12 +439,12 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 size_t slab_usable_size(const void *p)
 {
 	static const char what[] = "malloc_usable_size of a pointer that is not a live allocation";
-	unsigned area;
-	struct slab_class *k = class_at((uintptr_t)p, &area);
+	const struct area_span *span;
+	struct slab_class *k = class_at((uintptr_t)p, &span);
 	if (unlikely(!k)) fatal(what, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, area, &pos, &i, what, false);
+	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, what, false);
 	check_not_batched(k, s, (uintptr_t)p);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
@@ -454,12 +454,12 @@ size_t slab_usable_size(const void *p)
 bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 {
 	static const char what[] = "realloc of a pointer that is not a live allocation";
-	unsigned area;
-	struct slab_class *k = class_at((uintptr_t)p, &area);
+	const struct area_span *span;
+	struct slab_class *k = class_at((uintptr_t)p, &span);
 	if (unlikely(!k)) fatal(what, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, area, &pos, &i, what, false);
+	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, what, false);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p);
 	bool stays = c_new == k->cls;
 	if (stays) grow_extent(k, s, i, size);
@@ -472,17 +472,16 @@ size_t slab_object_size(const void *p)
 {
 	static const char what[] = "malloc_object_size of a pointer into rampart's memory that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
-	unsigned area;
-	struct slab_class *k = class_at(a, &area);
+	const struct area_span *span;
+	struct slab_class *k = class_at(a, &span);
 	if (!k) return 0; /* a region never mapped: whatever is there is not rampart's */
 	class_lock(k);
-	const struct guard_region *g = area == AREA_NURSERY ? &k->nursery : &k->region;
-	size_t off = a - g->base;
-	/* Outside what the region or the nursery cell has mapped (the closed page below its
-	 * first slab, the slabs, the closed tail) the window is only set aside: another
-	 * mapping may sit there (a program's mmap with an address hint), so that is not
-	 * rampart's memory. */
-	if (off >= g->size) {
+	const struct guard_region *g = span_region(k, span);
+	/* Outside what the region, the nursery cell or the spill region has mapped (the
+	 * closed page below its first slab, the slabs, the closed tail) the window is only
+	 * set aside: another mapping may sit there (a program's mmap with an address hint),
+	 * so that is not rampart's memory. */
+	if (a - g->base >= g->size) {
 		bool page_below = g->size && g->base - a <= os_page;
 		if (unlikely(page_below)) die(k, what, p);
 		class_unlock(k);
@@ -491,8 +490,10 @@ size_t slab_object_size(const void *p)
 	/* Everything the region mapped belongs to some slot's life cycle or to a guard (the
 	 * region's positions that are the nursery's are closed, and so is the page above the
 	 * nursery's): a question about anything but a live slot means the caller holds a
-	 * stale or forged pointer, like a free of one would. */
-	if (unlikely(position_offset(k, a, area) == SIZE_MAX)) die(k, what, p);
+	 * stale or forged pointer, like a free of one would. Positions count from the span's
+	 * base (below a spill region's own base). */
+	size_t off = position_offset(span, a);
+	if (unlikely(off == SIZE_MAX)) die(k, what, p);
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
 	if (unlikely(pos >= k->hwm || desc(k, pos)->state != SLAB_ACTIVE)) die(k, what, p);
 	struct slab *s = desc(k, pos);

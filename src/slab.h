@@ -8,6 +8,11 @@
  *    slot. A region maps its slab area from the bottom as it grows (region.size), and
  *    its addresses are never anyone else's. Nothing inside a slab points anywhere:
  *    descriptors, bitmaps, quarantines and random state live in the metadata region.
+ *  - After the regions and the nursery's, the window holds spill regions of the same
+ *    size. A class whose region is full takes one for good (slab_spill_add) and its
+ *    positions go on there, numbered on from its region's; the spill table names each
+ *    one's owner and the span its positions decode by. A spill region no class took
+ *    holds no live block.
  *  - A class's first positions (as many as fit its cell) are in its nursery cell: one
  *    cell per (arena, class), side by side in the window's last region, in a random
  *    order per arena, so a process maps the first slabs of all its classes under a few

@@ -42,6 +42,14 @@
  * kept 71 page-table pages, which every fork copies and every exit frees (VmPTE 284
  * against 84 KiB with the nursery; the shell benchmark 1.41 -> 1.31 s, 5 rounds).
  *
+ * Spill regions (after the nursery's region) continue a class whose region is full:
+ *
+ *   [ lead: random page count, never mapped but its last page (closed) | slab home_pos + n * seg_pos | guard | ... ]
+ *
+ * each with seg_pos positions, the n-th the class took holding positions home_pos +
+ * n * seg_pos on; its span's base lies below it by its first position's offset, so a
+ * pointer there decodes to the class's position numbers like any other.
+ *
  * Slab positions are fixed-size steps from the area start, so a pointer decodes to
  * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
  * high-water mark skips: after every CONFIG_GUARD_SLAB_INTERVAL fresh slabs while the
@@ -112,8 +120,12 @@
  * still has room for all CHUNK positions: the first FIRST_POSITIONS stay unused there. */
 #define FIRST_POSITIONS 8u
 _Static_assert(FIRST_POSITIONS <= CHUNK, "the first positions lie in chunk 0");
-/* At most this many slab positions per region: bounds the directory (256 KiB). */
-#define MAX_POSITIONS (1u << 22)
+/* At most this many slab positions per (arena, class), its home region and its spill
+ * regions together: a quarantine entry (qentry) holds a position in 24 bits. It also
+ * bounds the directory (1 MiB). For classes with one-page slabs (16-128 bytes) this is
+ * what bounds them: 2^24 positions of 4 KiB, half of them guard slabs under madvise, are
+ * 32 GiB of live blocks in one arena (README "Capacity"). */
+#define MAX_POSITIONS ((1u << 24) - 1)
 /* A pointer's page index in its region is 32 bits (live_slot), with pages of 4 KiB or more. */
 _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in 32 bits");
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
@@ -203,6 +215,8 @@ struct slab_class {
 	 * The region's lo is nursery_bytes. Written as areas grow and fresh slabs are taken. */
 	struct area_span { uintptr_t base; size_t lo, hi; } span[2];
 	uint32_t hwm;         /* positions below were taken into use (or skipped as guards) */
+	uint32_t home_pos;    /* positions below are the nursery's and the region's; the
+			       * rest are in spill regions (spill_of) */
 	struct slab *first;   /* descriptor of position 0; position p < FIRST_POSITIONS at
 			       * first[p * SC_COUNT] (the arena's shared block) */
 	/* Line 2: what the class's own calls write: the lock, the partial list, the slot
@@ -223,7 +237,13 @@ struct slab_class {
 #endif
 	/* Slow paths from here. */
 	uint32_t dir_cap;
-	uint32_t max_pos;
+	uint32_t max_pos; /* positions the class has address space for (home and spill) */
+	/* Spill regions, taken when the home region is full (slab_spill_add): the class's
+	 * positions go on from home_pos, seg_pos in each; seg[n] is the spill table index
+	 * of its n-th (nseg of them, the table's size at most). */
+	uint32_t seg_pos, nseg;
+	uint64_t seg_magic;
+	uint16_t *seg;
 #if CONFIG_WRITE_AFTER_FREE_CHECK
 	uint32_t prefetched; /* position + 1 of the slab whose free slots were last prefetched */
 #endif
@@ -260,6 +280,20 @@ struct slab_class {
 _Static_assert(offsetof(struct slab_class, dir) + sizeof(void *) <= 64, "the geometry and the directory fill line 0");
 _Static_assert(offsetof(struct slab_class, first) + sizeof(void *) <= 2 * 64, "what decoding reads fills line 1");
 _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields fill the first three lines");
+
+/* A spill region: one more region of the window for a class whose home region is full
+ * (its positions max_pos on, seg_pos of them). The table (ro.slab.spill, in the metadata)
+ * has one entry per spill region of the window, in window order; an entry is taken once,
+ * by one (arena, class), for good: address space a class used is never another's. Its
+ * span decodes like a class's: offsets from span.base in [lo, hi) are the class's
+ * positions there (base lies below the region by lo, so that offset / slab_bytes is the
+ * class's position number), bounded by the region's own positions and what it mapped. */
+struct slab_spill {
+	struct slab_class *owner; /* NULL until taken; set once, release */
+	struct area_span span;    /* read unlocked by decoding (atomic stores, span_write) */
+	struct guard_region region; /* base = the region's first position; grows */
+};
+_Static_assert(CONFIG_SLAB_SPILL_REGIONS <= UINT16_MAX, "seg[] holds spill table indexes");
 
 /* Arena 0 is opened at start-up, the others by the first thread sent there
  * (slab_arena_open). Bit a of slab_open_arenas: arena a is open, its classes may be set up
@@ -314,16 +348,31 @@ static inline bool desc_exists(const struct slab_class *k, uint32_t pos)
 	return pos < FIRST_POSITIONS || k->dir[pos >> CHUNK_SHIFT];
 }
 
-/* The area holding position pos: its nursery cell or its region. Offsets into either
- * are pos * slab_bytes from its base. */
-static inline struct guard_region *area_of(struct slab_class *k, uint32_t pos)
+/* The spill region holding position pos (pos >= home_pos, below max_pos). */
+static inline struct slab_spill *spill_of(const struct slab_class *k, uint32_t pos)
 {
-	return (size_t)pos * k->slab_bytes < k->nursery_bytes ? &k->nursery : &k->region;
+	return &ro.slab.spill[k->seg[div32(pos - k->home_pos, k->seg_pos, k->seg_magic)]];
 }
 
+/* The area holding position pos: its nursery cell, its region or a spill region; *off
+ * is pos's offset from the area's base (pos * slab_bytes in the first two). */
+static inline struct guard_region *area_of(struct slab_class *k, uint32_t pos, size_t *off)
+{
+	*off = (size_t)pos * k->slab_bytes;
+	if (unlikely(pos >= k->home_pos)) {
+		struct slab_spill *sp = spill_of(k, pos);
+		*off -= sp->span.lo;
+		return &sp->region;
+	}
+	return *off < k->nursery_bytes ? &k->nursery : &k->region;
+}
+
+/* The branch costs nothing a class that never spilled can measure: always taken the
+ * same way. */
 static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
 {
 	size_t off = (size_t)pos * k->slab_bytes;
+	if (unlikely(pos >= k->home_pos)) return spill_of(k, pos)->span.base + off;
 	return k->span[off < k->span[AREA_REGION].lo ? AREA_NURSERY : AREA_REGION].base + off;
 }
 
@@ -343,41 +392,66 @@ static inline void grow_extent(const struct slab_class *k, struct slab *s, uint3
 	if (n > extent_of(k, s, i)) set_extent(k, s, i, n);
 }
 
-/* The class of an address in the slab window and its area (AREA_REGION or
- * AREA_NURSERY); NULL when its arena never opened or a is in no region and no cell:
- * then nothing there was ever handed out, and no class struct is to be read. Both
- * answers are worked out and one is picked by mask (small churn frees into both areas
- * at random, so a branch would mispredict). Measured: this, a branch, and a table-free
- * cell order all cost small churn about 3%; a build without a nursery compiles the
- * single-area decode of before. */
-static inline struct slab_class *class_at(uintptr_t a, unsigned *area)
+/* The class owning spill region j of the window (NULL: not taken, or no such region)
+ * and its span. */
+static inline struct slab_class *spill_class_at(size_t j, const struct area_span **span)
+{
+	if (j >= ro.slab.nspill) return NULL;
+	struct slab_spill *sp = &ro.slab.spill[j];
+	*span = &sp->span;
+	/* Acquire: the span and the class's geometry are seen as they were when it took it. */
+	return __atomic_load_n(&sp->owner, __ATOMIC_ACQUIRE);
+}
+
+/* The class of an address in the slab window and the span of its area (its region, its
+ * nursery cell or one of its spill regions) by which its position decodes; NULL when
+ * its arena never opened or a is in no region, no cell and no spill region taken: then
+ * nothing there was ever handed out, and no class struct is to be read. Both answers
+ * of region and cell are worked out and one is picked by mask (small churn frees into
+ * both areas at random, so a branch would mispredict). Measured: this, a branch, and a
+ * table-free cell order all cost small churn about 3%; a build without a nursery
+ * compiles the single-area decode of before. Spill regions follow the nursery's region
+ * in the window: a pointer there takes the branch that was taken for none before. */
+static inline struct slab_class *class_at(uintptr_t a, const struct area_span **span)
 {
 	const size_t n = (size_t)CONFIG_SLAB_ARENAS * SC_COUNT;
 	size_t r = (a - ro.slab.base) >> ro.slab.region_shift;
 #if !CONFIG_SLAB_NURSERY_PAGES
 	/* Built without a nursery: the regions alone, and the decode costs what it did
-	 * before there was one (small churn 2-3% less). */
-	*area = AREA_REGION;
-	(void)n;
-	return arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
-#endif
+	 * before there was one (small churn 2-3% less), but for the spill regions' test. */
+	if (unlikely(r >= n)) return spill_class_at(r - n, span);
+	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+	*span = k ? &k->span[AREA_REGION] : NULL;
+	return k;
+#else
 	size_t cell = MIN((a - ro.slab.nursery) >> ro.slab.cell_shift, n); /* n: in no cell */
 	size_t in_cell = ro.slab.cell_region[cell];
 	size_t pick = -(size_t)(r >= n); /* the nursery's region (there is one then) */
-	*area = r >= n;
+	unsigned area = r >= n;
+	size_t w = r;
 	r = (in_cell & pick) | (r & ~pick); /* masks: the compiler keeps them branch-free */
-	if (unlikely(r >= n)) return NULL;
-	return arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+	if (unlikely(r >= n)) return w > n ? spill_class_at(w - n - 1, span) : NULL;
+	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+	*span = k ? &k->span[area] : NULL;
+	return k;
+#endif
 }
 
-/* a's offset from position 0 of its area, or SIZE_MAX when a is not among that area's
- * positions (the nursery's below nursery_bytes, the region's from there) or beyond what
- * the area has mapped. */
-static inline size_t position_offset(const struct slab_class *k, uintptr_t a, unsigned area)
+/* a's offset from position 0 of the area whose span sp is, or SIZE_MAX when a is not
+ * among that area's positions (the nursery's below nursery_bytes, the region's from
+ * there up to home_pos, a spill region's own) or beyond what the area has mapped. */
+static inline size_t position_offset(const struct area_span *sp, uintptr_t a)
 {
-	const struct area_span *sp = &k->span[area];
 	size_t off = a - sp->base;
 	return off - sp->lo < sp->hi - sp->lo ? off : SIZE_MAX;
+}
+
+/* The mapping behind a class's span (slab_object_size). */
+static inline const struct guard_region *span_region(const struct slab_class *k, const struct area_span *sp)
+{
+	if (sp == &k->span[AREA_REGION]) return &k->region;
+	if (sp == &k->span[AREA_NURSERY]) return &k->nursery;
+	return &((const struct slab_spill *)((const char *)sp - offsetof(struct slab_spill, span)))->region;
 }
 
 static inline void span_write(struct area_span *sp, uintptr_t base, size_t lo, size_t hi)
@@ -432,7 +506,8 @@ static inline cold __attribute__((noreturn)) void die(struct slab_class *k, cons
  * decoded with a shift and a mask where an address would take two divisions. */
 #define QENTRY_SLOT_BITS 8u
 _Static_assert(SLAB_MAX_SLOTS <= 1u << QENTRY_SLOT_BITS, "a slot index fits its part of an entry");
-_Static_assert((uint64_t)MAX_POSITIONS << QENTRY_SLOT_BITS < UINT32_MAX, "an entry fits in 32 bits");
+/* The largest entry is that of slot 255 at position MAX_POSITIONS - 1, plus one. */
+_Static_assert((uint64_t)MAX_POSITIONS << QENTRY_SLOT_BITS <= UINT32_MAX, "an entry fits in 32 bits");
 static inline uint32_t qentry(uint32_t pos, uint32_t i)
 {
 	return (pos << QENTRY_SLOT_BITS | i) + 1;
@@ -448,6 +523,10 @@ static inline uint32_t qentry_slot(uint32_t e) { return (e - 1) & ((1u << QENTRY
 void slab_arena_open(unsigned a);
 /* Set up class k (its lock held) at its first slab. */
 void slab_class_setup(struct slab_class *k);
+/* Its home region full, class k (lock held) takes one more spill region for good: its
+ * positions from max_pos on. False when every spill region is taken, or the class has
+ * all the positions it can number (MAX_POSITIONS). */
+bool slab_spill_add(struct slab_class *k);
 
 /* slab_life.c (lock held) */
 /* A slab with a free slot, put at the head of the partial list; false on OOM. */

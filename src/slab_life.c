@@ -143,23 +143,40 @@ static uint32_t set_highest(struct slab_class *k, unsigned set)
 	return (c << CHUNK_SHIFT) + (w << 6) + 63 - (uint32_t)__builtin_clzll(bits[w]);
 }
 
-/* Map the region at least up to end: by a quarter more each time, so that a class in
- * use costs a few mmap calls in all and its mapped but unused tail stays a quarter of
- * what it uses (plus one step of CONFIG_SLAB_GROW_MIN). False when out of address
- * space (RLIMIT_AS) or when another mapping sits where the region would grow. */
-static bool grow_region(struct slab_class *k, size_t end)
+/* Map a region (the class's own or a spill region) at least up to end, never past
+ * window: by a quarter more each time, so that a class in use costs a few mmap calls in
+ * all and its mapped but unused tail stays a quarter of what it uses (plus one step of
+ * CONFIG_SLAB_GROW_MIN). False when out of address space (RLIMIT_AS) or when another
+ * mapping sits where the region would grow. */
+static bool grow_area(struct guard_region *g, size_t end, size_t window, size_t slab_bytes)
 {
 	/* A closed page past the highest slab (guard_grow maps one below the first): the
 	 * window around a region is only set aside, and another mapping could otherwise
 	 * lie right against a slab. */
-	size_t window = (size_t)k->max_pos * k->slab_bytes;
 	size_t need = MIN(end + os_page, window);
-	size_t have = k->region.size;
+	size_t have = g->size;
 	if (need <= have) return true;
 	size_t want = MAX(need, have + MAX(have / 4, (size_t)CONFIG_SLAB_GROW_MIN));
-	want = MIN((want + k->slab_bytes - 1) / k->slab_bytes * k->slab_bytes, window);
+	want = MIN((want + slab_bytes - 1) / slab_bytes * slab_bytes, window);
 	/* Short of address space, the exact need may still fit. */
-	bool grown = guard_grow(&k->region, want, "rampart:slab") || guard_grow(&k->region, need, "rampart:slab");
+	return guard_grow(g, want, "rampart:slab") || guard_grow(g, need, "rampart:slab");
+}
+
+/* Map the area of position pos up to its end (off: its offset there). The spans that
+ * decode pointers follow what is mapped, bounded by the area's own positions. */
+static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
+{
+	size_t end = off + k->slab_bytes;
+	if (pos >= k->home_pos) {
+		/* A spill region has room for a closed page past its last position. */
+		struct slab_spill *sp = spill_of(k, pos);
+		size_t positions = (size_t)k->seg_pos * k->slab_bytes;
+		bool grown = grow_area(&sp->region, end, positions + os_page, k->slab_bytes);
+		span_write(&sp->span, sp->span.base, sp->span.lo, sp->span.lo + MIN(sp->region.size, positions));
+		return grown;
+	}
+	if (end <= k->nursery_bytes) return true; /* the cell was mapped whole (map_nursery) */
+	bool grown = grow_area(&k->region, end, (size_t)k->home_pos * k->slab_bytes, k->slab_bytes);
 	spans_update(k);
 	return grown;
 }
@@ -175,7 +192,9 @@ static void map_nursery(struct slab_class *k)
 	spans_update(k);
 }
 
-/* Open positions [from, to) taken fresh into use: one call per area they lie in. */
+/* Open positions [from, to) taken fresh into use: one call per area they lie in (a
+ * range never runs from one region into a spill region: fresh_slab opens a spill
+ * region's first slab alone). */
 static bool extend_positions(struct slab_class *k, uint32_t from, uint32_t to)
 {
 	if (from == to) return true;
@@ -183,7 +202,9 @@ static bool extend_positions(struct slab_class *k, uint32_t from, uint32_t to)
 		uint32_t split = (uint32_t)(k->nursery_bytes / k->slab_bytes);
 		return extend_positions(k, from, split) && extend_positions(k, split, to);
 	}
-	return guard_extend(area_of(k, from), (size_t)from * k->slab_bytes, (size_t)(to - from) * k->slab_bytes);
+	size_t off;
+	struct guard_region *area = area_of(k, from, &off);
+	return guard_extend(area, off, (size_t)(to - from) * k->slab_bytes);
 }
 
 /* Take the next never-used position into use, skipping a guard first when one is due;
@@ -193,14 +214,27 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 	uint32_t every = guard_interval(k);
 	bool guard = every && k->since_guard >= every;
 	uint32_t pos = k->hwm + guard;
-	if (pos >= k->max_pos || !have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
+	if (pos >= k->max_pos) {
+		/* The class's last region is full: its next slab is the first of a spill
+		 * region, above a closed page of its own (no guard slab needed before it; a
+		 * guard that was due stays a position never opened in the region below). */
+		uint32_t first = k->max_pos;
+		if (!slab_spill_add(k)) return false;
+		pos = first;
+		guard = pos > k->hwm;
+	}
+	if (!have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
 	if (!k->hwm) map_nursery(k);
-	size_t end = (size_t)(pos + 1) * k->slab_bytes;
-	if (end > k->nursery_bytes && !grow_region(k, end)) return false;
+	size_t off, hwm_off;
+	struct guard_region *area = area_of(k, pos, &off);
+	if (!grow_for(k, pos, off)) return false;
 	if (k->open_slabs) {
-		struct guard_region *area = area_of(k, k->hwm);
-		if (area == area_of(k, pos) &&
-		    guard_grown_marked(area, (size_t)k->hwm * k->slab_bytes, (size_t)(pos + 1 - k->hwm) * k->slab_bytes)) {
+		struct guard_region *hwm_area = area_of(k, k->hwm, &hwm_off);
+		if (pos >= k->home_pos && hwm_area != area) {
+			/* A spill region's first slab: the skipped position (if any) lies in
+			 * the region below, which may never have mapped it. */
+			if (!guard_extend(area, off, k->slab_bytes)) return false;
+		} else if (area == hwm_area && guard_grown_marked(area, hwm_off, off + k->slab_bytes - hwm_off)) {
 			/* Grown behind markers: the guard is closed already. */
 			if (!extend_positions(k, pos, pos + 1)) return false;
 		} else {
@@ -210,7 +244,7 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 			 * of its own, which would keep the closed slabs on either side from ever
 			 * merging. */
 			if (!extend_positions(k, k->hwm, pos + 1)) return false;
-			if (guard && !guard_close(area, (size_t)k->hwm * k->slab_bytes, k->slab_bytes)) {
+			if (guard && !guard_close(hwm_area, hwm_off, k->slab_bytes)) {
 				/* No marker and no VMA to spare: leave this guard open but never
 				 * use it; it is still a slab's worth of unused addresses between
 				 * slabs. */
@@ -278,7 +312,9 @@ noinline bool slab_new(struct slab_class *k)
 		if (k->open_slabs) grow_empty_budget(k);
 		pos = set_lowest(k, SET_CLOSED);
 		s = desc(k, pos);
-		if (k->open_slabs && !guard_open(area_of(k, pos), (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
+		size_t off;
+		struct guard_region *area = area_of(k, pos, &off);
+		if (k->open_slabs && !guard_open(area, off, k->slab_bytes)) return false;
 		set_remove(k, SET_CLOSED, pos);
 	} else {
 		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
@@ -308,7 +344,9 @@ noinline bool slab_new(struct slab_class *k)
  * zero class's memory never opens, so its slabs close without a system call. */
 static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	if (k->open_slabs && !guard_close(area_of(k, pos), (size_t)pos * k->slab_bytes, k->slab_bytes)) return false;
+	size_t off;
+	struct guard_region *area = area_of(k, pos, &off);
+	if (k->open_slabs && !guard_close(area, off, k->slab_bytes)) return false;
 	s->state = SLAB_CLOSED;
 #if CONFIG_SLAB_QUARANTINE
 	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {

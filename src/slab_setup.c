@@ -139,6 +139,13 @@ noinline void slab_class_setup(struct slab_class *k)
 	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
 	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
+	k->home_pos = k->max_pos;
+	/* Positions of each spill region: what fits above the largest lead a spill region
+	 * draws (a sixteenth of it, as the home region's guard area) and below a closed
+	 * page. The same count in every one, so a position names its spill region by one
+	 * division (spill_of). */
+	k->seg_pos = (uint32_t)MIN((region - region / 16 - os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
+	k->seg_magic = magic_of(k->seg_pos);
 	guard_start(&k->region, area);
 	k->region.flags |= REGION_KEEP_ANON;
 	/* Its nursery cell: as many positions as fit above a random lead of up to a
@@ -159,6 +166,45 @@ noinline void slab_class_setup(struct slab_class *k)
 	spans_update(k);
 	k->open_slabs = c != 0;
 	atomic_fetch_or_explicit(&slab_set_up_classes[a], (uint64_t)1 << c, memory_order_release);
+}
+
+/* Spill regions handed out so far (each to one class, for good). */
+static _Atomic unsigned spill_taken;
+
+/* The window region number of spill region 0: after the classes' regions and the
+ * nursery's (class_at decodes with the same constants). */
+#define SPILL_FIRST ((size_t)CONFIG_SLAB_ARENAS * SC_COUNT + (CONFIG_SLAB_NURSERY_PAGES ? 1 : 0))
+
+/* A class's own region holds 2^region_shift bytes whatever it needs; a program that
+ * keeps more than that live in one class (31 GiB of 128 KiB blocks) goes on in spill
+ * regions. Taken without a lock (a compare-and-swap on the count: nothing for fork to
+ * hold), laid out with the class's lock held: a random lead below its first position,
+ * as the home region's guard area, never mapped. The owner is published last, so a
+ * decoder that finds it sees the span. */
+bool slab_spill_add(struct slab_class *k)
+{
+	if (!ro.slab.nspill || !k->seg_pos || k->max_pos >= MAX_POSITIONS) return false;
+	if (!k->seg) {
+		k->seg = meta_alloc(ro.slab.nspill * sizeof *k->seg);
+		if (!k->seg) return false;
+	}
+	unsigned j = atomic_load_explicit(&spill_taken, memory_order_relaxed);
+	do {
+		if (j >= ro.slab.nspill) return false;
+	} while (!atomic_compare_exchange_weak_explicit(&spill_taken, &j, j + 1, memory_order_relaxed,
+							memory_order_relaxed));
+	struct slab_spill *sp = &ro.slab.spill[j];
+	size_t region = (size_t)1 << ro.slab.region_shift;
+	size_t lead = (1 + random_below(k->rnd, region / 16 / os_page)) * os_page;
+	uintptr_t start = ro.slab.base + ((SPILL_FIRST + j) << ro.slab.region_shift) + lead;
+	guard_start(&sp->region, start);
+	sp->region.flags |= REGION_KEEP_ANON;
+	size_t lo = (size_t)k->max_pos * k->slab_bytes; /* its first position's offset */
+	span_write(&sp->span, start - lo, lo, lo);   /* nothing mapped yet */
+	__atomic_store_n(&sp->owner, k, __ATOMIC_RELEASE);
+	k->seg[k->nseg++] = (uint16_t)j;
+	k->max_pos = (uint32_t)MIN((size_t)k->max_pos + k->seg_pos, (size_t)MAX_POSITIONS);
+	return true;
 }
 
 /* Arena a's class structs and metadata were mapped at start-up and are zero; each class
@@ -234,10 +280,10 @@ bool slab_init(struct slab_roots *roots)
 	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
 	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
 	/* Address space set aside, not mapped: each region maps what it uses as it grows;
-	 * one more region's worth holds the nursery. */
-	unsigned extra = nursery_cell_bytes() ? 1 : 0;
+	 * one more region's worth holds the nursery, and the spill regions follow. */
+	size_t total = SPILL_FIRST + CONFIG_SLAB_SPILL_REGIONS;
 	uintptr_t base;
-	while (!guard_window((size_t)(nregions + extra) << shift, &base))
+	while (!guard_window(total << shift, &base))
 		if (--shift < MIN_REGION_SHIFT) return false;
 
 	/* Mapped for every arena now, touched only as classes are set up (fresh pages are
@@ -247,17 +293,20 @@ bool slab_init(struct slab_roots *roots)
 	char *mem = meta_alloc(arenas * per_arena);
 	/* A page: the rest of it holds slab_batch.c's pool state (slab_batch_pool). */
 	struct random_source *seeds = meta_alloc(sizeof *seeds);
-	if (!classes || !mem || !seeds) {
+	struct slab_spill *spill = CONFIG_SLAB_SPILL_REGIONS ? meta_alloc(CONFIG_SLAB_SPILL_REGIONS * sizeof *spill) : NULL;
+	if (!classes || !mem || !seeds || (CONFIG_SLAB_SPILL_REGIONS && !spill)) {
 		meta_free(classes, nregions * sizeof *classes);
 		meta_free(mem, arenas * per_arena);
 		meta_free(seeds, sizeof *seeds);
+		meta_free(spill, CONFIG_SLAB_SPILL_REGIONS * sizeof *spill);
 		guard_window_release(base);
 		return false;
 	}
 	random_source_init(seeds);
-	*roots = (struct slab_roots){.base = base, .size = (size_t)(nregions + extra) << shift, .region_shift = shift,
+	*roots = (struct slab_roots){.base = base, .size = total << shift, .region_shift = shift,
 				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
-				     .arena_mem_bytes = per_arena, .seeds = seeds};
+				     .arena_mem_bytes = per_arena, .seeds = seeds, .spill = spill,
+				     .nspill = CONFIG_SLAB_SPILL_REGIONS};
 	nursery_place(roots, nregions);
 	slab_arena_open(0);
 	return true;

@@ -276,8 +276,8 @@ check-real:
 
 # The suite (without the benchmark) built with each on/off switch of config.mk turned
 # off on its own (canaries, zero-on-free with the check that needs it, the write-after-
-# free check, random slot choice, the slot quarantine, the nursery, labels), one arena,
-# and the light preset: a user who turns one off gets a library that builds under
+# free check, random slot choice, the slot quarantine, the nursery, spill regions,
+# labels), one arena, and the light preset: a user who turns one off gets a library that builds under
 # -Werror and tests that assert what that build promises (a case whose protection is
 # compiled out says so: "n/a" or "skip").
 # Each into out-configs/<name>; CONFIGS= picks some, by name.
@@ -287,6 +287,7 @@ CONFIG_SETS := nocanary:CONFIG_SLOT_CANARY=0 \
 	norandom:CONFIG_SLOT_RANDOM=0 \
 	noslotq:CONFIG_SLOT_QUARANTINE=0 \
 	nonursery:CONFIG_SLAB_NURSERY_PAGES=0 \
+	nospill:CONFIG_SLAB_SPILL_REGIONS=0 \
 	arenas1:CONFIG_SLAB_ARENAS=1 \
 	nolabel:CONFIG_LABEL_MEMORY=0 \
 	light:VARIANT=light

@@ -104,3 +104,24 @@ $(OUT)/tools/sizeclass_table: test/tools/sizeclass_table.c src/sizeclass.c src/s
 	$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror $(CONFIG_CPPFLAGS) -Isrc -o $@ test/tools/sizeclass_table.c src/sizeclass.c
 sizeclass-table: $(OUT)/tools/sizeclass_table
 	@$(OUT)/tools/sizeclass_table $(PAGE)
+
+# test/spill/: a size class going on past its own region into spill regions (README
+# "Capacity"). Its library sets aside regions of 16 MiB (and nursery cells of 4 pages, so
+# the nursery still fits beside them) and 8 spill regions, so that a class fills its
+# region and every spill region in a few tens of MiB. A sub-make builds that library and
+# the white-box test into OUT/spill, with this build's other options (a build without a
+# nursery or without spill regions keeps it so: the test then skips); the program lands
+# among the system tests, which run.sh runs under both backends.
+SPILL_CONFIG := CONFIG_SLAB_REGION_SHIFT=24 \
+	CONFIG_SLAB_NURSERY_PAGES=$(if $(filter 0,$(CONFIG_SLAB_NURSERY_PAGES)),0,4) \
+	CONFIG_SLAB_SPILL_REGIONS=$(if $(filter 0,$(CONFIG_SLAB_SPILL_REGIONS)),0,8)
+ifeq ($(SPILL_BUILD),)
+$(TEST_OUT)/system/spill_check: FORCE
+	@$(MAKE) --no-print-directory SPILL_BUILD=1 $(SPILL_CONFIG) OUT=$(OUT)/spill $(OUT)/spill/test/spill/spill_check
+	@mkdir -p $(@D)
+	@cmp -s $(OUT)/spill/test/spill/spill_check $@ || cp $(OUT)/spill/test/spill/spill_check $@
+test-build: $(TEST_OUT)/system/spill_check
+endif
+$(TEST_OUT)/spill/%: test/spill/%.c $(OUT)/obj/internal.a $(wildcard test/*.h)
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/obj/internal.a

@@ -155,8 +155,8 @@ START_TEST(released_slot_goes_to_next_allocation)
 	enum { N = 6000 };
 	static void *v[N];
 	for (int i = 0; i < N; i++) v[i] = malloc(100);
-	unsigned area;
-	struct slab_class *k = class_at((uintptr_t)v[0], &area);
+	const struct area_span *span;
+	struct slab_class *k = class_at((uintptr_t)v[0], &span);
 	ck_assert_ptr_nonnull(k);
 	ck_assert_uint_eq(k->cls, sc_of(100));
 	int next = 0;
