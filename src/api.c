@@ -328,7 +328,7 @@ API int malloc_info(int options, FILE *fp)
 		"<large live=\"%zu\" bytes=\"%zu\"/>\n"
 		"<quarantine count=\"%zu\" bytes=\"%zu\"/>\n"
 		"<cache count=\"%zu\" bytes=\"%zu\" hits=\"%lu\" misses=\"%lu\" waste_bytes=\"%lu\" evictions=\"%lu\"/>\n"
-		"<guard backend=\"%s\" fallbacks=\"%lu\" latches=\"%lu\" unmaps_refused=\"%lu\" spans_leaked=\"%lu\"/>\n"
+		"<guard backend=\"%s\" fallbacks=\"%lu\" latches=\"%lu\" unmaps_refused=\"%lu\" spans_leaked=\"%lu\" guards_omitted=\"%lu\"/>\n"
 		"<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
 		"<system type=\"current\" size=\"%zu\"/>\n"
 		"<aspace type=\"total\" size=\"%zu\"/>\n"
@@ -337,7 +337,7 @@ API int malloc_info(int options, FILE *fp)
 		h.slab_open_bytes, h.slabs_active, h.slabs_empty, h.slabs_closed, h.large_live, h.large_live_bytes,
 		h.large_quarantined, h.large_quarantined_bytes, h.large_cached, h.large_cached_bytes, h.cache_hits,
 		h.cache_misses, h.cache_waste_bytes, h.cache_evictions, h.guard_backend, h.guard_fallbacks,
-		h.guard_latches, h.unmaps_refused, h.spans_leaked, h.large_live, h.large_live_bytes,
+		h.guard_latches, h.unmaps_refused, h.spans_leaked, guard_guards_omitted(), h.large_live, h.large_live_bytes,
 		h.slab_open_bytes + h.large_live_bytes, h.slab_open_bytes + h.large_live_bytes);
 	errno = saved;
 	return 0;

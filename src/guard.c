@@ -640,6 +640,51 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 	return true;
 }
 
+bool guard_map_bare(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+		    const char *name)
+{
+	*lead = *trail = 0;
+	/* Read-write from the start: map_fresh's marker layout with no guards to mark. */
+	if (!map_fresh(r, lead, len, trail, align, true)) return false;
+	r->flags = REGION_PROTECTED; /* closes with fresh PROT_NONE mappings, opens with mprotect */
+	label(r, name);
+	return true;
+}
+
+/* --- the VMA budget ------------------------------------------------------------------ */
+
+/* Islands counted before the limit is worth reading: a tenth of the smallest limit a
+ * system plausibly sets, so a process that never gets near it never reads the file. */
+#define ISLANDS_UNCHECKED 1024
+
+static _Atomic unsigned long islands, islands_max, omitted;
+static bool say_omissions;
+
+void guard_verbose(bool on) { say_omissions = on; }
+unsigned long guard_guards_omitted(void) { return atomic_load_explicit(&omitted, memory_order_relaxed); }
+void guard_island_add(void) { atomic_fetch_add_explicit(&islands, 1, memory_order_relaxed); }
+void guard_island_remove(void) { atomic_fetch_sub_explicit(&islands, 1, memory_order_relaxed); }
+
+bool guard_island_room(void)
+{
+	if (guard_backend() == GUARD_MADVISE) return true;
+	unsigned long n = atomic_load_explicit(&islands, memory_order_relaxed);
+	if (n < ISLANDS_UNCHECKED) return true;
+	unsigned long max = atomic_load_explicit(&islands_max, memory_order_relaxed);
+	if (!max) {
+		long limit = os_read_long("/proc/sys/vm/max_map_count");
+		if (limit <= 0) limit = 65530; /* the kernel's default */
+		/* Two VMAs an island, half the limit: the rest is the program's. */
+		max = (unsigned long)limit / 4;
+		if (max < ISLANDS_UNCHECKED) max = ISLANDS_UNCHECKED;
+		atomic_store_explicit(&islands_max, max, memory_order_relaxed);
+	}
+	if (n < max) return true;
+	if (atomic_fetch_add_explicit(&omitted, 1, memory_order_relaxed) == 0 && say_omissions)
+		os_warn("near the VMA limit (vm.max_map_count): new large blocks and slabs get fewer guards", NULL);
+	return false;
+}
+
 bool guard_retire(struct guard_region *r)
 {
 	void *p = (void *)r->base;

@@ -117,6 +117,28 @@ must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
  * destination's contents, when not even the first page could move. */
 must_check bool guard_move(struct guard_region *from, size_t from_off, size_t len,
 			   struct guard_region *to, size_t to_off, bool *source_kept);
+/* A mapping without guards, open whole (read-write, charged): for a large block where
+ * guards would take the process past its VMA limit (guard_island_room). The open span
+ * starts at base + *lead, aligned to align; *lead and *trail are what trimming the
+ * alignment's slack left (open, unused), usually 0. Closes and reopens as any region
+ * of the mprotect scheme. */
+must_check bool guard_map_bare(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+			       const char *label);
+/* The mprotect scheme's VMA budget. An open span inside closed space (a large block
+ * between its PROT_NONE guards) and a closed span inside open space (a PROT_NONE guard
+ * slab) each cost up to two VMAs, and past vm.max_map_count (65530 by default) the
+ * kernel refuses every new mapping, the program's own included. Callers count such
+ * islands here; once they would take half the limit, guard_island_room() answers
+ * false and the caller makes fewer guards instead of failing: a large block gets none
+ * (guard_map_bare), a slab class skips its guard slab. Each refusal is counted
+ * (guard_guards_omitted) and, with guard_verbose(true), said once on stderr. Under the
+ * madvise backend islands cost no VMA: always true. The limit is read once, when the
+ * count first gets near any limit worth reading. */
+bool guard_island_room(void);
+void guard_island_add(void);
+void guard_island_remove(void);
+unsigned long guard_guards_omitted(void);
+void guard_verbose(bool on);
 /* Close the whole region for good with one fresh closed mapping: no memory, no page
  * tables (markers need them), no commit charge, one VMA. Only guard_unmap may follow.
  * False, with the region unchanged, when the kernel will not map it (VMA limit). */

@@ -155,6 +155,7 @@ bool rampart_init_slow(void)
 		}
 		random_init();
 		guard_init(ro.opt.guard);
+		guard_verbose(ro.opt.verbose);
 		ok = start_modules();
 		if (ok) {
 			protect_roots();

@@ -32,7 +32,8 @@ struct large_entry {
 	uintptr_t data; /* key: the pointer handed out; 0 = empty slot */
 	size_t usable;
 	size_t requested;
-	uint32_t state;
+	uint16_t state;
+	uint16_t island;     /* counted in the VMA budget (guard_island_add) while live */
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
 	size_t populated;    /* bytes from data + populated_off that refill_populate filled */
 	size_t populated_off; /* (refill.h) */
@@ -172,17 +173,23 @@ static size_t give_back(struct large_state *s, struct quarantine *q, size_t need
  * as the request needs, and none for a request bigger than all it holds: a request
  * that cannot succeed anyway (an absurd size, perhaps the attacker's) must not empty
  * the quarantine and with it the use-after-free protection of every freed block. */
-static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
-		       size_t align)
+static bool map_once(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align, bool guarded)
 {
-	if (guard_map(r, lead, len, trail, align, "rampart:large")) return true;
-	if (cache_flush(&s->cache) && guard_map(r, lead, len, trail, align, "rampart:large")) return true;
+	return guarded ? guard_map(r, lead, len, trail, align, "rampart:large")
+		       : guard_map_bare(r, lead, len, trail, align, "rampart:large");
+}
+
+static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+		       size_t align, bool guarded)
+{
+	if (map_once(r, lead, len, trail, align, guarded)) return true;
+	if (cache_flush(&s->cache) && map_once(r, lead, len, trail, align, guarded)) return true;
 	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
 	if (need > s->quarantine.bytes + s->huge.bytes) return false;
 	/* Huge regions first: they hold the most address space for the fewest blocks. */
 	size_t given = give_back(s, &s->huge, need);
 	if (given < need) give_back(s, &s->quarantine, need - given);
-	return guard_map(r, lead, len, trail, align, "rampart:large");
+	return map_once(r, lead, len, trail, align, guarded);
 }
 
 /* The address space the quarantine and the cache may each hold: their configured bounds,
@@ -252,10 +259,16 @@ void *large_alloc(size_t size, size_t align)
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
 					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
 		size_t lead = random_guard(s, len), trail = random_guard(s, len);
+		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
+		 * than not at all; a cached region would open an island inside closed space. */
+		bool guarded = guard_island_room();
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
-		if (take_cached(s, &e.region, lead, len, align) || map_region(s, &e.region, &lead, len, &trail, align)) {
+		if ((guarded && take_cached(s, &e.region, lead, len, align)) ||
+		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
 			e.data = e.region.base + lead;
+			e.island = guarded && !(e.region.flags & REGION_MARKERS);
+			if (e.island) guard_island_add();
 			e.populated = populate = refill_take(&s->refill, e.data, len, &populate_off);
 			e.populated_off = populate_off;
 			place(s, &e);
@@ -352,6 +365,8 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
+	if (e->island) guard_island_remove();
+	e->island = 0;
 	refill_freed(&s->refill, (const void *)e->data, e->usable, e->populated_off, e->populated);
 	/* Close at once: the pages go back and any later access faults. Where even that is
 	 * refused (VMA limit), give the whole region back instead. A huge region is closed
@@ -392,7 +407,8 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	size_t lead = random_guard(s, len);
 	size_t trail = random_guard(s, len) + MIN(align_up(len / 2, os_page), (size_t)CONFIG_REALLOC_HEADROOM_MAX);
 	size_t align = e->align_log2 ? (size_t)1 << e->align_log2 : 0;
-	if (!map_region(s, &n.region, &lead, len, &trail, align)) return 0;
+	bool guarded = guard_island_room();
+	if (!map_region(s, &n.region, &lead, len, &trail, align, guarded)) return 0;
 	e = lookup(s, key); /* draining the quarantine may have moved it */
 	bool kept;
 	if (!guard_move(&e->region, lead_of(e), e->usable, &n.region, lead, &kept)) {
@@ -401,6 +417,10 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	}
 	n.data = n.region.base + lead;
 	n.usable = len;
+	if (e->island) guard_island_remove(); /* the old block's island is closed */
+	e->island = 0;
+	n.island = guarded && !(n.region.flags & REGION_MARKERS);
+	if (n.island) guard_island_add();
 	place(s, &n); /* fills an empty slot: e stays where it is */
 	s->used++;
 	stat_inc(STAT_REALLOC_MOVED);

@@ -39,6 +39,21 @@ static uint32_t guard_interval(const struct slab_class *k)
 	return markers ? CONFIG_GUARD_SLAB_INTERVAL : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
 }
 
+/* Is a guard slab due, and can the process afford it? A PROT_NONE guard is an island of
+ * up to two VMAs: made (and counted) only while the VMA budget has room, so a class
+ * that grows to millions of slabs gets fewer guards instead of failing the program at
+ * the VMA limit (guard.h). Markers cost no VMA. */
+static bool guard_due(const struct slab_class *k)
+{
+	uint32_t every = guard_interval(k);
+	if (!every || k->since_guard < every) return false;
+	bool markers = (k->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+	if (markers) return true;
+	if (!guard_island_room()) return false;
+	guard_island_add();
+	return true;
+}
+
 /* Room in the directory for chunk c: the directory and the sets' summary words follow
  * the slabs in use instead of being sized for the whole region up front (they are
  * metadata every class would otherwise map from the start). Lock held. */
@@ -211,8 +226,7 @@ static bool extend_positions(struct slab_class *k, uint32_t from, uint32_t to)
  * false on OOM. */
 static bool fresh_slab(struct slab_class *k, uint32_t *out)
 {
-	uint32_t every = guard_interval(k);
-	bool guard = every && k->since_guard >= every;
+	bool guard = guard_due(k);
 	uint32_t pos = k->hwm + guard;
 	if (pos >= k->max_pos) {
 		/* The class's last region is full: its next slab is the first of a spill

@@ -174,6 +174,7 @@ static void report_json(struct out *o, const struct rampart_heap_stats *h)
 	kv(o, ",", "latches", h->guard_latches);
 	kv(o, ",", "unmaps_refused", h->unmaps_refused);
 	kv(o, ",", "spans_leaked", h->spans_leaked);
+	kv(o, ",", "guards_omitted", guard_guards_omitted());
 	out_str(o, "},\"classes\":[");
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
@@ -294,7 +295,9 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 	out_num(o, h->unmaps_refused);
 	out_str(o, " unmaps refused, ");
 	out_num(o, h->spans_leaked);
-	out_str(o, " spans leaked\n");
+	out_str(o, " spans leaked, ");
+	out_num(o, guard_guards_omitted());
+	out_str(o, " guards left out near the VMA limit\n");
 }
 
 void stats_report(int fd, int json)
