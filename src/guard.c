@@ -214,16 +214,21 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 	void *p = (void *)(r->base + off);
 	if (!len) return true;
 	if (markers_on(r)) {
-		int err = os_advise(p, len, MADV_GUARD_INSTALL);
-		if (err == EINVAL && replaceable(r)) {
-			/* A locked span (a block freed without munlock): a fresh mapping drops the
-			 * lock, as munmap would have, and takes markers. */
+		/* A span of a region of its own is mapped afresh before its markers go on:
+		 * whatever a program did to it while it was a block (mprotect, mlock,
+		 * MADV_DONTFORK, MADV_WIPEONFORK, MADV_DONTDUMP, MADV_NOHUGEPAGE, a protection
+		 * key) goes with the old mapping at the free, as glibc's munmap would drop it.
+		 * At the free, not at the reuse: while the span waits closed a fork child would
+		 * see a MADV_WIPEONFORK span without its markers, a MADV_DONTFORK one as a hole.
+		 * The fresh span merges back into its neighbours (it has no anon_vma yet). Where
+		 * the kernel will not map it (a memlock limit, the VMA limit), the markers go
+		 * over the span as it is and the region is never reused (REGION_STALE). */
+		if (replaceable(r)) {
 			void *fixed = p;
-			if (os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE) == 0) {
-				relabel(r, p, len);
-				err = os_advise(p, len, MADV_GUARD_INSTALL);
-			}
+			if (os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE) == 0) relabel(r, p, len);
+			else r->flags |= REGION_STALE;
 		}
+		int err = os_advise(p, len, MADV_GUARD_INSTALL);
 		if (!err) {
 			r->flags |= REGION_MARKED;
 			return true;
@@ -236,38 +241,10 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 	return close_protected(r, p, len);
 }
 
-/* Reopen a span of a region of its own with a fresh mapping: whatever a program did to
- * it while it was a block (mprotect, mlock, MADV_DONTFORK, MADV_WIPEONFORK,
- * MADV_DONTDUMP, MADV_NOHUGEPAGE, a protection key) goes with the old mapping, so the
- * next owner gets memory like any fresh anonymous memory. The fresh span has no anon_vma
- * yet and merges back into its neighbours; one call, as taking the markers out was.
- * Where the kernel will not map it (the VMA limit: the replacement splits before it
- * merges), the markers are taken out instead, but only if the span and a page on each
- * side lie in one VMA: then nothing was changed in it, as any change splits the VMA. */
-static int open_fresh(struct guard_region *r, void *p, size_t len)
-{
-	void *fixed = p;
-	int err = os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE);
-	if (!err) {
-		relabel(r, p, len);
-		return 0;
-	}
-	if (!os_is_oom(err)) os_unexpected("mmap", err, p);
-	if (!(r->flags & REGION_PROTECTED) && p != (void *)r->base && (uintptr_t)p + len < r->base + r->size &&
-	    os_one_mapping((char *)p - os_page, len + 2 * os_page) == len + 2 * os_page)
-		err = os_advise(p, len, MADV_GUARD_REMOVE);
-	return err;
-}
-
 bool guard_open(struct guard_region *r, size_t off, size_t len)
 {
 	void *p = (void *)(r->base + off);
 	if (!len) return true;
-	if ((r->flags & REGION_MARKED) && replaceable(r)) {
-		int err = open_fresh(r, p, len);
-		if (err && !os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
-		return err == 0;
-	}
 	if (r->flags & REGION_MARKED) {
 		int err = os_advise(p, len, MADV_GUARD_REMOVE);
 		if (err) {

@@ -40,18 +40,15 @@ static uint32_t guard_interval(const struct slab_class *k)
 }
 
 /* Is a guard slab due, and can the process afford it? A PROT_NONE guard is an island of
- * up to two VMAs: made (and counted) only while the VMA budget has room, so a class
- * that grows to millions of slabs gets fewer guards instead of failing the program at
- * the VMA limit (guard.h). Markers cost no VMA. */
+ * up to two VMAs: made only while the VMA budget has room, so a class that grows to
+ * millions of slabs gets fewer guards instead of failing the program at the VMA limit
+ * (guard.h); fresh_slab counts it once it is made. Markers cost no VMA. */
 static bool guard_due(const struct slab_class *k)
 {
 	uint32_t every = guard_interval(k);
 	if (!every || k->since_guard < every) return false;
 	bool markers = (k->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
-	if (markers) return true;
-	if (!guard_island_room()) return false;
-	guard_island_add();
-	return true;
+	return markers || guard_island_room();
 }
 
 /* Room in the directory for chunk c: the directory and the sets' summary words follow
@@ -258,10 +255,12 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 			 * of its own, which would keep the closed slabs on either side from ever
 			 * merging. */
 			if (!extend_positions(k, k->hwm, pos + 1)) return false;
-			if (guard && !guard_close(hwm_area, hwm_off, k->slab_bytes)) {
-				/* No marker and no VMA to spare: leave this guard open but never
-				 * use it; it is still a slab's worth of unused addresses between
-				 * slabs. */
+			if (guard) {
+				bool markers = (hwm_area->flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+				/* No marker and no VMA to spare: the guard stays open but is never
+				 * used; it is still a slab's worth of unused addresses between
+				 * slabs. A PROT_NONE guard made is an island of the VMA budget. */
+				if (guard_close(hwm_area, hwm_off, k->slab_bytes) && !markers) guard_island_add();
 			}
 		}
 	}

@@ -157,6 +157,9 @@ limit_as: re-executes /proc/self/exe under each RLIMIT_AS, like exit_check_death
 policy_ns: re-executes /proc/self/exe inside its mount namespace, like exit_check_death
 mlock_system: asks process_vm_readv whether guards block access; qemu-user does not implement it
 slab_behaviour: one million live blocks need more than the 256 MiB per class of this build
+fresh_state: reads the guest's /proc/self/smaps and probes with process_vm_writev; qemu-user provides neither
+huge_hold: asks process_vm_readv whether freed blocks are reachable, like mlock_system
+commit_charge: qemu-user's own bookkeeping of a 64 GiB to 16 TiB guest mapping exhausts memory (killed) before the host kernel can refuse it
 vma_limit: 30 million blocks and 100,000 mappings take many minutes under the emulator, and it re-executes /proc/self/exe
 trace_death: under qemu-user the stack scan finds one return address 16 times, not the callers (not investigated yet)
 heap_stack_death: its traces are checked like trace_death's, and its on_error=report case re-executes /proc/self/exe

@@ -18,6 +18,9 @@
 #include "rampart.h"
 #include "../harness.h"
 
+/* musl's headers do not declare it; rampart defines it. */
+void *pvalloc(size_t size);
+
 /* A field of /proc/meminfo, in bytes; -1 when missing. */
 static long long meminfo(const char *field)
 {

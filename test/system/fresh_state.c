@@ -12,7 +12,9 @@
  *  - its mapping is rw-p, and none of the flags locked, dontcopy, wipeonfork, dontdump,
  *    nohugepage is set (/proc/self/smaps VmFlags);
  *  - every page takes a write;
- *  - a fork child sees the parent's contents.
+ *  - a fork child sees the parent's contents;
+ * and every freed block, while it waits closed, is closed in a fork child as well
+ * (mapped, unreachable).
  * The loop must see addresses come back, or it proves nothing. Also: a locked block
  * freed without munlock must not switch the madvise backend off (item 3: only
  * mlockall(MCL_FUTURE) does), and a small block locked and freed neither.
@@ -119,6 +121,21 @@ static bool fresh(const char *what, unsigned char *p, size_t len)
 	return true;
 }
 
+/* In a fork child: is p mapped, and does every access to it fault? */
+static bool closed_in_child(const void *p)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) return false;
+	if (pid == 0) {
+		unsigned char v;
+		bool mapped = mincore((void *)((uintptr_t)p & ~(page - 1)), page, &v) == 0;
+		_exit(mapped && inaccessible(p) ? 0 : 1);
+	}
+	int st;
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 struct change {
 	const char *name;
 	int (*apply)(unsigned char *p, size_t len); /* 0, or an errno: the change is not possible here */
@@ -179,6 +196,13 @@ static bool run_change(const struct change *c, size_t len)
 			return true;
 		}
 		free(p); /* the state stays: what the test is about */
+		/* While it waits closed, a fork child sees the freed block closed too: mapped
+		 * (a MADV_DONTFORK span would be a hole there, for the child's own mappings to
+		 * land in) and unreachable (a MADV_WIPEONFORK span would lose its markers). */
+		if (!closed_in_child(p)) {
+			printf("FAIL %s: the freed block %p is reachable or unmapped in a fork child\n", what, (void *)p);
+			return false;
+		}
 	}
 	printf("%s, %zu KiB blocks: %d blocks fresh, %zu of them at an address used before\n", c->name, len >> 10,
 	       ROUNDS, reused);
