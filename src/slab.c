@@ -374,7 +374,7 @@ static noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const st
 	return true;
 }
 
-void slab_batched_enter(struct slab_class *k, uint32_t e)
+void slab_batched_enter(struct slab_class *k, qentry_t e)
 {
 	uint32_t pos = qentry_pos(e), i = qentry_slot(e);
 	struct slab *s = desc(k, pos);
@@ -393,8 +393,8 @@ void slab_batched_enter(struct slab_class *k, uint32_t e)
 	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
 	check_neighbours(k, s, a, i);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);
-	if (k->defer_frees) slot_quarantine_defer(k, pos, i);
-	else slot_quarantine_put(k, pos, i);
+	if (k->defer_frees) slot_quarantine_defer(k, e);
+	else slot_quarantine_put_entry(k, e);
 }
 #endif
 
@@ -429,7 +429,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 #if CONFIG_SLOT_QUARANTINE
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | (uint64_t)1 << (i & 63));
 	if (likely(tls_arena == k->arena1) || !k->defer_frees) slot_quarantine_put(k, pos, i);
-	else slot_quarantine_defer(k, pos, i);
+	else slot_quarantine_defer(k, qentry(pos, i));
 #else
 	slab_release_slot(k, s, pos, i);
 #endif

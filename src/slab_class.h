@@ -121,11 +121,38 @@
 #define FIRST_POSITIONS 8u
 _Static_assert(FIRST_POSITIONS <= CHUNK, "the first positions lie in chunk 0");
 /* At most this many slab positions per (arena, class), its home region and its spill
- * regions together: a quarantine entry (qentry) holds a position in 24 bits. It also
- * bounds the directory (1 MiB). For classes with one-page slabs (16-128 bytes) this is
- * what bounds them: 2^24 positions of 4 KiB, half of them guard slabs under madvise, are
- * 32 GiB of live blocks in one arena (README "Capacity"). */
-#define MAX_POSITIONS ((1u << 24) - 1)
+ * regions together: what a 32-bit position numbers, less one chunk, so that the
+ * high-water mark plus a guard slab, a list link (position + 1) and a chunk's last
+ * position never wrap. A quarantine entry (qentry) holds any of them. With the default
+ * window the spill regions bound every class first (65 regions of 2^24 one-page
+ * positions: about 2^30). It bounds the directory (2^25 chunks: 256 MiB at most, grown
+ * on demand by doubling, dir_room) and the casts in slab_class_setup (positions_cap). */
+#define MAX_POSITIONS ((uint32_t)(((uint64_t)1 << 32) - CHUNK))
+/* A quarantine entry names a slot by its slab position and its index there, plus one
+ * (zero: no entry), and decodes with a shift and a mask where an address would take two
+ * divisions. 64 bits: a position is 32 and a slot index 8, so every position a class
+ * can number (MAX_POSITIONS) fits. Entries of 32 bits (24 for the position) stopped a
+ * one-page class at 2^24 positions, 32 GiB of live blocks in one arena, while memory
+ * and spill regions remained; a narrower encoding (slot bits per class, or a global
+ * slot number) either still stops the 16-byte class (256 slots, 8 bits) or decodes by
+ * division. The cost is the quarantine's metadata, twice what it was (README,
+ * "Capacity"; bench/journal/2026-11-27-positions.md). A tag bit above the position
+ * instead of the + 1 spared decoding its subtraction but cost small churn more
+ * instructions than it saved (a 64-bit constant to set at every entry). */
+typedef uint64_t qentry_t;
+#define QENTRY_SLOT_BITS 8u
+_Static_assert(SLAB_MAX_SLOTS <= 1u << QENTRY_SLOT_BITS, "a slot index fits its part of an entry");
+/* The largest entry, of slot 255 at the largest 32-bit position, plus one, does not wrap
+ * to zero (no entry). */
+_Static_assert(32 + QENTRY_SLOT_BITS < 64, "an entry holds any position and slot index");
+static inline qentry_t qentry(uint32_t pos, uint32_t i)
+{
+	return ((qentry_t)pos << QENTRY_SLOT_BITS | i) + 1;
+}
+
+static inline uint32_t qentry_pos(qentry_t e) { return (uint32_t)((e - 1) >> QENTRY_SLOT_BITS); }
+static inline uint32_t qentry_slot(qentry_t e) { return (uint32_t)(e - 1) & ((1u << QENTRY_SLOT_BITS) - 1); }
+
 /* A pointer's page index in its region is 32 bits (live_slot), with pages of 4 KiB or more. */
 _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in 32 bits");
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
@@ -134,7 +161,7 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
  * of that directory with both sets' summary words. */
 #define DIR_START 32u
 #define DIR_BYTES (DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t))
-/* Cross-arena frees a class holds back from its quarantine (a cache line with the count). */
+/* Cross-arena frees a class holds back from its quarantine (two cache lines of entries). */
 #define DEFERRED_MAX 15u
 /* Slot quarantine entries per class: at most this many (rand16 indexes it). */
 #define SLOT_Q_MAX 4096u
@@ -223,17 +250,20 @@ struct slab_class {
 	 * quarantine. */
 	struct lock lock __attribute__((aligned(64)));
 	uint32_t partial;
-	uint32_t *qrand, *qring; /* slot quarantine: entries by qentry() */
+	/* The array and the ring have qmask + 1 entries each (beside partial: the 64-bit
+	 * `released` below then still ends the line). */
+	uint32_t qmask;
+	qentry_t *qrand, *qring; /* slot quarantine: entries by qentry() */
 	/* Its generator, in the arena's metadata block beside every other class's (out of
 	 * the struct: 312 bytes that made it 832). */
 	struct random_state *rnd;
-	uint32_t qmask, qhead, qcount; /* the array and the ring have qmask + 1 entries each */
+	uint32_t qhead, qcount;
 	uint32_t qfill; /* entries the random array was given in order, until it was full */
 #if CONFIG_SLOT_QUARANTINE
+	uint32_t ndeferred; /* slots waiting in `deferred` */
 	/* The entry that last left the quarantine, still marked quarantined in its slab, for
 	 * the class's next allocation; 0: none (slot_quarantine_put). */
-	uint32_t released;
-	uint32_t ndeferred; /* slots waiting in `deferred` */
+	qentry_t released;
 #endif
 	/* Slow paths from here. */
 	uint32_t dir_cap;
@@ -253,13 +283,13 @@ struct slab_class {
 	 * position 0 there too), the rest in the region; 0: no nursery. */
 	struct guard_region nursery;
 	size_t nursery_bytes;
-	uint64_t tail[SLAB_WORDS];  /* used bits of an empty slab (the slots past `slots`) */
 	/* The closed set (closed slabs out of the slab quarantine) and the empty set (empty
 	 * slabs kept open): a bit per position in its descriptor chunk, a summary bit per
-	 * chunk, so the lowest and the highest member are found in a few loads. */
+	 * chunk, so the lowest and the highest member are found in a few loads. Chunk 0's
+	 * bitmaps (it may have no chunk of its own) follow the slab quarantine ring in the
+	 * class's metadata (set0_of). */
 	uint64_t *set_chunks[2];
 	uint32_t set_words; /* summary words per set */
-	uint64_t set0[2][CHUNK / 64]; /* chunk 0's bitmaps (it may have no chunk of its own) */
 	uint32_t nclosed, nempty;
 	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
 	 * soon after closing one (churn) and decays towards its floor when it does not.
@@ -272,14 +302,39 @@ struct slab_class {
 	uint32_t sq_head, sq_count;
 #if CONFIG_SLOT_QUARANTINE
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
-	 * waiting to enter the slot quarantine (their own line: see slot_quarantine_defer). */
-	uint32_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
+	 * waiting to enter the slot quarantine (their own lines: see slot_quarantine_defer). */
+	qentry_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
 #endif
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(struct slab_class, dir) + sizeof(void *) <= 64, "the geometry and the directory fill line 0");
 _Static_assert(offsetof(struct slab_class, first) + sizeof(void *) <= 2 * 64, "what decoding reads fills line 1");
 _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields fill the first three lines");
+/* Decoding finds a class by its index: at 512 bytes that is a shift. With the deferred
+ * entries of 64 bits the struct grew to 576 (an index took a multiply-add and a shift:
+ * 2 instructions more in small churn's malloc-free pair), until chunk 0's set bitmaps
+ * moved to the metadata (set0_of) and the used bits of an empty slab (tail_word) were
+ * worked out instead of stored. Builds without the slot quarantine have no deferred
+ * entries and a smaller struct. */
+#if CONFIG_SLOT_QUARANTINE
+_Static_assert(sizeof(struct slab_class) == 512, "a class's index shifted is its offset");
+#endif
+
+/* The bytes of a class's slab quarantine ring (in its metadata, after the directory),
+ * and chunk 0's bitmaps of the closed and the empty set after it. */
+#define SQ_BYTES align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8)
+#define SET0_BYTES (2 * (CHUNK / 64) * sizeof(uint64_t))
+static inline uint64_t *set0_of(struct slab_class *k, unsigned set)
+{
+	return (uint64_t *)((char *)k->sq + SQ_BYTES) + set * (CHUNK / 64);
+}
+
+/* Word w of the used bits of an empty slab: the slots past `slots` are set, so that they
+ * are never handed out. */
+static inline uint64_t tail_word(const struct slab_class *k, uint32_t w)
+{
+	return k->slots >= 64 * (w + 1) ? 0 : k->slots <= 64 * w ? ~(uint64_t)0 : ~(uint64_t)0 << (k->slots & 63);
+}
 
 /* A spill region: one more region of the window for a class whose home region is full
  * (its positions max_pos on, seg_pos of them). The table (ro.slab.spill, in the metadata)
@@ -500,22 +555,6 @@ static inline cold __attribute__((noreturn)) void die(struct slab_class *k, cons
 	fatal(what, p);
 }
 
-/* A quarantine entry names a slot by its slab position and its index there, plus one
- * (zero: no entry): 32 bits, half the metadata of addresses and half the pages a
- * process writes into after fork (every page written after fork is a copy), and
- * decoded with a shift and a mask where an address would take two divisions. */
-#define QENTRY_SLOT_BITS 8u
-_Static_assert(SLAB_MAX_SLOTS <= 1u << QENTRY_SLOT_BITS, "a slot index fits its part of an entry");
-/* The largest entry is that of slot 255 at position MAX_POSITIONS - 1, plus one. */
-_Static_assert((uint64_t)MAX_POSITIONS << QENTRY_SLOT_BITS <= UINT32_MAX, "an entry fits in 32 bits");
-static inline uint32_t qentry(uint32_t pos, uint32_t i)
-{
-	return (pos << QENTRY_SLOT_BITS | i) + 1;
-}
-
-static inline uint32_t qentry_pos(uint32_t e) { return (e - 1) >> QENTRY_SLOT_BITS; }
-static inline uint32_t qentry_slot(uint32_t e) { return (e - 1) & ((1u << QENTRY_SLOT_BITS) - 1); }
-
 /* --- what the parts call of each other ----------------------------------------------- */
 
 /* slab_setup.c */
@@ -525,7 +564,8 @@ void slab_arena_open(unsigned a);
 void slab_class_setup(struct slab_class *k);
 /* Its home region full, class k (lock held) takes one more spill region for good: its
  * positions from max_pos on. False when every spill region is taken, or the class has
- * all the positions it can number (MAX_POSITIONS). */
+ * all the positions it can number (MAX_POSITIONS, or fewer for slabs of many pages:
+ * positions_cap). */
 bool slab_spill_add(struct slab_class *k);
 
 /* slab_life.c (lock held) */
@@ -560,6 +600,12 @@ bool slab_close_highest_empty(struct slab_class *k);
 /* Slot i of the slab at pos, freed (wiped, marked quarantined), enters the quarantine;
  * an older one may leave it for its slab. */
 void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i);
+/* The same for a slot named by its entry (qentry): a batched or deferred slot enters as
+ * it is, not decoded and built again. Two functions rather than one of either kind:
+ * building the entry in slab_free cost small churn 0.2% more instructions, and decoding
+ * a batched or deferred one for slot_quarantine_put cost producer/consumer 1.4%
+ * (bench/journal/2026-11-27-positions.md). */
+void slot_quarantine_put_entry(struct slab_class *k, qentry_t e);
 /* The slots freed by other arenas' threads enter the quarantine, in the order they were
  * freed. */
 void slot_quarantine_drain(struct slab_class *k);
@@ -570,7 +616,7 @@ void slot_quarantine_let_go(struct slab_class *k);
  * bit goes. */
 static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t *pos, uint32_t *i)
 {
-	uint32_t e = k->released;
+	qentry_t e = k->released;
 	if (!e) return false;
 	k->released = 0;
 	*pos = qentry_pos(e);
@@ -589,10 +635,10 @@ static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t 
  * 0.84-0.87 s against 0.79-0.81 s; producer/consumer, where every free is another
  * arena's, unchanged (1.01-1.11 s against 1.00-1.12 s). A slot waits in the quarantine
  * itself as long as ever once it enters it. */
-static inline void slot_quarantine_defer(struct slab_class *k, uint32_t pos, uint32_t i)
+static inline void slot_quarantine_defer(struct slab_class *k, qentry_t e)
 {
 	if (k->ndeferred == DEFERRED_MAX) slot_quarantine_drain(k);
-	k->deferred[k->ndeferred++] = qentry(pos, i);
+	k->deferred[k->ndeferred++] = e;
 }
 #endif
 
@@ -610,7 +656,7 @@ static inline uint64_t batched_canary(const struct slab *s) { return s->canary ^
 struct free_batch {
 	uint16_t r1; /* the class's region number + 1; 0: empty */
 	uint16_t n;  /* entries */
-	uint32_t e[CONFIG_SLAB_FREE_BATCH]; /* qentry() */
+	qentry_t e[CONFIG_SLAB_FREE_BATCH]; /* qentry() */
 };
 
 /* slab_batch.c: the calling thread's batch for region r with room for an entry (a
@@ -620,7 +666,7 @@ struct free_batch {
 struct free_batch *slab_batch_for(unsigned r);
 /* slab.c, lock held: a batched slot enters the quarantine (its checks, then the same
  * way as any free from another arena). */
-void slab_batched_enter(struct slab_class *k, uint32_t e);
+void slab_batched_enter(struct slab_class *k, qentry_t e);
 /* slab_batch.c: every batch of the calling thread enters its quarantine (malloc_trim). */
 void slab_batch_flush_mine(void);
 /* slab_batch.c: fork handlers, called from slab_setup.c's: the pool lock is taken first

@@ -104,7 +104,7 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 
 static inline uint64_t *set_bits(struct slab_class *k, unsigned set, uint32_t chunk)
 {
-	if (!chunk) return k->set0[set];
+	if (!chunk) return set0_of(k, set);
 	return (uint64_t *)((char *)k->dir[chunk] - CHUNK_HEAD_BYTES) + set * (CHUNK / 64);
 }
 
@@ -180,9 +180,12 @@ static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
 {
 	size_t end = off + k->slab_bytes;
 	if (pos >= k->home_pos) {
-		/* A spill region has room for a closed page past its last position. */
+		/* A spill region has room for a closed page past its last position. The
+		 * class's last one may end early, at positions_cap: what it maps and
+		 * decodes stops there, so that no offset past it reaches live_slot, whose
+		 * page index would wrap. */
 		struct slab_spill *sp = spill_of(k, pos);
-		size_t positions = (size_t)k->seg_pos * k->slab_bytes;
+		size_t positions = MIN((size_t)k->seg_pos * k->slab_bytes, (size_t)k->max_pos * k->slab_bytes - sp->span.lo);
 		bool grown = grow_area(&sp->region, end, positions + os_page, k->slab_bytes);
 		span_write(&sp->span, sp->span.base, sp->span.lo, sp->span.lo + MIN(sp->region.size, positions));
 		return grown;
@@ -340,11 +343,11 @@ noinline bool slab_new(struct slab_class *k)
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used,
 		 * and those handed out before still hold its canary, so it keeps that too. */
-		for (uint32_t w = 0; w < k->nwords; w++) s->bits[w].fresh = ~k->tail[w];
+		for (uint32_t w = 0; w < k->nwords; w++) s->bits[w].fresh = ~tail_word(k, w);
 		s->canary = random_u64(k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
 	}
 	for (uint32_t w = 0; w < k->nwords; w++) {
-		s->bits[w].used = k->tail[w];
+		s->bits[w].used = tail_word(k, w);
 		s->bits[w].quar = 0;
 	}
 	s->nused = 0;

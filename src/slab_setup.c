@@ -49,14 +49,14 @@ static size_t class_hot_bytes(unsigned c)
 	/* The size alone, not sc_geometry: slab_class_setup adds this up for the classes below
 	 * its own, and the geometry's search took about 6 us for all classes (perf: 0.7% of
 	 * `tr` in a pipeline). */
-	return GENERATOR_BYTES + align_up(2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(uint32_t), 64);
+	return GENERATOR_BYTES + align_up(2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
 }
 
 /* And, written on slow paths: a directory of DIR_START chunks with both sets' summary
- * words, the slab quarantine ring. */
+ * words, the slab quarantine ring, chunk 0's set bitmaps (set0_of). */
 static size_t class_control_bytes(void)
 {
-	return DIR_BYTES + align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8);
+	return DIR_BYTES + SQ_BYTES + SET0_BYTES;
 }
 
 /* Where the hot parts start: after the block of first descriptors and every class's
@@ -74,6 +74,16 @@ static size_t arena_mem_bytes(void)
 	size_t bytes = arena_hot_start();
 	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_hot_bytes(c);
 	return bytes;
+}
+
+/* Most positions class k may number, home and spill regions together: MAX_POSITIONS,
+ * and no more than keep a pointer's page index from the span's base (position * pages
+ * + page, which live_slot divides as 32 bits) below 2^32. Only a window with regions
+ * and spill regions far above the defaults reaches the second bound (65 regions of
+ * 64 GiB are 2^30 pages). */
+static uint32_t positions_cap(const struct slab_class *k)
+{
+	return (uint32_t)MIN((uint64_t)MAX_POSITIONS, ((uint64_t)1 << 32) / k->pages);
 }
 
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
@@ -108,8 +118,6 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->track_extent = g.slots <= SLAB_EXTENT_SLOTS;
 	k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
 	k->empty_max = k->empty_floor;
-	for (uint32_t w = 0; w < SLAB_WORDS; w++) /* the bits of slots past g.slots */
-		k->tail[w] = g.slots >= 64 * (w + 1) ? 0 : g.slots <= 64 * w ? ~(uint64_t)0 : ~(uint64_t)0 << (g.slots & 63);
 
 	/* Its share of the arena's metadata (arena_mem_bytes). */
 	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
@@ -120,7 +128,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->rnd = (struct random_state *)hot;
 	uint32_t half = slot_q_half(g.size);
 	if (half) {
-		k->qrand = (uint32_t *)(hot + GENERATOR_BYTES);
+		k->qrand = (qentry_t *)(hot + GENERATOR_BYTES);
 		k->qring = k->qrand + half;
 		k->qmask = half - 1;
 	}
@@ -138,13 +146,13 @@ noinline void slab_class_setup(struct slab_class *k)
 	random_reseed(k->rnd);
 	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
 	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
-	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
+	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)positions_cap(k));
 	k->home_pos = k->max_pos;
 	/* Positions of each spill region: what fits above the largest lead a spill region
 	 * draws (a sixteenth of it, as the home region's guard area) and below a closed
 	 * page. The same count in every one, so a position names its spill region by one
 	 * division (spill_of). */
-	k->seg_pos = (uint32_t)MIN((region - region / 16 - os_page) / k->slab_bytes, (size_t)MAX_POSITIONS);
+	k->seg_pos = (uint32_t)MIN((region - region / 16 - os_page) / k->slab_bytes, (size_t)positions_cap(k));
 	k->seg_magic = magic_of(k->seg_pos);
 	guard_start(&k->region, area);
 	k->region.flags |= REGION_KEEP_ANON;
@@ -183,7 +191,7 @@ static _Atomic unsigned spill_taken;
  * decoder that finds it sees the span. */
 bool slab_spill_add(struct slab_class *k)
 {
-	if (!ro.slab.nspill || !k->seg_pos || k->max_pos >= MAX_POSITIONS) return false;
+	if (!ro.slab.nspill || !k->seg_pos || k->max_pos >= positions_cap(k)) return false;
 	if (!k->seg) {
 		k->seg = meta_alloc(ro.slab.nspill * sizeof *k->seg);
 		if (!k->seg) return false;
@@ -203,7 +211,7 @@ bool slab_spill_add(struct slab_class *k)
 	span_write(&sp->span, start - lo, lo, lo);   /* nothing mapped yet */
 	__atomic_store_n(&sp->owner, k, __ATOMIC_RELEASE);
 	k->seg[k->nseg++] = (uint16_t)j;
-	k->max_pos = (uint32_t)MIN((size_t)k->max_pos + k->seg_pos, (size_t)MAX_POSITIONS);
+	k->max_pos = (uint32_t)MIN((size_t)k->max_pos + k->seg_pos, (size_t)positions_cap(k));
 	return true;
 }
 

@@ -1,6 +1,6 @@
 /*
  * slot_quarantine.c — freed slots held back before their slab gets them again: a random
- * array in front of a FIFO ring per (arena, class), with entries of 32 bits (qentry),
+ * array in front of a FIFO ring per (arena, class), with entries of 64 bits (qentry),
  * and the deferred list of frees from other arenas' threads. The region quarantine of
  * large blocks (quarantine.c) follows the same policy over items with sizes.
  *
@@ -12,7 +12,7 @@
 
 #if CONFIG_SLOT_QUARANTINE
 
-static inline __attribute__((always_inline)) void release_entry(struct slab_class *k, uint32_t e)
+static inline __attribute__((always_inline)) void release_entry(struct slab_class *k, qentry_t e)
 {
 	uint32_t pos = qentry_pos(e);
 	slab_release_slot(k, desc(k, pos), pos, qentry_slot(e));
@@ -25,18 +25,18 @@ static inline __attribute__((always_inline)) void release_entry(struct slab_clas
  * at random, an early entry could be pushed out by the next free), and a short-lived
  * process writes the first page of each class's array, not a page wherever a draw
  * lands (tr under bash took a dozen page faults here before). */
-void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i)
+static inline __attribute__((always_inline)) void put_entry(struct slab_class *k, qentry_t e)
 {
 	if (unlikely(k->qfill <= k->qmask)) {
-		k->qrand[k->qfill++] = qentry(pos, i);
+		k->qrand[k->qfill++] = e;
 		return;
 	}
 	uint32_t j = rand16(k) & k->qmask;
-	uint32_t out = k->qrand[j];
-	k->qrand[j] = qentry(pos, i);
+	qentry_t out = k->qrand[j];
+	k->qrand[j] = e;
 	if (!out) return;
 	if (k->qcount > k->qmask) {
-		uint32_t old = k->qring[k->qhead];
+		qentry_t old = k->qring[k->qhead];
 		k->qhead = (k->qhead + 1) & k->qmask;
 		k->qcount--;
 		/* In churn the next allocation mostly took this very slot anyway: its
@@ -54,6 +54,10 @@ void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i)
 	k->qcount++;
 }
 
+void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i) { put_entry(k, qentry(pos, i)); }
+
+void slot_quarantine_put_entry(struct slab_class *k, qentry_t e) { put_entry(k, e); }
+
 void slot_quarantine_let_go(struct slab_class *k)
 {
 	if (!k->released) return;
@@ -65,7 +69,7 @@ void slot_quarantine_let_go(struct slab_class *k)
 noinline void slot_quarantine_drain(struct slab_class *k)
 {
 	for (uint32_t n = 0; n < k->ndeferred; n++)
-		slot_quarantine_put(k, qentry_pos(k->deferred[n]), qentry_slot(k->deferred[n]));
+		put_entry(k, k->deferred[n]);
 	k->ndeferred = 0;
 }
 

@@ -186,6 +186,43 @@ START_TEST(released_slot_goes_to_next_allocation)
 }
 END_TEST
 
+/* A quarantine entry (slot quarantine, deferred list, free batches) names any position
+ * a class may number with any slot index, far past the 2^24 positions that 32-bit
+ * entries held: each decodes back to the same pair, none is 0 (no entry), and the
+ * entries of neighbouring slots and positions differ. */
+START_TEST(quarantine_entries_hold_any_position)
+{
+	static const uint32_t positions[] = {
+		0, 1, FIRST_POSITIONS, (1u << 24) - 1, 1u << 24, (1u << 24) + 1, (1u << 31) + 5,
+		MAX_POSITIONS - 1, UINT32_MAX,
+	};
+	ck_assert_uint_gt(MAX_POSITIONS, (1u << 31) + 5);
+	/* Every slot index up to SLAB_MAX_SLOTS covers the class with the most slots a slab
+	 * (with 4 KiB pages the zero class has exactly that many). */
+	uint32_t most = 0;
+	for (unsigned c = 0; c < SC_COUNT; c++) {
+		struct sc_geometry g;
+		sc_geometry(c, os_page, &g);
+		most = g.slots > most ? g.slots : most;
+	}
+	ck_assert_uint_le(most, SLAB_MAX_SLOTS);
+	if (os_page == 4096) ck_assert_uint_eq(most, SLAB_MAX_SLOTS);
+	for (size_t n = 0; n < sizeof positions / sizeof *positions; n++) {
+		uint32_t pos = positions[n];
+		for (uint32_t i = 0; i < SLAB_MAX_SLOTS; i++) {
+			qentry_t e = qentry(pos, i);
+			ck_assert_uint_ne(e, 0);
+			ck_assert_uint_eq(qentry_pos(e), pos);
+			ck_assert_uint_eq(qentry_slot(e), i);
+			if (i) ck_assert_uint_ne(e, qentry(pos, i - 1));
+			if (pos) ck_assert_uint_ne(e, qentry(pos - 1, i));
+			/* Positions that differ by 2^24 (the old entries' wrap) differ. */
+			if (pos >= 1u << 24) ck_assert_uint_ne(e, qentry(pos - (1u << 24), i));
+		}
+	}
+}
+END_TEST
+
 /* Canary: the 8 bytes after the usable part, leading byte zero, one value per slab. */
 START_TEST(canary_layout)
 {
@@ -905,11 +942,13 @@ END_TEST
  * pointers into metadata: it lives in metadata, reached from the sealed roots, so no
  * writable global of rampart's can redirect it. After a thread batched frees into
  * another arena the lists point into metadata too. */
+#if SLAB_FREE_BATCHES
 static void *free_from_other_arena(void *p)
 {
 	free(p);
 	return NULL;
 }
+#endif
 
 START_TEST(batch_pool_state_in_metadata)
 {
@@ -952,6 +991,7 @@ int main(int argc, char **argv)
 	tcase_add_test(t, bitmaps_hand_out_distinct_slots);
 	tcase_add_test(t, quarantine_holds_freed_slot);
 	tcase_add_test(t, released_slot_goes_to_next_allocation);
+	tcase_add_test(t, quarantine_entries_hold_any_position);
 	tcase_add_test(t, descriptors_on_both_sides_of_the_shared_block);
 	tcase_add_test(t, canary_layout);
 	tcase_add_test(t, freed_slots_keep_canary);
