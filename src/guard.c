@@ -157,12 +157,6 @@ static bool replaceable(const struct guard_region *r)
 	return !(r->flags & (REGION_KEEP_ANON | REGION_GROWS));
 }
 
-/* Closed space of the region, as os_map maps it: large regions' closed spans are charged
- * when opened again (OS_CLOSED); windows' are not (OS_RESERVED). */
-static enum os_prot closed_kind(const struct guard_region *r)
-{
-	return replaceable(r) ? OS_CLOSED : OS_RESERVED;
-}
 
 /* Close [p, p+len) without guard markers.
  *
@@ -180,7 +174,7 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 {
 	void *fixed = p;
 	bool keep_anon = r->flags & REGION_KEEP_ANON;
-	if (!keep_anon && os_map(&fixed, len, closed_kind(r), OS_REPLACE) == 0) {
+	if (!keep_anon && os_map(&fixed, len, OS_CLOSED, OS_REPLACE) == 0) {
 		r->flags |= REGION_PROTECTED;
 		relabel(r, p, len);
 		return true;
@@ -196,7 +190,7 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 	r->flags |= REGION_PROTECTED;
 	/* Locked memory refuses MADV_DONTNEED; a fresh mapping over it still drops the
 	 * pages (returning them matters more than merging), unless RLIMIT_MEMLOCK says no. */
-	if (os_advise(p, len, MADV_DONTNEED) && (!keep_anon || os_map(&fixed, len, closed_kind(r), OS_REPLACE)))
+	if (os_advise(p, len, MADV_DONTNEED) && (!keep_anon || os_map(&fixed, len, OS_CLOSED, OS_REPLACE)))
 		r->flags |= REGION_RESIDUE; /* pages stay */
 	return true;
 }
@@ -290,7 +284,7 @@ bool guard_extend(struct guard_region *r, size_t off, size_t len)
 bool guard_reserve(struct guard_region *r, size_t size, const char *name)
 {
 	void *p = NULL;
-	if (os_map(&p, size, OS_RESERVED, OS_ANYWHERE)) return false;
+	if (os_map(&p, size, OS_CLOSED, OS_ANYWHERE)) return false;
 	uint32_t flags = guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED;
 	*r = (struct guard_region){(uintptr_t)p, size, flags, 0};
 	label(r, name);
@@ -451,7 +445,7 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	size_t below = r->size ? 0 : os_page;
 	void *p = (void *)(r->base + r->size - below);
 	size_t len = size - r->size + below;
-	if (os_map(&p, len, OS_RESERVED, OS_NOREPLACE)) return false;
+	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
 	/* The page below carries the label too: a page named apart from its neighbour is a
 	 * VMA of its own. */
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
@@ -573,7 +567,7 @@ static bool refill(struct guard_region *r, size_t off, size_t len)
 		relabel(r, p, len);
 		return guard_close(r, off, len);
 	}
-	if (os_map(&p, len, closed_kind(r), OS_NOREPLACE)) return false;
+	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
 	relabel(r, p, len);
 	r->flags |= REGION_PROTECTED;
 	return true;
@@ -665,7 +659,7 @@ bool guard_island_room(void)
 bool guard_retire(struct guard_region *r)
 {
 	void *p = (void *)r->base;
-	int err = os_map(&p, r->size, closed_kind(r), OS_REPLACE);
+	int err = os_map(&p, r->size, OS_CLOSED, OS_REPLACE);
 	if (err) {
 		if (!os_is_oom(err)) os_unexpected("mmap", err, p);
 		return false;

@@ -26,13 +26,12 @@ enum os_place {
 
 /* What os_map maps (private anonymous memory, always):
  *  - OS_READ_WRITE: read-write memory, charged to the commit (Committed_AS);
- *  - OS_CLOSED: PROT_NONE; spans later opened with mprotect are charged then, and a
- *    request the kernel's overcommit accounting refuses fails there with ENOMEM, as a
- *    writable mapping of that size would (large regions: a program asking for 16 TiB
- *    must get NULL, not a pointer it is killed for later);
- *  - OS_RESERVED: PROT_NONE address space (MAP_NORESERVE) whose opened spans are not
- *    charged outside strict overcommit (slab and metadata windows, which open a slab or
- *    a page at a time, never more than the heuristic would allow). */
+ *  - OS_CLOSED: PROT_NONE; spans later opened with mprotect are charged then, as any
+ *    writable memory is, and a request the kernel's overcommit accounting refuses fails
+ *    there with ENOMEM (a program asking for 16 TiB gets NULL, not a pointer it is
+ *    killed for later). Every region rampart makes is closed this way;
+ *  - OS_RESERVED: PROT_NONE address space (MAP_NORESERVE) that is never opened: only
+ *    for asking whether address space is free (os_range_free). */
 enum os_prot { OS_READ_WRITE, OS_CLOSED, OS_RESERVED };
 must_check int os_map(void **addr, size_t len, enum os_prot prot, enum os_place place);
 must_check int os_unmap(void *addr, size_t len);
