@@ -141,8 +141,9 @@ static void retire_region(struct large_state *s, struct guard_region *r)
 	else cache_put(&s->cache, r, os_now_ms());
 }
 
-/* Unmap the region of a quarantined entry that has left its quarantine for good. */
-static void unmap_quarantined(struct large_state *s, struct quarantine_item out)
+/* A quarantined entry leaves its quarantine for good: its region goes on to the reuse
+ * cache (reusable) or is unmapped. */
+static void leave_quarantine(struct large_state *s, struct quarantine_item out, bool reusable)
 {
 	struct large_entry *old = lookup(s, out.key);
 	if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
@@ -150,7 +151,8 @@ static void unmap_quarantined(struct large_state *s, struct quarantine_item out)
 	stat_dec(STAT_QUARANTINE_NOW);
 	stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
 	remove_entry(s, old);
-	(void)guard_unmap(&gone);
+	if (reusable) retire_region(s, &gone);
+	else (void)guard_unmap(&gone);
 }
 
 /* Unmap a quarantine's oldest regions until need bytes are given back or it is empty;
@@ -160,7 +162,7 @@ static size_t give_back(struct large_state *s, struct quarantine *q, size_t need
 	size_t given = 0;
 	struct quarantine_item out;
 	while (given < need && quarantine_drain(q, &out)) {
-		unmap_quarantined(s, out);
+		leave_quarantine(s, out, false);
 		given += out.bytes;
 	}
 	return given;
@@ -295,6 +297,19 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, cons
 	return NULL;
 }
 
+#if CONFIG_REGION_QUARANTINE
+/* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says. */
+static void enter_quarantine(struct large_state *s, struct quarantine *q, struct large_entry *e, bool reusable)
+{
+	e->state = ENTRY_QUARANTINED;
+	quarantine_push(q, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
+	stat_inc(STAT_QUARANTINE_NOW);
+	stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
+	struct quarantine_item out;
+	while (quarantine_evict(q, &out, &s->rnd)) leave_quarantine(s, out, reusable);
+}
+#endif
+
 static void quarantine_region(struct large_state *s, struct large_entry *e)
 {
 #if CONFIG_REGION_QUARANTINE
@@ -308,20 +323,7 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 		return;
 	}
 	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {
-		e->state = ENTRY_QUARANTINED;
-		quarantine_push(&s->quarantine, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
-		stat_inc(STAT_QUARANTINE_NOW);
-		stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
-		struct quarantine_item out;
-		while (quarantine_evict(&s->quarantine, &out, &s->rnd)) {
-			struct large_entry *old = lookup(s, out.key);
-			if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
-			struct guard_region r = old->region;
-			stat_dec(STAT_QUARANTINE_NOW);
-			stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
-			remove_entry(s, old);
-			retire_region(s, &r);
-		}
+		enter_quarantine(s, &s->quarantine, e, true);
 		return;
 	}
 	/* Huge: retired whole (one closed mapping, no memory) and held in a quarantine of
@@ -334,12 +336,7 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 		(void)guard_unmap(&big);
 		return;
 	}
-	e->state = ENTRY_QUARANTINED;
-	quarantine_push(&s->huge, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
-	stat_inc(STAT_QUARANTINE_NOW);
-	stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
-	struct quarantine_item out;
-	while (quarantine_evict(&s->huge, &out, &s->rnd)) unmap_quarantined(s, out);
+	enter_quarantine(s, &s->huge, e, false);
 #else
 	struct guard_region r = e->region;
 	remove_entry(s, e);
