@@ -24,10 +24,10 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fno-plt
 NOBUILTIN := -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) $(NOBUILTIN) \
-	$(CONFIG_CPPFLAGS) -Iinclude $(CFLAGS)
+	$(CONFIG_CPPFLAGS) -Iinclude -Isrc $(CFLAGS)
 LDFLAGS_SO := -shared -Wl,-soname,$(SONAME) -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack -Wl,--as-needed
 
-# Quiet build lines ("CC src/api.c"); `make V=1` shows every command in full.
+# Quiet build lines ("CC src/front/api.c"); `make V=1` shows every command in full.
 ifeq ($(V),1)
 Q :=
 say :=
@@ -36,7 +36,7 @@ Q := @
 say = @printf '%-4s %s\n' '$(1)' '$(2)';
 endif
 
-SRCS := $(wildcard src/*.c)
+SRCS := $(wildcard src/*/*.c)
 OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(SRCS))
 
 .PHONY: all lib install uninstall run test check-flags clean
@@ -53,11 +53,11 @@ $(OUT)/link.stamp: FORCE
 	@mkdir -p $(@D)
 	@echo '$(LDFLAGS_SO)' | cmp -s - $@ || echo '$(LDFLAGS_SO)' > $@
 
-$(OUT)/obj/%.o: src/%.c $(wildcard src/*.h) include/rampart.h $(OUT)/config.stamp
+$(OUT)/obj/%.o: src/%.c $(wildcard src/*/*.h) include/rampart.h $(OUT)/config.stamp
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 # The C++ operators let std::bad_alloc (and new-handler exceptions) unwind through them.
-$(OUT)/obj/cxx.o: ALL_CFLAGS += -fexceptions
+$(OUT)/obj/front/cxx.o: ALL_CFLAGS += -fexceptions
 
 $(OUT)/librampart.so: $(OBJS) $(OUT)/link.stamp
 	$(call say,LD,$@)$(CC) $(LDFLAGS_SO) -o $@ $(OBJS)

@@ -119,9 +119,9 @@ check-ubsan:
 	$(call CHECK_RUN,out-ubsan)
 
 # TSan brings its own malloc: the programs link every object but the public entry points.
-TSAN_OBJS = $(filter-out $(OUT)/obj/api.o $(OUT)/obj/cxx.o,$(OBJS))
+TSAN_OBJS = $(filter-out $(OUT)/obj/front/api.o $(OUT)/obj/front/cxx.o,$(OBJS))
 TSAN_BINS = $(patsubst test/tsan/%.c,$(TEST_OUT)/tsan/%,$(wildcard test/tsan/*.c))
-$(TEST_OUT)/tsan/%: test/tsan/%.c $(TSAN_OBJS) $(wildcard src/*.h)
+$(TEST_OUT)/tsan/%: test/tsan/%.c $(TSAN_OBJS) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TSAN_OBJS)
 tsan-build: $(TSAN_BINS)
@@ -228,7 +228,7 @@ check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 .PHONY: fuzz check-fuzz fuzz-build fuzz-seeds
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN := $(shell sed -n 's/^\#define FUZZ_MAX_LEN //p' test/fuzz/fuzz_ops.h)
-FUZZ_SRCS := test/fuzz/fuzz_ops.c test/fuzz/fuzz_ops.h include/rampart.h src/sizeclass.h
+FUZZ_SRCS := test/fuzz/fuzz_ops.c test/fuzz/fuzz_ops.h include/rampart.h src/slab/sizeclass.h
 FUZZ_CC := clang -fsanitize=fuzzer-no-link -fsanitize=undefined -fsanitize-trap=undefined
 
 $(TEST_OUT)/system/fuzz_replay: test/fuzz/replay.c $(FUZZ_SRCS) $(OUT)/librampart.a

@@ -70,7 +70,7 @@ test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@OUT=$(OUT) CC=$(CC) sh test/run.sh
 
-# C++ operators (src/cxx.c), from C++ programs: test/cxx/*. cxx_test runs linked with
+# C++ operators (src/front/cxx.c), from C++ programs: test/cxx/*. cxx_test runs linked with
 # librampart.a and with librampart.so; cxx_dlopen is a C program that dlopens a C++
 # plugin (libstdc++ arrives late). The binaries land where run.sh picks them up.
 CXX_TEST_FLAGS := -std=gnu++17 -O1 -g -pthread -Wall -Wextra -Werror -Iinclude
@@ -96,12 +96,12 @@ $(TEST_OUT)/system/cxx_dlopen: test/cxx/cxx_dlopen.c $(TEST_OUT)/cxx/libcxx_plug
 
 test-build: $(CXX_TEST_BINS)
 
-# `make sizeclass-table` prints the slab size-class table (Markdown) from src/sizeclass.c;
+# `make sizeclass-table` prints the slab size-class table (Markdown) from src/slab/sizeclass.c;
 # The README (Size classes) embeds its output. PAGE=16384 shows it for another page size.
 .PHONY: sizeclass-table
-$(OUT)/tools/sizeclass_table: test/tools/sizeclass_table.c src/sizeclass.c src/sizeclass.h $(OUT)/config.stamp
+$(OUT)/tools/sizeclass_table: test/tools/sizeclass_table.c src/slab/sizeclass.c src/slab/sizeclass.h $(OUT)/config.stamp
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror $(CONFIG_CPPFLAGS) -Isrc -o $@ test/tools/sizeclass_table.c src/sizeclass.c
+	$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror $(CONFIG_CPPFLAGS) -Isrc -o $@ test/tools/sizeclass_table.c src/slab/sizeclass.c
 sizeclass-table: $(OUT)/tools/sizeclass_table
 	@$(OUT)/tools/sizeclass_table $(PAGE)
 

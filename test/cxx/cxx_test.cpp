@@ -1,4 +1,4 @@
-// cxx_test — rampart's C++ operator new/delete family (src/cxx.c), seen from C++.
+// cxx_test — rampart's C++ operator new/delete family (src/front/cxx.c), seen from C++.
 // Built twice: linked with librampart.a (system/cxx_test) and with librampart.so
 // (system/cxx_test_so, the way a preloaded library is found). Exits 0 on success.
 #include <dlfcn.h>
@@ -254,7 +254,7 @@ static void test_new_handler()
 	}
 	CHECK(gave_up && handler_calls == 1);
 
-	// nothrow new never calls the handler (see src/cxx.c) and never throws.
+	// nothrow new never calls the handler (see src/front/cxx.c) and never throws.
 	handler_calls = 0;
 	CHECK(::operator new(huge_size, std::nothrow) == nullptr);
 	CHECK(::operator new[](huge_size, std::align_val_t(256), std::nothrow) == nullptr);

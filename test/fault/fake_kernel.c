@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "init.h"
+#include "front/init.h"
 
 struct fake_kernel fk;
 

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "fake_kernel.h"
-#include "guard.h"
-#include "refill.h"
+#include "guard/guard.h"
+#include "large/refill.h"
 
 static void efault_on_new_mapping(void)
 {
@@ -64,7 +64,7 @@ static void efault_opening_a_slab(void)
 	(void)p;
 }
 
-/* Touched large blocks freed, so the next large block is populated (src/refill.h);
+/* Touched large blocks freed, so the next large block is populated (src/large/refill.h);
  * with the real kernel's answers, so on Linux 5.14+ populating has worked by then. */
 static void earn_credit(void)
 {

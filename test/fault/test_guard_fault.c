@@ -23,9 +23,9 @@
 
 #include "../harness.h"
 #include "fake_kernel.h"
-#include "guard.h"
-#include "init.h"
-#include "os.h"
+#include "guard/guard.h"
+#include "front/init.h"
+#include "os/os.h"
 #include "rampart.h"
 
 #define SENTINEL 2718

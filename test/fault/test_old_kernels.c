@@ -31,11 +31,11 @@
 
 #include "../harness.h"
 #include "fake_kernel.h"
-#include "guard.h"
-#include "init.h"
-#include "os.h"
+#include "guard/guard.h"
+#include "front/init.h"
+#include "os/os.h"
 #include "rampart.h"
-#include "refill.h"
+#include "large/refill.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -258,7 +258,7 @@ static void aligned_after_install_fails(void)
 }
 static void test_aligned_after_install_fails(void **state) { both(aligned_after_install_fails); }
 
-/* --- populating new large blocks (src/refill.h) --- */
+/* --- populating new large blocks (src/large/refill.h) --- */
 
 static size_t resident_pages(const void *p, size_t n)
 {
@@ -271,7 +271,7 @@ static size_t resident_pages(const void *p, size_t n)
 	return r;
 }
 
-/* Touched blocks freed until one was measured (src/refill.h): whatever state the
+/* Touched blocks freed until one was measured (src/large/refill.h): whatever state the
  * child inherited, the refill now sees a program that uses its large blocks. */
 static void prime(void)
 {
@@ -347,7 +347,7 @@ static void populate_enomem(void)
 }
 static void test_populate_enomem(void **state) { both(populate_enomem); }
 
-/* Huge pages refused (src/refill.c): MADV_DONTNEED as on locked memory (EINVAL), then
+/* Huge pages refused (src/large/refill.c): MADV_DONTNEED as on locked memory (EINVAL), then
  * MADV_HUGEPAGE (ENOMEM). The block is populated all the same, whole, zero, errno
  * untouched; a refused MADV_DONTNEED leaves the span unmarked. The second block of
  * each pair is populated on the first's credit, nearly 8 MiB: that always holds an

@@ -12,7 +12,7 @@
  *    it is verified whenever an operation touches the block, over what realloc keeps
  *    (min(old, new)), before every free, after malloc_trim and at the end of the input;
  *  - sizes: malloc_usable_size >= the request; exactly the class's usable size for a
- *    slab block (README "Size classes", the table from src/sizeclass.h); whole pages
+ *    slab block (README "Size classes", the table from src/slab/sizeclass.h); whole pages
  *    for a large one; malloc_object_size = usable - offset (0 at the end, 0 for
  *    pointers that are not rampart's). A program told the usable size then uses all
  *    of it, so the pattern covers it and realloc must keep it;
@@ -33,7 +33,7 @@
  * allocations (its corpus, its C++ containers) run on rampart too: an allocator bug
  * that corrupts them shows up as well. Interface bugs such as an errno clobbered by an
  * internal call can only be seen through the public names, not through the internal
- * entry points of src/api.h. The library and this file are built with libFuzzer's
+ * entry points of src/front/api.h. The library and this file are built with libFuzzer's
  * coverage instrumentation (-fsanitize=fuzzer-no-link) and UBSan in trap mode, which
  * needs no runtime (the full runtime calls malloc before getenv works, so rampart
  * would miss RAMPART_OPTIONS; the minimal one is refused with the fuzzer).
@@ -58,7 +58,7 @@
 
 #include "fuzz_ops.h"
 #include "rampart.h"
-#include "sizeclass.h"
+#include "slab/sizeclass.h"
 
 /* glibc declares it; musl does not. */
 void *pvalloc(size_t size);
@@ -66,7 +66,7 @@ void *pvalloc(size_t size);
 #ifndef CONFIG_SMALL_MAX
 #define CONFIG_SMALL_MAX 131072
 #endif
-/* The largest request served by the slab allocator (as src/api.c computes it). */
+/* The largest request served by the slab allocator (as src/front/api.c computes it). */
 #define SMALL_MAX (CONFIG_SMALL_MAX < SC_MAX_REQUEST ? (size_t)CONFIG_SMALL_MAX : SC_MAX_REQUEST)
 
 /* Sizes at or above this can never be served (the address space is 2^47 bytes);

@@ -24,7 +24,7 @@
 
 #include "fuzz_ops.h"
 #include "rampart.h"
-#include "sizeclass.h"
+#include "slab/sizeclass.h"
 
 #ifndef FUZZ_DIR
 #define FUZZ_DIR "test/fuzz"

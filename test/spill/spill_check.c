@@ -26,7 +26,7 @@
 #include <pthread.h>
 
 #include "rampart.h"
-#include "slab_class.h"
+#include "slab/slab_class.h"
 
 /* What a 16-byte slot gives: the canary takes its last 8 bytes. */
 #define USABLE16 (CONFIG_SLOT_CANARY ? 8u : 16u)

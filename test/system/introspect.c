@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "rampart.h"
-#include "sizeclass.h"
+#include "slab/sizeclass.h"
 
 #ifndef __GLIBC__
 /* mallinfo, mallinfo2, malloc_info and mallopt are glibc's; other C libraries (musl, for

@@ -12,7 +12,7 @@
 #include "rampart.h"
 #include "../harness.h"
 
-/* Functions and variables named as rampart's internal ones (src/os.h, stats.h, slab.h,
+/* Functions and variables named as rampart's internal ones (src/os/os.h, stats.h, slab.h,
  * large.h, guard.h, meta.h, random.h, quarantine.h, cache.h, policy.h, options.h,
  * init.h), with the program's own meanings. */
 static int calls;

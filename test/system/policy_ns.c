@@ -46,7 +46,7 @@
 
 #include "../../include/rampart.h"
 #include "../harness.h"
-#include "sizeclass.h"
+#include "slab/sizeclass.h"
 
 void free_sized(void *p, size_t size);
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sizeclass.h"
+#include "slab/sizeclass.h"
 
 enum { TRIALS = 9, LIMIT = 300000, MIN_FREES = 2 };
 

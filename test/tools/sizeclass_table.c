@@ -1,9 +1,9 @@
 /* sizeclass_table — prints the slab size-class table (Markdown) for the README (section Size classes).
- * Built by `make sizeclass-table`; the numbers come from src/sizeclass.c. */
+ * Built by `make sizeclass-table`; the numbers come from src/slab/sizeclass.c. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sizeclass.h"
+#include "slab/sizeclass.h"
 
 int main(int argc, char **argv)
 {

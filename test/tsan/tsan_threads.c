@@ -23,12 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "init.h"
-#include "guard.h"
-#include "large.h"
-#include "os.h"
-#include "sizeclass.h"
-#include "slab.h"
+#include "front/init.h"
+#include "guard/guard.h"
+#include "large/large.h"
+#include "os/os.h"
+#include "slab/sizeclass.h"
+#include "slab/slab.h"
 #include "../all_arenas.h"
 
 #define THREADS 4

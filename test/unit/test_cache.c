@@ -3,9 +3,9 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "cache.h"
-#include "guard.h"
-#include "os.h"
+#include "large/cache.h"
+#include "guard/guard.h"
+#include "os/os.h"
 #include "../harness.h"
 
 #define P ((size_t)4096)

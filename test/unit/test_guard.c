@@ -4,11 +4,11 @@
 #include <sys/mman.h>
 
 #include "../harness.h"
-#include "guard.h"
-#include "os.h"
-#include "stats.h"
-#include "init.h"
-#include "meta.h"
+#include "guard/guard.h"
+#include "os/os.h"
+#include "front/stats.h"
+#include "front/init.h"
+#include "guard/meta.h"
 
 /* Calls visit(lo, hi, ctx) for every line of /proc/self/maps, read without malloc (Check's
  * own bookkeeping allocates, and would move what is being counted); false on error. */

@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 
 #include "../harness.h"
-#include "large.h"
-#include "os.h"
-#include "refill.h"
+#include "large/large.h"
+#include "os/os.h"
+#include "large/refill.h"
 #include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
@@ -387,7 +387,7 @@ START_TEST(test_very_large)
 }
 END_TEST
 
-/* --- refill (src/refill.h): new blocks populated as far as touched ones were freed --- */
+/* --- refill (src/large/refill.h): new blocks populated as far as touched ones were freed --- */
 
 static size_t resident_pages(const void *p, size_t n)
 {

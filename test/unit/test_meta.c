@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "meta.h"
+#include "guard/meta.h"
 
 static size_t pg;
 

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "options.h"
+#include "front/options.h"
 
 /* Parse text with stderr captured into warn; returns the options. */
 static struct options parse_all(const char *text, char *warn, size_t cap)

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "lock.h"
-#include "os.h"
+#include "os/lock.h"
+#include "os/os.h"
 
 #define SENTINEL 2718
 

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "options.h"
-#include "policy.h"
+#include "front/options.h"
+#include "front/policy.h"
 
 /* Capture stderr around the calls between begin and end. */
 static int saved_fd = -1, pipe_rd = -1;

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "os.h"
-#include "quarantine.h"
-#include "random.h"
+#include "os/os.h"
+#include "large/quarantine.h"
+#include "os/random.h"
 
 #define MAXCAP 256
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "os.h"
-#include "random.h"
+#include "os/os.h"
+#include "os/random.h"
 
 /* RFC 8439 section 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00,
  * block counter 1. Our block function takes a 64-bit counter (state words 12-13) and

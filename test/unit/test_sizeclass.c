@@ -2,7 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "sizeclass.h"
+#include "slab/sizeclass.h"
 
 /* Every size 0..SC_MAX_REQUEST maps to the smallest class whose usable size holds it. */
 START_TEST(every_size_maps_to_smallest_fitting_class)

@@ -14,12 +14,12 @@
 #include "../all_arenas.h"
 #include "../harness.h"
 #include "rampart.h"
-#include "sizeclass.h"
-#include "slab.h"
-#include "slab_class.h"
-#include "init.h"
-#include "os.h"
-#include "meta.h"
+#include "slab/sizeclass.h"
+#include "slab/slab.h"
+#include "slab/slab_class.h"
+#include "front/init.h"
+#include "os/os.h"
+#include "guard/meta.h"
 
 /* op(p) is fatal: asked in a child, whose report is discarded. */
 static bool fatal_in_child(void (*op)(void *), void *p)

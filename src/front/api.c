@@ -1,0 +1,383 @@
+/*
+ * api.c — the public functions. The only file that knows their names; it checks
+ * arguments, sets errno, and hands valid requests to the allocators below.
+ *
+ * errno: a successful call leaves it alone; a failed allocation sets ENOMEM (or
+ * EINVAL for a bad alignment), and nothing else ever touches it.
+ *
+ * Passthrough (passthrough.h): every entry point's "not initialised" branch, already
+ * there and cold, hands the call to the C library when the process is a passthrough
+ * one; nothing is added to the paths of a process that runs rampart.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rampart.h"
+#include "front/api.h"
+#include "guard/guard.h"
+#include "front/init.h"
+#include "large/large.h"
+#include "os/os.h"
+#include "front/passthrough.h"
+#include "slab/slab.h"
+#include "front/stats.h"
+
+/* glibc extensions that musl's headers do not declare. */
+void *pvalloc(size_t size);
+int malloc_trim(size_t pad);
+void malloc_stats(void);
+
+#define API __attribute__((visibility("default")))
+
+/* Largest alignment honoured; beyond it the guards would dominate the mapping. */
+#define MAX_ALIGN ((size_t)1 << 30)
+
+/* The largest request the slab allocator serves (CONFIG_SMALL_MAX may lower it). */
+#define SMALL_MAX MIN((size_t)CONFIG_SMALL_MAX, SC_MAX_REQUEST)
+
+/* The size class of a request, or SC_COUNT when it is a large allocation. Alignments up
+ * to 16 hold for every slot; up to a page, a class whose stride is a multiple of the
+ * alignment serves it (slabs start on pages). The sized frees use the same mapping. */
+static inline unsigned class_for(size_t size, size_t align)
+{
+	if (likely(align <= 16)) return size <= SMALL_MAX ? sc_of(size) : SC_COUNT;
+	if (align > os_page || size > SMALL_MAX) return SC_COUNT;
+	unsigned c = sc_of_aligned(size, align);
+	return c < SC_COUNT && sc_usable(c) <= SMALL_MAX + SC_CANARY ? c : SC_COUNT;
+}
+
+/* Large blocks come from fresh or reopened pages, which the kernel zeroed; a slot is
+ * cleared by the slab allocator as far as it cannot prove it zero. */
+static noinline cold void *alloc_not_ready(size_t size, size_t align, bool zero)
+{
+	return rampart_passthrough() ? passthrough_alloc(size, align, zero) : NULL;
+}
+
+static void *alloc(size_t size, size_t align, bool zero)
+{
+	if (unlikely(!rampart_ready())) return alloc_not_ready(size, align, zero);
+	unsigned c = class_for(size, align);
+	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero);
+	return large_alloc(size, align > os_page ? align : 0);
+}
+
+static void *alloc_or_enomem(size_t size, size_t align)
+{
+	void *p = alloc(size, align, false);
+	if (unlikely(!p)) errno = ENOMEM;
+	return p;
+}
+
+static noinline cold void release_not_ready(void *p)
+{
+	if (!rampart_passthrough()) fatal("free of a pointer rampart never handed out", p);
+	passthrough_free(p);
+}
+
+static void release(void *p, bool sized, size_t size, size_t align)
+{
+	if (!p) return;
+	if (unlikely(!rampart_ready())) return release_not_ready(p);
+	if (likely(slab_contains(p))) slab_free(p, sized, sized ? class_for(size, align) : 0);
+	else large_free(p, sized, size, align);
+}
+
+API void *malloc(size_t size) { return alloc_or_enomem(size, 0); }
+
+API void free(void *p) { release(p, false, 0, 0); }
+
+API void free_sized(void *p, size_t size) { release(p, true, size, 0); }
+
+API void free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, align ? align : 1); }
+
+API void *calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = alloc(total, 0, true);
+	if (unlikely(!p)) errno = ENOMEM;
+	return p;
+}
+
+/* Move a block into a new allocation of size bytes, copying what both can hold. */
+static void *realloc_move(void *p, size_t old_used, size_t size)
+{
+	void *q = alloc(size, 0, false);
+	if (unlikely(!q)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(q, p, MIN(old_used, size));
+	release(p, false, 0, 0);
+	return q;
+}
+
+API void *realloc(void *p, size_t size)
+{
+	/* Internal calls, not malloc/free: through the PLT they could reach another
+	 * allocator interposed on top of this one. */
+	if (!p) return alloc_or_enomem(size, 0);
+	if (size == 0) { /* glibc's choice: free and return NULL */
+		release(p, false, 0, 0);
+		return NULL;
+	}
+	if (unlikely(!rampart_ready())) {
+		if (!rampart_passthrough()) fatal("realloc of a pointer rampart never handed out", p);
+		return passthrough_realloc(p, size);
+	}
+	if (slab_contains(p)) {
+		/* Checks that p is live and its canary intact before anything else. */
+		size_t copy;
+		if (slab_resize(p, size <= SMALL_MAX ? sc_of(size) : SC_COUNT, size, &copy)) return p;
+		return realloc_move(p, copy, size);
+	}
+	if (size <= SMALL_MAX) {
+		int saved = errno;
+		void *q = realloc_move(p, large_usable_size(p, "realloc of a pointer that is not a live allocation"), size);
+		if (likely(q)) return q;
+		/* No slot to move into (its class could not grow: RLIMIT_AS, or a locked
+		 * process at its RLIMIT_MEMLOCK): a shrink still succeeds, in place. */
+		errno = saved;
+	}
+	void *q = large_realloc(p, size);
+	if (unlikely(!q)) errno = ENOMEM;
+	return q;
+}
+
+API void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, total);
+}
+
+static void *aligned(size_t align, size_t size)
+{
+	if (!is_pow2(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align > MAX_ALIGN) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_or_enomem(size, align);
+}
+
+API void *aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
+
+/* The internal names (api.h): the same functions, bound locally. */
+void *rampart_malloc(size_t size) { return alloc_or_enomem(size, 0); }
+void *rampart_aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
+void rampart_free(void *p) { release(p, false, 0, 0); }
+void rampart_free_sized(void *p, size_t size) { release(p, true, size, 0); }
+void rampart_free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, align ? align : 1); }
+
+API void *memalign(size_t align, size_t size) { return aligned(align, size); }
+
+API int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (!is_pow2(align) || align % sizeof(void *)) return EINVAL;
+	if (align > MAX_ALIGN) return ENOMEM;
+	void *p = alloc(size, align, false);
+	if (!p) return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+API void *valloc(size_t size)
+{
+	if (unlikely(!rampart_ready())) {
+		if (rampart_passthrough()) return passthrough_valloc(size);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_or_enomem(size, os_page);
+}
+
+API void *pvalloc(size_t size)
+{
+	size_t rounded;
+	if (unlikely(!rampart_ready())) {
+		if (rampart_passthrough()) return passthrough_pvalloc(size);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!page_round(size ? size : 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_or_enomem(rounded, os_page);
+}
+
+API size_t malloc_usable_size(void *p)
+{
+	if (!p) return 0;
+	if (unlikely(!rampart_ready())) {
+		if (!rampart_passthrough()) fatal("malloc_usable_size of a pointer rampart never handed out", p);
+		return passthrough_usable_size(p);
+	}
+	if (slab_contains(p)) return slab_usable_size(p);
+	return large_usable_size(p, "malloc_usable_size of a pointer that is not a live allocation");
+}
+
+API size_t malloc_object_size(const void *p)
+{
+	if (!p || !rampart_ready()) return 0;
+	if (slab_contains(p)) return slab_object_size(p);
+	return large_object_size(p);
+}
+
+/* Gives back what rampart holds without weakening any protection: the empty slabs kept
+ * open for reuse are closed, and the large-region reuse cache is unmapped. The slot and
+ * region quarantines are never flushed early. 1 if anything was released. */
+API int malloc_trim(size_t pad)
+{
+	if (!rampart_ready()) return rampart_passthrough() ? passthrough_trim(pad) : 0;
+	bool slabs = slab_trim() > 0;
+	bool large = large_trim();
+	return slabs || large;
+}
+
+/* --- glibc's introspection (see README, Introspection) ---------------------------- */
+
+#ifdef __GLIBC__
+static struct mallinfo2 info_of(const struct rampart_heap_stats *h)
+{
+	size_t free_slots = 0;
+	for (size_t c = 1; c < h->classes; c++) free_slots += h->size_class[c].free;
+	return (struct mallinfo2){
+		.arena = h->slab_open_bytes,            /* read-write slab memory */
+		.ordblks = free_slots,                  /* slots ready to be handed out */
+		.smblks = h->slab_quarantined,          /* freed slots held in the quarantine */
+		.hblks = h->large_live,
+		.hblkhd = h->large_live_bytes,
+		.usmblks = 0,
+		.fsmblks = h->slab_quarantined_bytes,
+		.uordblks = h->slab_live_bytes,
+		.fordblks = h->slab_open_bytes - h->slab_live_bytes,
+		.keepcost = 0,
+	};
+}
+
+API struct mallinfo2 mallinfo2(void)
+{
+	struct rampart_heap_stats h;
+	if (!rampart_ready()) return rampart_passthrough() ? passthrough_mallinfo2() : (struct mallinfo2){0};
+	int saved = errno;
+	stats_gather(&h);
+	errno = saved;
+	return info_of(&h);
+}
+
+static int clamp(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
+
+API struct mallinfo mallinfo(void)
+{
+	if (!rampart_ready() && rampart_passthrough()) return passthrough_mallinfo();
+	struct mallinfo2 m = mallinfo2();
+	return (struct mallinfo){
+		.arena = clamp(m.arena), .ordblks = clamp(m.ordblks), .smblks = clamp(m.smblks),
+		.hblks = clamp(m.hblks), .hblkhd = clamp(m.hblkhd), .usmblks = clamp(m.usmblks),
+		.fsmblks = clamp(m.fsmblks), .uordblks = clamp(m.uordblks), .fordblks = clamp(m.fordblks),
+		.keepcost = clamp(m.keepcost),
+	};
+}
+
+/* XML after glibc's malloc_info, with rampart's own elements. The figures are gathered
+ * first (under the locks, one at a time); only then is anything printed, with no lock
+ * held, because stdio may allocate. */
+API int malloc_info(int options, FILE *fp)
+{
+	if (!rampart_ready()) {
+		if (rampart_passthrough()) return passthrough_info(options, fp);
+		errno = ENOMEM;
+		return -1;
+	}
+	if (options != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	int saved = errno;
+	struct rampart_heap_stats h;
+	stats_gather(&h);
+	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
+		h.version, h.guard_backend);
+	for (size_t c = 0; c < h.classes; c++) {
+		const struct rampart_class_stats *k = &h.size_class[c];
+		fprintf(fp,
+			"  <class index=\"%zu\" size=\"%zu\" usable=\"%zu\" live=\"%zu\" quarantined=\"%zu\" free=\"%zu\""
+			" slabs_active=\"%zu\" slabs_empty=\"%zu\" slabs_closed=\"%zu\" bytes_open=\"%zu\" bytes_live=\"%zu\"/>\n",
+			c, k->slot_size, k->usable, k->live, k->quarantined, k->free, k->slabs_active, k->slabs_empty,
+			k->slabs_closed, k->bytes_open, k->bytes_live);
+	}
+	fprintf(fp, "</sizes>\n"
+		"<slab live=\"%zu\" live_bytes=\"%zu\" quarantined=\"%zu\" quarantined_bytes=\"%zu\" free_bytes=\"%zu\""
+		" open_bytes=\"%zu\" slabs_active=\"%zu\" slabs_empty=\"%zu\" slabs_closed=\"%zu\"/>\n"
+		"<large live=\"%zu\" bytes=\"%zu\"/>\n"
+		"<quarantine count=\"%zu\" bytes=\"%zu\"/>\n"
+		"<cache count=\"%zu\" bytes=\"%zu\" hits=\"%lu\" misses=\"%lu\" waste_bytes=\"%lu\" evictions=\"%lu\"/>\n"
+		"<guard backend=\"%s\" fallbacks=\"%lu\" latches=\"%lu\" unmaps_refused=\"%lu\" spans_leaked=\"%lu\" guards_omitted=\"%lu\"/>\n"
+		"<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
+		"<system type=\"current\" size=\"%zu\"/>\n"
+		"<aspace type=\"total\" size=\"%zu\"/>\n"
+		"</heap>\n</malloc>\n",
+		h.slab_live, h.slab_live_bytes, h.slab_quarantined, h.slab_quarantined_bytes, h.slab_free_bytes,
+		h.slab_open_bytes, h.slabs_active, h.slabs_empty, h.slabs_closed, h.large_live, h.large_live_bytes,
+		h.large_quarantined, h.large_quarantined_bytes, h.large_cached, h.large_cached_bytes, h.cache_hits,
+		h.cache_misses, h.cache_waste_bytes, h.cache_evictions, h.guard_backend, h.guard_fallbacks,
+		h.guard_latches, h.unmaps_refused, h.spans_leaked, guard_guards_omitted(), h.large_live, h.large_live_bytes,
+		h.slab_open_bytes + h.large_live_bytes, h.slab_open_bytes + h.large_live_bytes);
+	errno = saved;
+	return 0;
+}
+
+/* glibc's parameters; the few rampart can honour are those that ask for what it does
+ * anyway. Everything else (thresholds, arena counts, perturbation) would need a heap
+ * shaped like glibc's: 0, the documented answer for "not done". */
+API int mallopt(int param, int value)
+{
+	if (!rampart_ready() && rampart_passthrough()) return passthrough_mallopt(param, value);
+	switch (param) {
+	case M_MXFAST: return value == 0;          /* no fast bins: "disable them" holds */
+	case M_PERTURB: return value == 0;         /* freed memory is zeroed, never filled with a byte */
+	case M_CHECK_ACTION: return (value & 3) == 3; /* print a line and abort: what rampart does */
+	default: return 0;
+	}
+}
+#endif
+
+/* Also under musl: a report on stderr (glibc prints its arenas' figures there). */
+API void malloc_stats(void)
+{
+	if (!rampart_ready()) {
+		if (rampart_passthrough()) passthrough_stats();
+		return;
+	}
+	stats_report(2, 0);
+}
+
+/* RAMPART_OPTIONS=stats=1|json: the report when the program exits (a destructor, like
+ * the exit check in slab.c; this file is in every program that allocates). */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !ro.opt.stats) return;
+	stats_report(2, ro.opt.stats == STATS_JSON);
+}
+
+API const char *rampart_guard_backend(void)
+{
+	if (!rampart_ready()) return rampart_passthrough() ? "passthrough" : "none";
+	return guard_backend_name();
+}

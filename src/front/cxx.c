@@ -1,0 +1,207 @@
+/*
+ * cxx.c — the C++ replaceable allocation functions (operator new / operator delete),
+ * written in C so that the library never links libstdc++.
+ *
+ * Every operator has its Itanium-mangled name (x86_64 and arm64, where size_t is
+ * `unsigned long`, mangled `m`) and default visibility, so a C++ program linked with
+ * rampart, or running with it preloaded, uses these instead of libstdc++'s.
+ *
+ * Allocation goes to the library's own malloc / aligned_alloc and deallocation to
+ * free / free_sized / free_aligned_sized: the sized and aligned deletes therefore get
+ * the same checks as C23's sized frees — a size (or alignment) that does not match the
+ * allocation is heap corruption, reported with one "rampart: fatal:" line and abort.
+ *
+ * Failure, as [new.delete.single] asks of the throwing forms: loop { try to allocate;
+ * if there is no new-handler, throw std::bad_alloc; call the handler }. The handler
+ * (std::get_new_handler) and the thrower (std::__throw_bad_alloc, exported by
+ * libstdc++) are reached through weak references, so a C program that never loads
+ * libstdc++ still links and runs. This file is compiled with -fexceptions so that the
+ * exception, and any exception a handler throws, unwinds through these C frames.
+ * When libstdc++ is not in the global scope at start-up (it came later, with dlopen —
+ * for instance a C++ extension loaded into a preloaded Python), the weak references
+ * are null; on the (rare) failure path we then look libstdc++ up with
+ * dlopen(RTLD_NOLOAD) + dlsym. Nothing is cached: no writable function pointers.
+ * If libstdc++ is not in the process at all, no C++ caller can exist that expects a
+ * bad_alloc; we report a fatal error rather than return NULL from a throwing new.
+ *
+ * Choices where the standard leaves room (documented in the README, section C++):
+ *  - operator new(0) returns malloc(0): a unique non-null pointer to the zero-size
+ *    class (never accessible). operator delete(p, 0) on it passes free_sized(p, 0).
+ *  - nothrow new makes one allocation attempt and returns NULL on failure, without
+ *    calling the new-handler. The standard's *required* behaviour for the nothrow
+ *    forms is only "a non-null pointer or a null pointer"; calling the handler is the
+ *    *default* behaviour (implemented as try { operator new } catch { null }), which
+ *    a replacement need not copy. A C frame cannot catch the bad_alloc that handlers
+ *    commonly throw, and letting it escape a noexcept function means
+ *    std::terminate, so never calling the handler is the only safe choice.
+ *  - An alignment that is not a power of two (undefined behaviour for the caller)
+ *    is fatal, in new and in delete. An aligned delete of a pointer that is not
+ *    aligned as it claims is fatal too (it cannot come from the matching new).
+ *  - An alignment above what aligned_alloc serves (1 GiB) is an allocation failure:
+ *    handler loop, then bad_alloc (or NULL for nothrow).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "rampart.h"
+#include "front/api.h"
+#include "base/common.h"
+#include "os/os.h"
+
+#define API __attribute__((visibility("default")))
+
+typedef void (*new_handler_fn)(void);
+
+/* libstdc++, when present: std::get_new_handler() and std::__throw_bad_alloc(). */
+extern new_handler_fn _ZSt15get_new_handlerv(void) __attribute__((weak));
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+
+/* The replaceable functions, by mangled name: St11align_val_t is std::align_val_t
+ * (passed as a size_t), RKSt9nothrow_t is const std::nothrow_t& (a pointer). */
+typedef const void *nothrow_ref;
+API void *_Znwm(size_t size);
+API void *_Znam(size_t size);
+API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt);
+API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt);
+API void *_ZnwmSt11align_val_t(size_t size, size_t align);
+API void *_ZnamSt11align_val_t(size_t size, size_t align);
+API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt);
+API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt);
+API void _ZdlPv(void *p);
+API void _ZdaPv(void *p);
+API void _ZdlPvm(void *p, size_t size);
+API void _ZdaPvm(void *p, size_t size);
+API void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt);
+API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt);
+API void _ZdlPvSt11align_val_t(void *p, size_t align);
+API void _ZdaPvSt11align_val_t(void *p, size_t align);
+API void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align);
+API void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align);
+API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt);
+API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt);
+
+/* A libstdc++ symbol that the weak reference missed (libstdc++ loaded by dlopen after
+ * us, possibly RTLD_LOCAL). Only on the failure path; never cached. */
+static void *late_libstdcxx_symbol(const char *name)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+	void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+	if (!lib) return NULL;
+	void *sym = dlsym(lib, name);
+	dlclose(lib); /* NOLOAD took a reference; the library stays loaded. */
+	return sym;
+#else
+	(void)name; /* dlsym lives in libdl here; the library does not link it. */
+	return NULL;
+#endif
+}
+
+static new_handler_fn current_new_handler(void)
+{
+	if (_ZSt15get_new_handlerv) return _ZSt15get_new_handlerv();
+	new_handler_fn (*get)(void) = (new_handler_fn(*)(void))late_libstdcxx_symbol("_ZSt15get_new_handlerv");
+	return get ? get() : NULL;
+}
+
+static noinline cold __attribute__((noreturn)) void throw_bad_alloc(const void *caller)
+{
+	if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
+	void (*thrower)(void) = (void (*)(void))late_libstdcxx_symbol("_ZSt17__throw_bad_allocv");
+	if (thrower) thrower();
+	fatal("operator new failed and std::bad_alloc cannot be thrown (no libstdc++)", caller);
+}
+
+static inline void check_align(size_t align, const void *caller)
+{
+	if (unlikely(!is_pow2(align))) fatal("C++ aligned new/delete with an alignment that is not a power of two", caller);
+}
+
+static inline void *try_alloc(size_t size, size_t align)
+{
+	return align ? rampart_aligned_alloc(align, size) : rampart_malloc(size);
+}
+
+/* The throwing forms: the new-handler loop of [new.delete.single]. */
+static noinline void *new_slow(size_t size, size_t align, const void *caller)
+{
+	for (;;) {
+		void *p = try_alloc(size, align);
+		if (p) return p;
+		new_handler_fn h = current_new_handler();
+		if (!h) throw_bad_alloc(caller);
+		h(); /* may throw bad_alloc, abort, or make memory available */
+	}
+}
+
+static inline void *new_throwing(size_t size, size_t align, const void *caller)
+{
+	void *p = try_alloc(size, align);
+	return likely(p) ? p : new_slow(size, align, caller);
+}
+
+#define CALLER __builtin_return_address(0)
+
+API void *_Znwm(size_t size) { return new_throwing(size, 0, CALLER); }
+API void *_Znam(size_t size) { return new_throwing(size, 0, CALLER); }
+API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_malloc(size); }
+API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_malloc(size); }
+
+API void *_ZnwmSt11align_val_t(size_t size, size_t align)
+{
+	check_align(align, CALLER);
+	return new_throwing(size, align, CALLER);
+}
+
+API void *_ZnamSt11align_val_t(size_t size, size_t align)
+{
+	check_align(align, CALLER);
+	return new_throwing(size, align, CALLER);
+}
+
+API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
+{
+	check_align(align, CALLER);
+	return rampart_aligned_alloc(align, size);
+}
+
+API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
+{
+	check_align(align, CALLER);
+	return rampart_aligned_alloc(align, size);
+}
+
+API void _ZdlPv(void *p) { rampart_free(p); }
+API void _ZdaPv(void *p) { rampart_free(p); }
+API void _ZdlPvm(void *p, size_t size) { rampart_free_sized(p, size); }
+API void _ZdaPvm(void *p, size_t size) { rampart_free_sized(p, size); }
+API void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_free(p); }
+API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_free(p); }
+
+/* An aligned delete of p: the alignment must be valid and p aligned to it. */
+static inline void check_aligned_ptr(const void *p, size_t align, const void *caller)
+{
+	check_align(align, caller);
+	if (unlikely((uintptr_t)p & (align - 1))) fatal("C++ aligned delete of a pointer without that alignment", p);
+}
+
+static inline void delete_aligned(void *p, size_t align, const void *caller)
+{
+	if (!p) return;
+	check_aligned_ptr(p, align, caller);
+	rampart_free(p);
+}
+
+static inline void delete_aligned_sized(void *p, size_t size, size_t align, const void *caller)
+{
+	if (!p) return;
+	check_aligned_ptr(p, align, caller);
+	rampart_free_aligned_sized(p, align, size);
+}
+
+API void _ZdlPvSt11align_val_t(void *p, size_t align) { delete_aligned(p, align, CALLER); }
+API void _ZdaPvSt11align_val_t(void *p, size_t align) { delete_aligned(p, align, CALLER); }
+API void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align) { delete_aligned_sized(p, size, align, CALLER); }
+API void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align) { delete_aligned_sized(p, size, align, CALLER); }
+API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt) { delete_aligned(p, align, CALLER); }
+API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt) { delete_aligned(p, align, CALLER); }

@@ -1,0 +1,179 @@
+/*
+ * init.c — first-use initialisation, the read-only roots, and fork handling.
+ *
+ * The first call decides, once, between rampart and the C library's allocator
+ * (passthrough, chosen by the policy file or RAMPART_OPTIONS): before anything is
+ * mapped, so a passthrough process holds no rampart reservation at all.
+ */
+#define _GNU_SOURCE
+#include "front/init.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "guard/guard.h"
+#include "large/large.h"
+#include "os/lock.h"
+#include "guard/meta.h"
+#include "os/os.h"
+#include "front/passthrough.h"
+#include "front/policy.h"
+#include "os/random.h"
+#include "slab/slab.h"
+#include "front/stats.h"
+#include "rampart.h"
+
+/* The roots sit alone on their page so that page can be made read-only. */
+_Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
+union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
+
+_Atomic int rampart_state = STATE_NEW;
+static struct lock init_lock; /* all zero: free */
+static bool fork_handlers_registered; /* under init_lock */
+/* This thread is finishing initialisation and everything is usable already. Volatile:
+ * libc declares pthread_atfork a leaf (it never calls back into this file), so the
+ * compiler would drop the store before the call — yet its malloc does come back. */
+static __thread volatile bool init_finishing __attribute__((tls_model("initial-exec")));
+
+/* Whether the last fork_prepare took every lock. Only when other threads exist: with
+ * one thread nobody holds a lock at fork (rampart never forks from inside itself), and
+ * every page the handlers write would become a copy in parent and child alike — the
+ * cost of a shell's fork + exec (measured: bash running /bin/true 1,000 times made
+ * 166,000 page faults under rampart with all locks taken, 93,000 under glibc). */
+static bool fork_locked;
+
+/* Locks in the order they are always taken: meta innermost. */
+static void fork_prepare(void)
+{
+	fork_locked = !os_single_threaded();
+	if (!fork_locked) return;
+	slab_fork_prepare();
+	large_fork_prepare();
+	meta_lock();
+}
+
+static void fork_parent(void)
+{
+	if (!fork_locked) return;
+	meta_unlock();
+	large_fork_parent();
+	slab_fork_parent();
+}
+
+static void fork_child(void)
+{
+	random_fork_child(); /* the kernel's wipe by hand, where it did not happen */
+	large_fork_child(fork_locked);
+	if (!fork_locked) return;
+	meta_reset_lock();
+	slab_fork_child();
+}
+
+/* RAMPART_OPTIONS=verbose=1: one line on what start-up chose. */
+static void say_choices(void)
+{
+	struct out o = {.fd = 2};
+	out_str(&o, "rampart: version " RAMPART_VERSION "; guard backend ");
+	out_str(&o, guard_backend_name());
+	out_str(&o, "; slab arenas ");
+	out_num(&o, ro.slab.arenas);
+	out_str(&o, "; large quarantine ");
+	out_num(&o, ro.opt.large_quarantine_entries);
+	out_str(&o, " entries, ");
+	out_num(&o, ro.opt.large_quarantine_bytes);
+	out_str(&o, " bytes; large cache ");
+	out_num(&o, ro.opt.large_cache_entries);
+	out_str(&o, " entries, ");
+	out_num(&o, ro.opt.large_cache_bytes);
+	out_str(&o, " bytes, decay ");
+	out_num(&o, ro.opt.large_cache_decay_ms);
+	out_str(&o, " ms; refill ");
+	out_num(&o, ro.opt.large_refill_bytes);
+	out_str(&o, " bytes; stats ");
+	out_str(&o, ro.opt.stats == STATS_JSON ? "json" : ro.opt.stats == STATS_TEXT ? "text" : "off");
+	out_str(&o, ro.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
+	out_flush(&o);
+}
+
+static void protect_roots(void)
+{
+	if (os_page != RO_ALIGN) return; /* larger pages: the roots share a page, leave it */
+	if (os_protect(&ro, RO_ALIGN, PROT_READ)) os_warn("cannot make the roots read-only", NULL);
+}
+
+/* Start the modules bottom-up, each handing back its roots, which only this file writes
+ * (before they are made read-only). A module that failed is started again at the next
+ * call; those that started are kept. Under the init lock. */
+static bool start_modules(void)
+{
+	if (!ro.meta && !(ro.meta = meta_init())) return false; /* meta_alloc reads it from here on */
+	if (!ro.slab.classes) {
+		struct slab_roots slab;
+		if (!slab_init(&slab)) return false;
+		ro.slab = slab;
+	}
+	return ro.large || (ro.large = large_init());
+}
+
+/* passthrough: the C library serves this process for good. Under the init lock. */
+static bool become_passthrough(const struct policy_status *ps)
+{
+	if (!passthrough_available()) {
+		os_warn("passthrough unavailable (no C library allocator to hand calls to: not glibc, or a "
+			"static program); rampart stays", NULL);
+		ro.opt.passthrough = false;
+		return false;
+	}
+	protect_roots();
+	if (ro.opt.verbose) {
+		policy_say(ps);
+		struct out o = {.fd = 2};
+		out_str(&o, "rampart: version " RAMPART_VERSION "; passthrough: every call goes to the C library's "
+			    "allocator\n");
+		out_flush(&o);
+	}
+	atomic_store_explicit(&rampart_state, STATE_PASSTHROUGH, memory_order_release);
+	return true;
+}
+
+bool rampart_init_slow(void)
+{
+	/* A call made by pthread_atfork below (musl's allocates): serve it. */
+	if (init_finishing) return true;
+	/* Decided for good: no lock on the way to the C library. */
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_PASSTHROUGH) return false;
+	lock_take(&init_lock);
+	int state = atomic_load_explicit(&rampart_state, memory_order_relaxed);
+	bool ok = state == STATE_READY;
+	if (state == STATE_NEW) {
+		os_init();
+		struct policy_status ps;
+		policy_read(&ro.opt, &ps);
+		if (ro.opt.passthrough && become_passthrough(&ps)) {
+			lock_give(&init_lock);
+			return false;
+		}
+		random_init();
+		guard_init(ro.opt.guard);
+		guard_verbose(ro.opt.verbose);
+		ok = start_modules();
+		if (ok) {
+			protect_roots();
+			if (ro.opt.verbose) {
+				say_choices();
+				policy_say(&ps);
+			}
+			/* The fork handlers exist before any other thread can take one of the
+			 * allocator's locks: those wait for the ready flag, set only after. */
+			if (!fork_handlers_registered) {
+				init_finishing = true;
+				fork_handlers_registered = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+				init_finishing = false;
+				if (!fork_handlers_registered) os_warn("cannot register fork handlers", NULL);
+			}
+			atomic_store_explicit(&rampart_state, STATE_READY, memory_order_release);
+		}
+	}
+	lock_give(&init_lock);
+	return ok;
+}

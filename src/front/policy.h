@@ -1,0 +1,78 @@
+/*
+ * policy.h — the per-program policy file (CONFIG_POLICY_PATH, /etc/rampart.conf by
+ * default) and the error policy it and RAMPART_OPTIONS choose.
+ *
+ * The file: one rule a line, `<pattern> <options>`; `#` starts a comment; blank lines
+ * are skipped. A pattern with a '/' is matched against the executable's full path, one
+ * without against its last component; `*` matches any run of characters but '/', `?`
+ * any one character but '/' (so a pattern is one word: `?` stands for a space). The
+ * options are RAMPART_OPTIONS entries (options.h), plus the bare word `passthrough`.
+ * Every line that matches applies, in file order: a later entry wins, as in
+ * RAMPART_OPTIONS, so a `*` line first sets defaults that later lines refine.
+ *
+ * Invariants:
+ *  - Read once, at start-up, with open/fstat/read into a static buffer of
+ *    POLICY_MAX_BYTES (the rest of a longer file is ignored): nothing is allocated, and
+ *    start-up runs under the init lock, so the static storage is not shared.
+ *  - The file is trusted only if it is a regular file owned by root and writable by
+ *    nobody else (mode & 022 == 0); otherwise it is ignored as a whole.
+ *  - The executable is named by the kernel (/proc/self/exe), never by argv[0] or
+ *    AT_EXECFN, which whoever runs the program chooses. Only when /proc is missing (early
+ *    boot) does a program that is not AT_SECURE fall back to AT_EXECFN; an AT_SECURE
+ *    one then matches only `*`.
+ *  - Precedence: defaults, then the file, then RAMPART_OPTIONS — except for set-user-ID
+ *    and other AT_SECURE programs, which obey the file alone.
+ *  - Messages: a bad entry on a line that applies to the program is reported like a bad
+ *    RAMPART_OPTIONS entry ("/etc/rampart.conf:3: unknown key ..."); the file's own
+ *    problems (ignored as unsafe, too long, unreadable) only under verbose=1, so a
+ *    system-wide file never puts a line into every program's stderr.
+ */
+#ifndef RAMPART_POLICY_H
+#define RAMPART_POLICY_H
+
+#include <sys/stat.h>
+
+#include "base/common.h"
+#include "front/options.h"
+
+#define POLICY_MAX_BYTES 16384
+#define POLICY_MAX_TEXT "16384" /* the same, for messages */
+
+struct policy_status {
+	enum { POLICY_NO_FILE, POLICY_ABSENT, POLICY_IGNORED, POLICY_READ } file;
+	const char *path;  /* the policy file, "" when the build has none */
+	const char *why;   /* POLICY_IGNORED: the reason */
+	const char *exe;   /* the executable the rules were matched against ("" unknown) */
+	unsigned line;     /* POLICY_READ: the last line that applied, 0 for none */
+	bool truncated;    /* POLICY_READ: longer than POLICY_MAX_BYTES */
+	bool secure;       /* AT_SECURE: the environment was not read */
+};
+
+/* Does the glob pattern (plen bytes) match all of s? */
+bool policy_glob(const char *pattern, size_t plen, const char *s);
+/* Does a rule's pattern apply to the executable at exe ("" when unknown)? */
+bool policy_match(const char *pattern, size_t plen, const char *exe);
+/* Apply every rule of the policy text (len bytes) that matches exe on top of o; entries
+ * are reported as "<path>:<line>: ...". Returns the last line that applied, 0 if none. */
+unsigned policy_apply_text(struct options *o, const char *text, size_t len, const char *exe, const char *path);
+/* NULL when a file with these attributes may be trusted, else why not. */
+const char *policy_unsafe(const struct stat *st);
+/* Read the policy file at path and apply it for exe (NULL: this process's executable)
+ * on top of o; st tells what happened (st->secure must be set). */
+void policy_apply_file(struct options *o, const char *path, const char *exe, struct policy_status *st);
+/* The process's options: defaults, the policy file, RAMPART_OPTIONS unless AT_SECURE;
+ * help=1 prints the list. */
+void policy_read(struct options *o, struct policy_status *st);
+/* verbose=1: one line on what the policy file did. */
+void policy_say(const struct policy_status *st);
+
+/* The error policy, for the free paths only (abort stays for everything else). Called
+ * on the cold path where a check has failed, with no lock held by the caller unless it
+ * says so. True: go on (reported if on_error=report); false: the caller aborts.
+ *  - an invalid or double free: report and ignore the call (nothing changes state), */
+bool policy_ignore_bad_free(const char *what, const void *p);
+/*  - a sized free whose size does not match: silently with sized_free=off, reported with
+ *    on_error=report; the block is then freed as by free(). */
+bool policy_tolerate_size(const void *p);
+
+#endif

@@ -1,0 +1,687 @@
+/*
+ * guard.c — two ways to make memory unreachable, chosen per region and falling
+ * back per operation.
+ *
+ * madvise backend: a region is one read-write mapping; closed spans are guard
+ * markers in the page tables (MADV_GUARD_INSTALL, Linux 6.13+), so any number of
+ * closed spans costs no extra VMA and neighbouring regions merge into one VMA.
+ * mprotect backend: closed spans are PROT_NONE; every boundary is a VMA.
+ *
+ * Why the fallbacks look the way they do (kernel 6.18, measured, see DESIGN.md):
+ *  - MADV_GUARD_INSTALL fails with EINVAL on a VM_LOCKED mapping (any mapping after
+ *    mlockall(MCL_CURRENT), new ones after MCL_FUTURE). Such a span is closed with
+ *    mprotect instead and the madvise backend is latched off for new mappings.
+ *  - A locked mapping refuses MADV_DONTNEED, and a fresh MAP_FIXED mapping may hit
+ *    RLIMIT_MEMLOCK, so the last resort of a close is a plain mprotect(PROT_NONE),
+ *    which cannot fail for memory reasons unless it splits past the VMA limit.
+ */
+#define _GNU_SOURCE
+#include "guard/guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "os/os.h"
+#include "front/stats.h"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
+
+#define RW (PROT_READ | PROT_WRITE)
+
+static _Atomic int backend = GUARD_MPROTECT;
+
+enum guard_backend guard_backend(void)
+{
+	return (enum guard_backend)atomic_load_explicit(&backend, memory_order_relaxed);
+}
+
+const char *guard_backend_name(void)
+{
+	return guard_backend() == GUARD_MADVISE ? "madvise" : "mprotect";
+}
+
+static void latch_off(void)
+{
+	if (atomic_exchange_explicit(&backend, GUARD_MPROTECT, memory_order_relaxed) == GUARD_MADVISE)
+		stat_inc(STAT_GUARD_LATCH);
+}
+
+/* Does the kernel really refuse access to p? A system call that reads user memory
+ * answers EFAULT without the process taking a signal; an emulator that accepted the
+ * advice and ignored it hands the kernel a readable page (an empty path: ENOENT). */
+static bool really_blocks(const void *p)
+{
+	int saved = errno;
+	bool blocked = access((const char *)p, F_OK) != 0 && errno == EFAULT;
+	errno = saved;
+	return blocked;
+}
+
+static bool probe_markers(void)
+{
+	void *p = NULL;
+	if (os_map(&p, os_page, OS_READ_WRITE, OS_ANYWHERE)) return false;
+	bool ok = false;
+	if (os_advise(p, os_page, MADV_GUARD_INSTALL) == 0) {
+		ok = really_blocks(p);
+		if (os_advise(p, os_page, MADV_GUARD_REMOVE) != 0) ok = false;
+	}
+	if (os_unmap(p, os_page)) ok = false;
+	return ok;
+}
+
+void guard_init(enum guard_backend want)
+{
+	int chosen = GUARD_MPROTECT;
+	/* Strict overcommit charges every read-write byte, guards included: a madvise-backed
+	 * region would be charged for its guard pages, so keep guards PROT_NONE there. */
+	bool strict = os_read_long("/proc/sys/vm/overcommit_memory") == 2;
+	if (want != GUARD_MPROTECT && !strict && probe_markers()) chosen = GUARD_MADVISE;
+	else if (want == GUARD_MADVISE) os_warn("guard=madvise is not usable here", ", using mprotect");
+	atomic_store_explicit(&backend, chosen, memory_order_relaxed);
+}
+
+static bool markers_on(const struct guard_region *r)
+{
+	return (r->flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+}
+
+/* Whole regions only, never a sub-span, so a label never splits a VMA. The first
+ * refusal switches labelling off: it would cost a failing system call per mapping.
+ * A region remembers its label by number (REGION_LABEL_SHIFT): a span closed by a fresh
+ * mapping must carry the name again, or it would stay a VMA apart from its neighbours. */
+#if CONFIG_LABEL_MEMORY
+static _Atomic bool labels_work = true;
+#define LABELS_MAX 8
+static const char *_Atomic label_names[LABELS_MAX];
+
+/* The number of name (1-based), registered on first use; 0 when the table is full. */
+static uint32_t label_number(const char *name)
+{
+	for (uint32_t i = 0; i < LABELS_MAX; i++) {
+		const char *have = atomic_load_explicit(&label_names[i], memory_order_acquire);
+		if (!have) {
+			const char *expected = NULL;
+			if (atomic_compare_exchange_strong_explicit(&label_names[i], &expected, name, memory_order_acq_rel,
+								    memory_order_acquire))
+				return i + 1;
+			have = expected;
+		}
+		if (have == name || !strcmp(have, name)) return i + 1;
+	}
+	return 0;
+}
+#endif
+
+static void label(struct guard_region *r, const char *name)
+{
+#if CONFIG_LABEL_MEMORY
+	if (name && atomic_load_explicit(&labels_work, memory_order_relaxed)) {
+		if (!os_label((void *)r->base, r->size, name))
+			atomic_store_explicit(&labels_work, false, memory_order_relaxed);
+		else
+			r->flags = (r->flags & ~REGION_LABEL_MASK) | label_number(name) << REGION_LABEL_SHIFT;
+	}
+#else
+	(void)r, (void)name;
+#endif
+}
+
+/* Name a span that a fresh mapping replaced as its region is named. */
+static void relabel(const struct guard_region *r, void *p, size_t len)
+{
+#if CONFIG_LABEL_MEMORY
+	uint32_t n = (r->flags & REGION_LABEL_MASK) >> REGION_LABEL_SHIFT;
+	if (n && atomic_load_explicit(&labels_work, memory_order_relaxed))
+		(void)os_label(p, len, atomic_load_explicit(&label_names[n - 1], memory_order_acquire));
+#else
+	(void)r, (void)p, (void)len;
+#endif
+}
+
+/* Is the region one mapping of its own (a large region), so that a span of it may be
+ * replaced by a fresh mapping? Growing regions and slab regions open and close piecemeal
+ * and keep their one anon_vma (REGION_KEEP_ANON). */
+static bool replaceable(const struct guard_region *r)
+{
+	return !(r->flags & (REGION_KEEP_ANON | REGION_GROWS));
+}
+
+
+/* Close [p, p+len) without guard markers.
+ *
+ * A fresh MAP_FIXED PROT_NONE mapping blocks access and drops the pages in one call,
+ * and gives back the commit charge under strict overcommit, which mprotect never does
+ * once pages were written. But the fresh mapping has no anon_vma, and VMAs with
+ * different anon_vmas never merge: a span reopened later faults in an anon_vma of its
+ * own unless a neighbour lends one. For one large region that is harmless (closed
+ * regions with no anon_vma merge with their neighbours again); in a reservation whose
+ * spans open and close piecemeal (REGION_KEEP_ANON: slab regions) each reopened island
+ * becomes an anon_vma of its own that never merges with the next island (measured:
+ * slab churn under mprotect doubled the VMA count from the second round on). Those
+ * close with mprotect + MADV_DONTNEED, which keeps the one anon_vma of the region. */
+static bool close_protected(struct guard_region *r, void *p, size_t len)
+{
+	void *fixed = p;
+	bool keep_anon = r->flags & REGION_KEEP_ANON;
+	if (!keep_anon && os_map(&fixed, len, OS_CLOSED, OS_REPLACE) == 0) {
+		r->flags |= REGION_PROTECTED;
+		relabel(r, p, len);
+		return true;
+	}
+	/* Closed in place: what a program did to the span (mlock, MADV_DONTFORK, another
+	 * protection) stays with it, so a region of its own must never be handed out again. */
+	if (replaceable(r)) r->flags |= REGION_STALE;
+	int err = os_protect(p, len, PROT_NONE);
+	if (err) {
+		if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+		return false;
+	}
+	r->flags |= REGION_PROTECTED;
+	/* Locked memory refuses MADV_DONTNEED; a fresh mapping over it still drops the
+	 * pages (returning them matters more than merging), unless RLIMIT_MEMLOCK says no. */
+	if (os_advise(p, len, MADV_DONTNEED) && (!keep_anon || os_map(&fixed, len, OS_CLOSED, OS_REPLACE)))
+		r->flags |= REGION_RESIDUE; /* pages stay */
+	return true;
+}
+
+/* Markers refused with EINVAL: the span is locked. Only when new mappings are locked too
+ * (mlockall(MCL_FUTURE)) is the backend switched off; one locked block or an
+ * mlockall(MCL_CURRENT) leaves new mappings free to carry markers. */
+static void markers_refused(void)
+{
+	if (guard_backend() == GUARD_MADVISE && !probe_markers()) latch_off();
+}
+
+bool guard_close(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	if (!len) return true;
+	if (markers_on(r)) {
+		/* A span of a region of its own is mapped afresh before its markers go on:
+		 * whatever a program did to it while it was a block (mprotect, mlock,
+		 * MADV_DONTFORK, MADV_WIPEONFORK, MADV_DONTDUMP, MADV_NOHUGEPAGE, a protection
+		 * key) goes with the old mapping at the free, as glibc's munmap would drop it.
+		 * At the free, not at the reuse: while the span waits closed a fork child would
+		 * see a MADV_WIPEONFORK span without its markers, a MADV_DONTFORK one as a hole.
+		 * The fresh span merges back into its neighbours (it has no anon_vma yet). Where
+		 * the kernel will not map it (a memlock limit, the VMA limit), the markers go
+		 * over the span as it is and the region is never reused (REGION_STALE). */
+		if (replaceable(r)) {
+			void *fixed = p;
+			if (os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE) == 0) relabel(r, p, len);
+			else r->flags |= REGION_STALE;
+		}
+		int err = os_advise(p, len, MADV_GUARD_INSTALL);
+		if (!err) {
+			r->flags |= REGION_MARKED;
+			return true;
+		}
+		if (err == EINVAL) markers_refused();
+		else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+		r->flags &= ~REGION_MARKERS;
+		stat_inc(STAT_GUARD_FALLBACK);
+	}
+	return close_protected(r, p, len);
+}
+
+bool guard_open(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	if (!len) return true;
+	if (r->flags & REGION_MARKED) {
+		int err = os_advise(p, len, MADV_GUARD_REMOVE);
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+			return false;
+		}
+	}
+	if (r->flags & REGION_PROTECTED) {
+		int err = os_protect(p, len, RW);
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+			/* Leave it unreachable again: markers were removed above. */
+			if (!guard_close(r, off, len)) fatal("cannot re-close span", p);
+			return false;
+		}
+	}
+	if (r->flags & REGION_RESIDUE) memset(p, 0, len);
+	return true;
+}
+
+bool guard_extend(struct guard_region *r, size_t off, size_t len)
+{
+	size_t marked = (size_t)r->marked_pages * os_page;
+	if (off < marked) {
+		/* Address space grown behind markers: taking them away opens it. */
+		size_t n = MIN(len, marked - off);
+		void *p = (void *)(r->base + off);
+		int err = os_advise(p, n, MADV_GUARD_REMOVE);
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+			return false;
+		}
+		off += n;
+		len -= n;
+		if (!len) return true;
+	}
+	void *p = (void *)(r->base + off);
+	int err = os_protect(p, len, RW);
+	if (err && !os_is_oom(err)) os_unexpected("mprotect", err, p);
+	return err == 0;
+}
+
+bool guard_reserve(struct guard_region *r, size_t size, const char *name)
+{
+	void *p = NULL;
+	if (os_map(&p, size, OS_CLOSED, OS_ANYWHERE)) return false;
+	uint32_t flags = guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED;
+	*r = (struct guard_region){(uintptr_t)p, size, flags, 0};
+	label(r, name);
+	return true;
+}
+
+/* --- windows: address space set aside for regions that grow in place --------------- */
+
+static struct guard_span windows[WINDOWS_MAX];
+static _Atomic unsigned nwindows; /* windows are added during start-up only */
+
+static bool in_window(uintptr_t lo, uintptr_t hi)
+{
+	unsigned n = atomic_load_explicit(&nwindows, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (lo < windows[i].hi && windows[i].lo < hi) return true;
+	return false;
+}
+
+/* The top of the address space: a power of two above the main thread's stack, which
+ * Linux puts just below it. The stack is found through a string the kernel put on it
+ * (AT_EXECFN, AT_RANDOM), not through the caller's frame: the first malloc may run on a
+ * coroutine's or a signal stack anywhere. Never below what the architecture has at
+ * least (x86_64: 47 bits; arm64: 39). */
+static uintptr_t address_space_top(void)
+{
+	uintptr_t sp = getauxval(AT_EXECFN);
+	if (!sp) sp = getauxval(AT_RANDOM);
+	if (!sp) sp = (uintptr_t)__builtin_frame_address(0);
+#if defined(__x86_64__)
+	uintptr_t least = (uintptr_t)1 << 47;
+#else
+	uintptr_t least = (uintptr_t)1 << 39;
+#endif
+	uintptr_t top = (uintptr_t)1 << (64 - __builtin_clzl(sp));
+	return top > least ? top : least;
+}
+
+void guard_window_release(uintptr_t base)
+{
+	unsigned n = atomic_load_explicit(&nwindows, memory_order_relaxed);
+	if (n && windows[n - 1].lo == base) atomic_store_explicit(&nwindows, n - 1, memory_order_release);
+}
+
+uintptr_t guard_window_pick(const struct guard_span *taken, unsigned n, uintptr_t lo, uintptr_t hi, size_t size,
+			    uint64_t r)
+{
+	/* The windows taken, in address order (a handful: insertion sort). */
+	struct guard_span w[WINDOWS_MAX];
+	if (n > WINDOWS_MAX || hi < lo || size > hi - lo) return 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = i;
+		for (; j > 0 && w[j - 1].lo > taken[i].lo; j--) w[j] = w[j - 1];
+		w[j] = taken[i];
+	}
+	/* Two passes over the runs of starts that keep clear of every window: count the
+	 * pages, then walk to the r-th (mod the count). */
+	uintptr_t count = 0, pick = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		uintptr_t from = align_up(lo, os_page);
+		for (unsigned i = 0; i <= n; i++) {
+			uintptr_t end = i < n && w[i].lo < hi ? w[i].lo : hi; /* where the run's windows end */
+			if (end >= from && end - from >= size) {
+				uintptr_t pages = ((end - size) & ~(os_page - 1)) / os_page - from / os_page + 1;
+				if (pass == 0) count += pages;
+				else if (pick < pages) return from + pick * os_page;
+				else pick -= pages;
+			}
+			if (i < n && w[i].hi > from) from = align_up(w[i].hi, os_page);
+		}
+		if (!count) return 0;
+		pick = (uintptr_t)(r % count);
+	}
+	return 0; /* not reached: the second pass finds the pick */
+}
+
+bool guard_window(size_t size, uintptr_t *base)
+{
+	/* Where Linux puts what nobody placed (x86_64 and arm64, 4- or 3-level tables): the
+	 * mmap area from just below the stack downwards, PIE programs and their heap at two
+	 * thirds of the address space, and with the legacy layout (an unlimited stack) the
+	 * mmap area from a quarter upwards. Between 1/64 and 1/4 - 1/64 of it only mappings
+	 * asked for by address go; the top is found from the stack, which is near it. */
+	uintptr_t top = address_space_top();
+	uintptr_t lo = top / 64, hi = top / 4 - top / 64;
+	unsigned n = atomic_load_explicit(&nwindows, memory_order_relaxed);
+	if (n == WINDOWS_MAX || !size || size > top / 4) return false;
+	/* A place drawn among those clear of the other windows (the slab window takes half
+	 * of that part: drawn over all of it and tried again on overlap, it failed 16 times
+	 * in a row for one process in ten or so). A try fails only where something is
+	 * mapped already. */
+	uintptr_t b = 0;
+	for (int attempt = 0; attempt < 16 && !b; attempt++) {
+		uint64_t r;
+		os_random(&r, sizeof r);
+		uintptr_t c = guard_window_pick(windows, n, lo, hi, size, r);
+		if (!c) break;
+		if (os_range_free(c, c + size)) b = c;
+	}
+	/* Where something occupies that part (a sanitizer's shadow memory), the lowest free
+	 * span above 4 GiB that holds the window with room to spare, at a random place in it
+	 * (the part below 4 GiB is for MAP_32BIT and fixed-address programs' heaps). */
+	uintptr_t gap_lo, gap_hi;
+	for (uintptr_t from = (uintptr_t)4 << 30; !b && os_find_gap(from, top, 2 * size, &gap_lo, &gap_hi);
+	     from = gap_hi) {
+		for (int attempt = 0; attempt < 4 && !b; attempt++) { /* the gap may hold a window */
+			uint64_t r;
+			os_random(&r, sizeof r);
+			uintptr_t c = gap_lo + size / 2 +
+				      (uintptr_t)(r % ((gap_hi - gap_lo - 2 * size) / os_page + 1)) * os_page;
+			if (!in_window(c, c + size)) b = c;
+		}
+	}
+	if (!b) return false;
+	windows[n].lo = b;
+	windows[n].hi = b + size;
+	atomic_store_explicit(&nwindows, n + 1, memory_order_release);
+	*base = b;
+	return true;
+}
+
+void guard_start(struct guard_region *r, uintptr_t base)
+{
+	*r = (struct guard_region){base, 0,
+				   REGION_GROWS | (guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED), 0};
+}
+
+/* Map [p, p + len) read-write behind guard markers: closed like PROT_NONE, but one VMA
+ * with the region's open spans, so a class in use costs one VMA instead of three (the
+ * closed page below, the open slabs, the closed rest). Each VMA costs every fork and
+ * every exit: bash peaks at 61 VMAs instead of 110, a few percent of a fork-heavy shell
+ * script (README, "Kernel mappings"). Markers first, then read-write: under mlockall a
+ * read-write mapping would be populated at once, but the markers are refused before
+ * that (EINVAL: the backend latches off and the span stays PROT_NONE). */
+static bool grow_marked(struct guard_region *r, void *p, size_t len)
+{
+	int err = os_advise(p, len, MADV_GUARD_INSTALL);
+	if (err) {
+		if (err == EINVAL) latch_off();
+		else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+		r->flags &= ~REGION_MARKERS;
+		return false;
+	}
+	err = os_protect(p, len, RW);
+	if (!err) return true;
+	if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+	/* Still PROT_NONE: drop the markers, which an mprotect alone would not open. */
+	err = os_advise(p, len, MADV_GUARD_REMOVE);
+	if (err) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+	return false;
+}
+
+bool guard_grow(struct guard_region *r, size_t size, const char *name)
+{
+	if (size <= r->size) return true;
+	/* The first growth maps the closed page below in the same call: one system call
+	 * fewer for every class a process uses (each new process pays them at start-up). */
+	size_t below = r->size ? 0 : os_page;
+	void *p = (void *)(r->base + r->size - below);
+	size_t len = size - r->size + below;
+	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
+	/* The page below carries the label too: a page named apart from its neighbour is a
+	 * VMA of its own. */
+	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
+	label(&piece, name);
+	/* Markers cost page tables where PROT_NONE costs nothing: only small growth behind
+	 * the marked part is marked. */
+	if (markers_on(r) && (size_t)r->marked_pages * os_page == r->size && size <= GUARD_MARKED_GROWTH_MAX &&
+	    grow_marked(r, p, len))
+		r->marked_pages = (uint32_t)(size / os_page);
+	r->size = size;
+	return true;
+}
+
+/* --- fresh mappings --------------------------------------------------------------- */
+
+/* Unmap the parts of [base, base+total) outside [keep, keep+keep_len); where the
+ * kernel refuses, the part stays and joins the guard. Returns the kept start. */
+static uintptr_t trim(uintptr_t base, size_t total, uintptr_t *keep, size_t *keep_len)
+{
+	uintptr_t end = base + total, kend = *keep + *keep_len;
+	if (*keep > base && os_unmap((void *)base, *keep - base)) {
+		*keep_len += *keep - base;
+		*keep = base;
+	}
+	if (end > kend && os_unmap((void *)kend, end - kend)) *keep_len += end - kend;
+	return *keep;
+}
+
+/* Map [lead | len | trail] (plus the slack an alignment needs, trimmed off again) as one
+ * mapping: read-write for the marker scheme, PROT_NONE for the mprotect one. */
+static bool map_fresh(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+		      bool markers)
+{
+	size_t slack = align > os_page ? align - os_page : 0;
+	size_t total = *lead + len + *trail;
+	if (total < len || total + slack < total) return false;
+	void *p = NULL;
+	if (os_map(&p, total + slack, markers ? OS_READ_WRITE : OS_CLOSED, OS_ANYWHERE)) return false;
+	uintptr_t base = (uintptr_t)p;
+	if (in_window(base, base + total + slack)) {
+		/* The kernel ran out of other address space: a window's addresses decode as
+		 * slab or metadata pointers, so nothing else may live there. */
+		int err = os_unmap(p, total + slack);
+		if (err) os_unexpected("munmap", err, p);
+		return false;
+	}
+	if (slack) {
+		/* Place the open span on the alignment; lead absorbs what is below it. */
+		uintptr_t data = align_up(base + *lead, align);
+		uintptr_t keep = data - *lead;
+		size_t keep_len = total;
+		base = trim(base, total + slack, &keep, &keep_len);
+		*lead = data - base;
+		*trail = keep_len - *lead - len;
+		total = keep_len;
+	}
+	*r = (struct guard_region){base, total, markers ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED, 0};
+	return true;
+}
+
+bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+	       const char *name)
+{
+	size_t want_lead = *lead, want_trail = *trail;
+	bool markers = guard_backend() == GUARD_MADVISE;
+	if (!map_fresh(r, lead, len, trail, align, markers)) return false;
+	if (markers) {
+		void *p = (void *)r->base;
+		int err = os_advise(p, *lead, MADV_GUARD_INSTALL);
+		if (!err) err = os_advise((void *)(r->base + *lead + len), *trail, MADV_GUARD_INSTALL);
+		if (err) {
+			/* A fresh mapping: simplest to start over, aligned again, under the
+			 * mprotect scheme. */
+			if (err == EINVAL) latch_off();
+			else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+			stat_inc(STAT_GUARD_FALLBACK);
+			if (os_unmap(p, r->size)) os_unexpected("munmap", EINVAL, p);
+			*lead = want_lead;
+			*trail = want_trail;
+			markers = false;
+			if (!map_fresh(r, lead, len, trail, align, false)) return false;
+		}
+	}
+	if (!markers && len) {
+		void *p = (void *)(r->base + *lead);
+		int err = os_protect(p, len, RW);
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+			if (os_unmap((void *)r->base, r->size)) os_unexpected("munmap", EINVAL, p);
+			return false;
+		}
+	}
+	label(r, name);
+	stat_inc(STAT_MAPS);
+	return true;
+}
+
+/* Give back [p, p+len) of a region that is being given up in parts; where the kernel
+ * refuses (VMA limit), drop the memory and leave the span closed. */
+static void unmap_part(void *p, size_t len)
+{
+	if (!len) return;
+	int err = os_unmap(p, len);
+	if (!err) return;
+	if (!os_is_oom(err)) os_unexpected("munmap", err, p);
+	stat_inc(STAT_UNMAP_REFUSED);
+	struct guard_region part = {(uintptr_t)p, len, REGION_PROTECTED, 0};
+	if (!close_protected(&part, p, len)) stat_inc(STAT_LEAKED);
+}
+
+/* Fill the hole a move left at [off, off+len) with a fresh closed mapping, like the rest
+ * of the region (a fresh mapping has no anon_vma yet, so it merges with its neighbours
+ * again). Never over anything: another thread's mmap may have landed in the hole. */
+static bool refill(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	if (markers_on(r)) {
+		if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
+		relabel(r, p, len);
+		return guard_close(r, off, len);
+	}
+	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
+	relabel(r, p, len);
+	r->flags |= REGION_PROTECTED;
+	return true;
+}
+
+bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct guard_region *to,
+		size_t to_off, bool *source_kept)
+{
+	uintptr_t src = from->base + from_off, dst = to->base + to_off;
+	/* Moved pages keep their VMA, so a block that moved before may span several; before
+	 * Linux 6.17 mremap moves one VMA at a time (from 6.17, the whole span at once). Each hole is refilled at once; after the
+	 * first refill that fails no more are, and the source is given up. */
+	size_t moved = 0, refilled = 0;
+	bool whole = os_moves_cross_vmas();
+	while (moved < len) {
+		size_t piece = whole ? len - moved : os_one_mapping((void *)(src + moved), len - moved);
+		int err = os_move((void *)(src + moved), piece, (void *)(dst + moved));
+		if (err) {
+			if (!os_is_oom(err)) os_unexpected("mremap", err, (void *)(src + moved));
+			/* Some kernels unmap the destination before they find they cannot move:
+			 * make it open again. */
+			void *hole = (void *)(dst + moved);
+			if (os_map(&hole, piece, OS_READ_WRITE, OS_NOREPLACE)) { /* EEXIST: still there */ }
+			if (!moved) return false;
+			/* Half moved (VMA limit): copying the rest needs no new mapping, the
+			 * destination is open already. Its source stays mapped until closed. */
+			memcpy((void *)(dst + moved), (void *)(src + moved), len - moved);
+			if (refilled == moved && guard_close(from, from_off + moved, len - moved)) refilled = len;
+			break;
+		}
+		if (refilled == moved && refill(from, from_off + moved, piece)) refilled += piece;
+		moved += piece;
+	}
+	*source_kept = refilled == len;
+	if (!*source_kept) {
+		/* Give back what is still ours, never the holes [refilled, moved): one of them
+		 * may hold another thread's mapping now. */
+		unmap_part((void *)from->base, from_off + refilled);
+		unmap_part((void *)(src + moved), from->size - from_off - moved);
+	}
+	return true;
+}
+
+bool guard_map_bare(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+		    const char *name)
+{
+	*lead = *trail = 0;
+	/* Read-write from the start: map_fresh's marker layout with no guards to mark. */
+	if (!map_fresh(r, lead, len, trail, align, true)) return false;
+	r->flags = REGION_PROTECTED; /* closes with fresh PROT_NONE mappings, opens with mprotect */
+	label(r, name);
+	return true;
+}
+
+/* --- the VMA budget ------------------------------------------------------------------ */
+
+/* Islands counted before the limit is worth reading: a tenth of the smallest limit a
+ * system plausibly sets, so a process that never gets near it never reads the file. */
+#define ISLANDS_UNCHECKED 1024
+
+static _Atomic unsigned long islands, islands_max, omitted;
+static bool say_omissions;
+
+void guard_verbose(bool on) { say_omissions = on; }
+unsigned long guard_guards_omitted(void) { return atomic_load_explicit(&omitted, memory_order_relaxed); }
+void guard_island_add(void) { atomic_fetch_add_explicit(&islands, 1, memory_order_relaxed); }
+void guard_island_remove(void) { atomic_fetch_sub_explicit(&islands, 1, memory_order_relaxed); }
+
+bool guard_island_room(void)
+{
+	if (guard_backend() == GUARD_MADVISE) return true;
+	unsigned long n = atomic_load_explicit(&islands, memory_order_relaxed);
+	if (n < ISLANDS_UNCHECKED) return true;
+	unsigned long max = atomic_load_explicit(&islands_max, memory_order_relaxed);
+	if (!max) {
+		long limit = os_read_long("/proc/sys/vm/max_map_count");
+		if (limit <= 0) limit = 65530; /* the kernel's default */
+		/* Two VMAs an island, half the limit: the rest is the program's. */
+		max = (unsigned long)limit / 4;
+		if (max < ISLANDS_UNCHECKED) max = ISLANDS_UNCHECKED;
+		atomic_store_explicit(&islands_max, max, memory_order_relaxed);
+	}
+	if (n < max) return true;
+	if (atomic_fetch_add_explicit(&omitted, 1, memory_order_relaxed) == 0 && say_omissions)
+		os_warn("near the VMA limit (vm.max_map_count): new large blocks and slabs get fewer guards", NULL);
+	return false;
+}
+
+bool guard_retire(struct guard_region *r)
+{
+	void *p = (void *)r->base;
+	int err = os_map(&p, r->size, OS_CLOSED, OS_REPLACE);
+	if (err) {
+		if (!os_is_oom(err)) os_unexpected("mmap", err, p);
+		return false;
+	}
+	relabel(r, p, r->size);
+	r->flags = (r->flags & (REGION_LABEL_MASK | REGION_GROWS)) | REGION_PROTECTED | REGION_STALE;
+	return true;
+}
+
+bool guard_unmap(struct guard_region *r)
+{
+	if ((r->flags & REGION_GROWS) && r->size) {
+		/* The closed page below a growing region goes with it; where the kernel
+		 * refuses (the VMA limit), it stays, closed. */
+		int err = os_unmap((void *)(r->base - os_page), os_page);
+		if (err && !os_is_oom(err)) os_unexpected("munmap", err, (void *)(r->base - os_page));
+	}
+	int err = os_unmap((void *)r->base, r->size);
+	if (!err) return true;
+	if (!os_is_oom(err)) os_unexpected("munmap", err, (void *)r->base);
+	/* Splitting a merged VMA would pass the limit: drop the memory, keep the range. */
+	stat_inc(STAT_UNMAP_REFUSED);
+	if (!guard_close(r, 0, r->size)) stat_inc(STAT_LEAKED);
+	return false;
+}

@@ -1,0 +1,151 @@
+/*
+ * guard.h — the guard-region layer: every span rampart makes unreachable goes
+ * through here. Nothing above this layer calls mmap, mprotect or madvise.
+ *
+ * Invariants:
+ *  - A region is one kernel mapping rampart created; it is split only into spans
+ *    that are open (read-write) or closed (any access faults, no resident pages
+ *    unless REGION_RESIDUE says the kernel refused to drop them).
+ *  - A growing region's closed space is PROT_NONE, except its first marked_pages pages
+ *    (with the page below), which are read-write behind guard markers.
+ *  - A span reopened with guard_open() or first opened with guard_extend() reads
+ *    as zero.
+ *  - The backend is chosen once (guard_init) and only ever moves from madvise to
+ *    mprotect (the EINVAL latch), never back.
+ *  - No function here changes errno. Failures that mean "no memory" return false;
+ *    any other kernel error is fatal (os_unexpected).
+ *  - Callers serialise operations on one region; distinct regions are independent.
+ */
+#ifndef RAMPART_GUARD_H
+#define RAMPART_GUARD_H
+
+#include "base/common.h"
+
+enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
+
+/* Region flags: how spans are closed and what reopening them takes. */
+enum {
+	REGION_MARKERS = 1u,   /* closes install guard markers (made under the madvise backend) */
+	REGION_MARKED = 2u,    /* markers may exist: reopening removes them */
+	REGION_PROTECTED = 4u, /* PROT_NONE spans may exist: reopening mprotects */
+	REGION_RESIDUE = 8u,   /* a close left pages behind (locked memory): reopening zeroes */
+	REGION_KEEP_ANON = 16u, /* spans open and close piecemeal: closes keep the anon_vma */
+	REGION_GROWS = 32u,     /* grows in a window (guard_start): a closed page lies below base */
+	REGION_STALE = 64u,     /* a span was closed in place: it may keep what a program did to it
+				 * (mlock, advice, protection), so the region is never reused */
+};
+/* Bits of flags holding the number of the region's label (guard.c), 0 = none. */
+#define REGION_LABEL_SHIFT 8
+#define REGION_LABEL_MASK (0xfu << REGION_LABEL_SHIFT)
+
+struct guard_region {
+	uintptr_t base;
+	size_t size;
+	uint32_t flags;
+	/* Growing regions: [0, marked_pages pages) was mapped read-write behind guard
+	 * markers (guard_grow), the rest of what the region grew PROT_NONE. */
+	uint32_t marked_pages;
+};
+
+/* Choose the backend: want is the user's request (GUARD_AUTO to probe). */
+void guard_init(enum guard_backend want);
+enum guard_backend guard_backend(void);
+const char *guard_backend_name(void);
+
+/* A new mapping laid out as [lead guard | len open bytes | trail guard]; the open
+ * span starts at base + lead and is aligned to align (0 or a power of two). With
+ * align above a page the slack is trimmed or folded into the guards, so lead and
+ * trail may come back larger than asked. lead and trail are at least one page. */
+must_check bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+			  size_t align, const char *label);
+/* Address space for regions that grow in place: size bytes at a random page in the low
+ * part of the address space, where the kernel places nothing unless asked for that
+ * address, and where nothing is mapped now. Nothing is mapped: regions inside it start
+ * empty (guard_start) and grow with guard_grow, so the process is charged (RLIMIT_AS,
+ * mlockall) only for what it uses. guard_map never places a mapping inside a window.
+ * False when no such span exists (the caller asks for less). */
+must_check bool guard_window(size_t size, uintptr_t *base);
+/* Where guard_window puts a window of size bytes in [lo, hi), given the n windows taken
+ * and a random r: one of the page-aligned starts whose window meets none of them, each
+ * as likely (r modulo their count); 0 when there is none. */
+#define WINDOWS_MAX 8
+struct guard_span {
+	uintptr_t lo, hi;
+};
+uintptr_t guard_window_pick(const struct guard_span *taken, unsigned n, uintptr_t lo, uintptr_t hi, size_t size,
+			    uint64_t r);
+/* Give up the window most recently set aside (start-up failed after choosing it; the
+ * caller has unmapped whatever it mapped there). */
+void guard_window_release(uintptr_t base);
+/* An empty growing region at base, closed the way the backend closes spans now. */
+void guard_start(struct guard_region *r, uintptr_t base);
+/* Map more of a growing region: [base + r->size, base + size) as closed address space,
+ * exactly there and never over another mapping; the first growth also maps a closed page
+ * just below base (the window around the region is only set aside: nothing else may lie
+ * against it). False, with nothing mapped, when that is out of memory or something else
+ * is mapped there. guard_unmap gives back the page below too.
+ * Under the madvise backend, while the region stays within GUARD_MARKED_GROWTH_MAX, the
+ * new space is read-write behind guard markers: one VMA with the spans opened in it
+ * (PROT_NONE space is one VMA more on each side of every open span). Beyond that it is
+ * PROT_NONE, which costs no page tables. */
+#define GUARD_MARKED_GROWTH_MAX ((size_t)256 << 10)
+must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
+/* Is [off, off + len) of a growing region space grown behind markers? Then opening part
+ * of it splits nothing, and what is left unopened there is closed already: a caller
+ * opens only what it hands out. */
+static inline bool guard_grown_marked(const struct guard_region *r, size_t off, size_t len)
+{
+	return off + len <= (size_t)r->marked_pages * os_page;
+}
+/* A PROT_NONE reservation of size bytes; spans are opened with guard_extend(). */
+must_check bool guard_reserve(struct guard_region *r, size_t size, const char *label);
+/* Open a span of a reservation or of a growing region that was never opened before. */
+must_check bool guard_extend(struct guard_region *r, size_t off, size_t len);
+/* Reopen a span closed by guard_close(). */
+must_check bool guard_open(struct guard_region *r, size_t off, size_t len);
+/* Close a span: any access faults, its pages go back to the kernel. False only when
+ * the kernel could not make it unreachable (VMA limit); the span is then unchanged. */
+must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
+/* Move the pages of an open span into another region's span (no copying, except the
+ * rest of a move the kernel stops half-way). Every hole the move leaves is filled with a
+ * fresh closed mapping, so the source region stays whole and closed there (*source_kept).
+ * Where a hole cannot be refilled (another thread's mapping landed in it, or no memory),
+ * guard_move gives the rest of the source region back itself, leaving the holes alone:
+ * the caller just forgets the source. (MREMAP_DONTUNMAP would keep the source without a
+ * refill, but it clears VM_ACCOUNT on the old range, which then never merges with its
+ * neighbours again: one more VMA for every move.) False, with nothing changed but the
+ * destination's contents, when not even the first page could move. */
+must_check bool guard_move(struct guard_region *from, size_t from_off, size_t len,
+			   struct guard_region *to, size_t to_off, bool *source_kept);
+/* A mapping without guards, open whole (read-write, charged): for a large block where
+ * guards would take the process past its VMA limit (guard_island_room). The open span
+ * starts at base + *lead, aligned to align; *lead and *trail are what trimming the
+ * alignment's slack left (open, unused), usually 0. Closes and reopens as any region
+ * of the mprotect scheme. */
+must_check bool guard_map_bare(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+			       const char *label);
+/* The mprotect scheme's VMA budget. An open span inside closed space (a large block
+ * between its PROT_NONE guards) and a closed span inside open space (a PROT_NONE guard
+ * slab) each cost up to two VMAs, and past vm.max_map_count (65530 by default) the
+ * kernel refuses every new mapping, the program's own included. Callers count such
+ * islands here; once they would take half the limit, guard_island_room() answers
+ * false and the caller makes fewer guards instead of failing: a large block gets none
+ * (guard_map_bare), a slab class skips its guard slab. Each refusal is counted
+ * (guard_guards_omitted) and, with guard_verbose(true), said once on stderr. Under the
+ * madvise backend islands cost no VMA: always true. The limit is read once, when the
+ * count first gets near any limit worth reading. */
+bool guard_island_room(void);
+void guard_island_add(void);
+void guard_island_remove(void);
+unsigned long guard_guards_omitted(void);
+void guard_verbose(bool on);
+/* Close the whole region for good with one fresh closed mapping: no memory, no page
+ * tables (markers need them), no commit charge, one VMA. Only guard_unmap may follow.
+ * False, with the region unchanged, when the kernel will not map it (VMA limit). */
+must_check bool guard_retire(struct guard_region *r);
+/* Give the whole region back. Where the kernel cannot (the split would exceed the
+ * VMA limit) the region is closed instead and false is returned: its address space
+ * stays reserved but holds no memory. */
+bool guard_unmap(struct guard_region *r);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * meta.c — a bump allocator of pages inside one region that grows in place in its own
+ * window of address space (guard_window), mapped PROT_NONE as it grows and opened as
+ * it is handed out (never guard-install a huge span: markers cost page tables). Freed
+ * chunks are closed and remembered by size for reuse; the list lives in the region.
+ */
+#define _GNU_SOURCE
+#include "guard/meta.h"
+
+#include "guard/guard.h"
+#include "front/init.h"
+#include "os/lock.h"
+#include "os/os.h"
+#include "os/random.h"
+
+#define META_FREE_SLOTS 120
+
+struct meta_chunk {
+	uintptr_t off;
+	size_t len;
+};
+
+/* Lives in the first page of the region. */
+struct meta_header {
+	struct guard_region region;
+	size_t next;      /* offset of the next fresh allocation */
+	size_t opened;    /* offsets below this were opened at least once */
+	size_t window;    /* the region may grow up to this many bytes */
+	unsigned nfree;
+	struct meta_chunk free[META_FREE_SLOTS];
+};
+
+static struct lock meta_lock_word; /* all zero: free */
+
+void meta_lock(void) { lock_take(&meta_lock_word); }
+void meta_unlock(void) { lock_give(&meta_lock_word); }
+void meta_reset_lock(void) { lock_reset(&meta_lock_word); }
+
+/* Smallest window tried when the address space is short. */
+#define META_WINDOW_MIN ((size_t)64 << 20)
+/* The region grows by a quarter, at least this much: a few mmap calls in all. */
+#define META_GROW_MIN ((size_t)64 << 10)
+
+/* Map the region up to at least end; false out of memory or window. */
+static bool meta_grow(struct guard_region *r, size_t window, size_t end)
+{
+	if (end <= r->size) return true;
+	if (end > window) return false;
+	size_t want = MIN(window, align_up(MAX(end, r->size + MAX(r->size / 4, META_GROW_MIN)), os_page));
+	return guard_grow(r, want, "rampart:meta") || guard_grow(r, end, "rampart:meta");
+}
+
+struct meta_header *meta_init(void)
+{
+	size_t window = CONFIG_META_RESERVE;
+	uintptr_t base;
+	while (!guard_window(window, &base))
+		if ((window /= 2) < META_WINDOW_MIN) return NULL;
+	/* The region starts a page into the window: the closed page below it (guard_grow)
+	 * is the window's too. */
+	struct guard_region r;
+	guard_start(&r, base + os_page);
+	window -= os_page;
+	/* A random start in the first 16 pages: the header's address is not the window's
+	 * (whose own start is random among billions of pages). */
+	struct random_state rnd = {.source = NULL};
+	random_reseed(&rnd);
+	size_t start = (1 + random_below(&rnd, 15)) * os_page;
+	if (!meta_grow(&r, window, start + 2 * os_page)) {
+		guard_window_release(base);
+		return NULL;
+	}
+	if (!guard_extend(&r, start, os_page)) {
+		(void)guard_unmap(&r);
+		guard_window_release(base);
+		return NULL;
+	}
+	struct meta_header *h = (void *)(r.base + start);
+	h->region = r;
+	h->window = window;
+	h->next = h->opened = start + 2 * os_page; /* header, then a guard page */
+	return h;
+}
+
+bool meta_contains(const void *p)
+{
+	struct meta_header *h = ro.meta;
+	return h && (uintptr_t)p - h->region.base < h->region.size;
+}
+
+void *meta_alloc(size_t bytes)
+{
+	struct meta_header *h = ro.meta;
+	size_t len;
+	if (!page_round(bytes, &len) || !len) return NULL;
+	void *result = NULL;
+	meta_lock();
+	/* Smallest remembered chunk that fits: metadata sizes repeat (tables double). */
+	unsigned best = h->nfree;
+	for (unsigned i = 0; i < h->nfree; i++)
+		if (h->free[i].len >= len && (best == h->nfree || h->free[i].len < h->free[best].len)) best = i;
+	if (best < h->nfree) {
+		struct meta_chunk c = h->free[best];
+		if (guard_open(&h->region, c.off, len)) {
+			result = (void *)(h->region.base + c.off);
+			/* What is left after the page that stays closed as this chunk's guard. */
+			if (c.len > len + os_page) {
+				h->free[best].off += len + os_page;
+				h->free[best].len -= len + os_page;
+			} else {
+				h->free[best] = h->free[--h->nfree];
+			}
+		}
+	} else if (len < h->window && meta_grow(&h->region, h->window, h->next + len + os_page)) {
+		/* Open the chunk; the page after it stays closed as its guard. Grown behind
+		 * markers it is closed already; otherwise, under markers, it is opened and
+		 * closed again so that the region stays one VMA. */
+		bool marked = guard_grown_marked(&h->region, h->next, len + os_page);
+		bool markers = !marked && (h->region.flags & REGION_MARKERS);
+		if (guard_extend(&h->region, h->next, markers ? len + os_page : len)) {
+			if (markers && !guard_close(&h->region, h->next + len, os_page))
+				fatal("cannot close metadata guard page", (void *)(h->region.base + h->next + len));
+			result = (void *)(h->region.base + h->next);
+			h->next += len + os_page;
+		}
+	}
+	meta_unlock();
+	return result;
+}
+
+void meta_free(void *p, size_t bytes)
+{
+	struct meta_header *h = ro.meta;
+	size_t len;
+	if (!p || !page_round(bytes, &len)) return;
+	meta_lock();
+	size_t off = (uintptr_t)p - h->region.base;
+	if (!guard_close(&h->region, off, len)) {
+		/* Cannot close (VMA limit): wipe it so nothing stale is left, and forget it. */
+		for (size_t i = 0; i < len / sizeof(long); i++) ((volatile long *)p)[i] = 0;
+	} else if (h->nfree < META_FREE_SLOTS) {
+		h->free[h->nfree++] = (struct meta_chunk){off, len};
+	}
+	meta_unlock();
+}

@@ -1,0 +1,511 @@
+/*
+ * large.c — allocations served by their own mapping.
+ *
+ * Layout of a region:  [ lead guard | usable (open) | trail guard ]
+ * The guards are at least one page and grow randomly with the size, so the distance
+ * from one allocation to the next is not predictable. realloc shrinks by closing the
+ * cut tail (it joins the trail guard), grows in place by opening part of the trail
+ * guard while at least a page of it stays, and otherwise moves the pages with mremap
+ * into a new region: growth never copies.
+ */
+#define _GNU_SOURCE
+#include "large/large.h"
+
+#include <string.h>
+#include <sys/resource.h>
+
+#include "large/cache.h"
+#include "guard/guard.h"
+#include "front/init.h"
+#include "os/lock.h"
+#include "guard/meta.h"
+#include "os/os.h"
+#include "front/policy.h"
+#include "large/quarantine.h"
+#include "os/random.h"
+#include "large/refill.h"
+#include "front/stats.h"
+
+enum { ENTRY_LIVE = 1, ENTRY_QUARANTINED = 2 };
+
+struct large_entry {
+	uintptr_t data; /* key: the pointer handed out; 0 = empty slot */
+	size_t usable;
+	size_t requested;
+	uint16_t state;
+	uint16_t island;     /* counted in the VMA budget (guard_island_add) while live */
+	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
+	size_t populated;    /* bytes from data + populated_off that refill_populate filled */
+	size_t populated_off; /* (refill.h) */
+	struct guard_region region;
+};
+
+struct large_state {
+	struct lock lock;
+	struct random_state rnd;
+	uint64_t hash_mul;
+	struct large_entry *table;
+	size_t cap, used; /* power of two; used includes quarantined entries */
+	struct quarantine quarantine;
+	struct quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
+	struct quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
+	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
+	struct quarantine huge;
+	struct quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
+	struct quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
+	struct region_cache cache;
+	struct cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
+	struct refill refill;
+};
+
+/* The biggest request served: anything above cannot be mapped with guards anyway,
+ * and keeping sizes below 2^62 makes every sum below overflow-free. */
+#define LARGE_MAX ((size_t)1 << 62)
+
+/* --- hash table: open addressing, linear probing, backward-shift deletion --- */
+
+static size_t slot_of(const struct large_state *s, uintptr_t key)
+{
+	return (size_t)(((key >> 12) * s->hash_mul) >> 32) & (s->cap - 1);
+}
+
+static struct large_entry *lookup(struct large_state *s, uintptr_t key)
+{
+	for (size_t i = slot_of(s, key);; i = (i + 1) & (s->cap - 1)) {
+		struct large_entry *e = &s->table[i];
+		if (e->data == key) return e;
+		if (!e->data) return NULL;
+	}
+}
+
+static void place(struct large_state *s, const struct large_entry *e)
+{
+	size_t i = slot_of(s, e->data);
+	while (s->table[i].data) i = (i + 1) & (s->cap - 1);
+	s->table[i] = *e;
+}
+
+static void remove_entry(struct large_state *s, struct large_entry *e)
+{
+	size_t i = (size_t)(e - s->table), mask = s->cap - 1;
+	for (size_t j = (i + 1) & mask; s->table[j].data; j = (j + 1) & mask) {
+		size_t home = slot_of(s, s->table[j].data);
+		/* Move j back into the hole at i unless its home lies cyclically in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			s->table[i] = s->table[j];
+			i = j;
+		}
+	}
+	s->table[i].data = 0;
+	s->used--;
+}
+
+/* Keep the load at most one half, so probes stay short and lookup always ends. */
+static bool reserve_slot(struct large_state *s)
+{
+	if ((s->used + 1) * 2 <= s->cap) return true;
+	size_t ncap = s->cap * 2;
+	struct large_entry *nt = meta_alloc(ncap * sizeof *nt);
+	if (!nt) return false;
+	struct large_entry *old = s->table;
+	size_t ocap = s->cap;
+	s->table = nt;
+	s->cap = ncap;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].data) place(s, &old[i]);
+	meta_free(old, ocap * sizeof *old);
+	return true;
+}
+
+/* --- guards --- */
+
+/* Guards are one page plus a random part that grows with the size, up to a bound. */
+static size_t max_guard(size_t len)
+{
+	return (1 + MIN(len / os_page / CONFIG_GUARD_FRACTION, (size_t)CONFIG_GUARD_MAX_PAGES)) * os_page;
+}
+
+static size_t random_guard(struct large_state *s, size_t len)
+{
+	return os_page + (size_t)random_below(&s->rnd, max_guard(len) / os_page) * os_page;
+}
+
+static size_t lead_of(const struct large_entry *e) { return e->data - e->region.base; }
+
+/* A closed region that has left the table for good: kept for reuse when it is whole,
+ * its pages are really gone and every closed span was mapped afresh (so nothing a
+ * program did to the memory survives into the next block), otherwise unmapped. */
+static void retire_region(struct large_state *s, struct guard_region *r)
+{
+	if (r->flags & (REGION_RESIDUE | REGION_STALE)) (void)guard_unmap(r);
+	else cache_put(&s->cache, r, os_now_ms());
+}
+
+/* A quarantined entry leaves its quarantine for good: its region goes on to the reuse
+ * cache (reusable) or is unmapped. */
+static void leave_quarantine(struct large_state *s, struct quarantine_item out, bool reusable)
+{
+	struct large_entry *old = lookup(s, out.key);
+	if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
+	struct guard_region gone = old->region;
+	stat_dec(STAT_QUARANTINE_NOW);
+	stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
+	remove_entry(s, old);
+	if (reusable) retire_region(s, &gone);
+	else (void)guard_unmap(&gone);
+}
+
+/* Unmap a quarantine's oldest regions until need bytes are given back or it is empty;
+ * the bytes given back. */
+static size_t give_back(struct large_state *s, struct quarantine *q, size_t need)
+{
+	size_t given = 0;
+	struct quarantine_item out;
+	while (given < need && quarantine_drain(q, &out)) {
+		leave_quarantine(s, out, false);
+		given += out.bytes;
+	}
+	return given;
+}
+
+/* Map a fresh region for [lead | len | trail]. Out of address space or memory, what the
+ * cache holds goes back first, then the quarantine's oldest regions: a freed region
+ * waiting out its quarantine is worth less than a correct program's allocation (with
+ * RLIMIT_AS this is what keeps large churn going). But only as much of the quarantine
+ * as the request needs, and none for a request bigger than all it holds: a request
+ * that cannot succeed anyway (an absurd size, perhaps the attacker's) must not empty
+ * the quarantine and with it the use-after-free protection of every freed block. */
+static bool map_once(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align, bool guarded)
+{
+	return guarded ? guard_map(r, lead, len, trail, align, "rampart:large")
+		       : guard_map_bare(r, lead, len, trail, align, "rampart:large");
+}
+
+static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+		       size_t align, bool guarded)
+{
+	if (map_once(r, lead, len, trail, align, guarded)) return true;
+	if (cache_flush(&s->cache) && map_once(r, lead, len, trail, align, guarded)) return true;
+	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
+	if (need > s->quarantine.bytes + s->huge.bytes) return false;
+	/* Huge regions first: they hold the most address space for the fewest blocks. */
+	size_t given = give_back(s, &s->huge, need);
+	if (given < need) give_back(s, &s->quarantine, need - given);
+	return map_once(r, lead, len, trail, align, guarded);
+}
+
+/* The address space the quarantine and the cache may each hold: their configured bounds,
+ * and at most a sixteenth of RLIMIT_AS, which counts closed regions like any other. */
+static size_t held_bound(size_t configured, const struct rlimit *as)
+{
+	return as->rlim_cur != RLIM_INFINITY ? MIN(configured, (size_t)as->rlim_cur / 16) : configured;
+}
+
+struct large_state *large_init(void)
+{
+	struct large_state *s = meta_alloc(sizeof *s);
+	if (!s) return NULL;
+	s->cap = 64;
+	s->table = meta_alloc(s->cap * sizeof *s->table);
+	if (!s->table) {
+		meta_free(s, sizeof *s);
+		return NULL;
+	}
+	s->rnd.source = NULL; /* one generator: its key straight from the kernel */
+	random_reseed(&s->rnd);
+	s->hash_mul = random_u64(&s->rnd) | 1;
+	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
+	struct rlimit as;
+	if (getrlimit(RLIMIT_AS, &as) != 0) as.rlim_cur = RLIM_INFINITY;
+	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
+			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
+			held_bound(ro.opt.large_quarantine_bytes, &as));
+	quarantine_init(&s->huge, s->h_slots, CONFIG_HUGE_QUARANTINE_RANDOM, s->h_ring, CONFIG_HUGE_QUARANTINE_FIFO,
+			held_bound(CONFIG_HUGE_QUARANTINE_BYTES, &as));
+	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
+		   held_bound(ro.opt.large_cache_bytes, &as), ro.opt.large_cache_decay_ms);
+	refill_init(&s->refill, ro.opt.large_refill_bytes);
+	return s;
+}
+
+/* Reuse a cached region for [lead | len | trail]. The trail guard takes what the region
+ * has beyond lead + len: anything from one page up to the largest random trail a fresh
+ * mapping could get counts as guard; beyond that it is waste, at most
+ * CONFIG_CACHE_MAX_WASTE_PERCENT of the request. One madvise or mprotect, never an mmap.
+ * Aligned requests are not served here. */
+static bool take_cached(struct large_state *s, struct guard_region *r, size_t lead, size_t len, size_t align)
+{
+	cache_decay(&s->cache, os_now_ms());
+	if (align > os_page) return false;
+	size_t trail_max = max_guard(len);
+	size_t waste_max = len / 100 * CONFIG_CACHE_MAX_WASTE_PERCENT;
+	size_t trail = random_guard(s, len);
+	if (!cache_take(&s->cache, lead + len + os_page, trail_max - os_page + waste_max, lead + len + trail, r))
+		return false;
+	size_t waste = r->size - MIN(r->size, lead + len + trail_max);
+	stat_add(STAT_CACHE_WASTE_BYTES, (long)waste);
+	if (guard_open(r, lead, len)) return true;
+	(void)guard_unmap(r);
+	return false;
+}
+
+void *large_alloc(size_t size, size_t align)
+{
+	struct large_state *s = ro.large;
+	size_t len;
+	if (size > LARGE_MAX || !page_round(size, &len) || align > LARGE_MAX) return NULL;
+	void *result = NULL;
+	size_t populate = 0, populate_off = 0;
+	lock_take(&s->lock);
+	if (reserve_slot(s)) {
+		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
+					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
+		size_t lead = random_guard(s, len), trail = random_guard(s, len);
+		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
+		 * than not at all; a cached region would open an island inside closed space. */
+		bool guarded = guard_island_room();
+		/* Out of address space or memory: what the cache holds is the first thing to
+		 * give back before failing. */
+		if ((guarded && take_cached(s, &e.region, lead, len, align)) ||
+		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
+			e.data = e.region.base + lead;
+			e.island = guarded && !(e.region.flags & REGION_MARKERS);
+			if (e.island) guard_island_add();
+			e.populated = populate = refill_take(&s->refill, e.data, len, &populate_off);
+			e.populated_off = populate_off;
+			place(s, &e);
+			s->used++;
+			stat_inc(STAT_LARGE_LIVE_NOW);
+			result = (void *)e.data;
+		}
+	}
+	lock_give(&s->lock);
+	if (populate) refill_populate(&s->refill, (char *)result + populate_off, populate);
+	return result;
+}
+
+/* The entry of a live allocation, or a fatal report naming what p is — except that a
+ * free (op "free ...") under on_error=report is reported and ignored: NULL, with the
+ * lock given back. */
+static struct large_entry *live_entry(struct large_state *s, const void *p, const char *op)
+{
+	struct large_entry *e = lookup(s, (uintptr_t)p);
+	if (likely(e && e->state == ENTRY_LIVE)) return e;
+	lock_give(&s->lock);
+	const char *what = e ? (op[0] == 'f' ? "double free" : "use after free") : op;
+	if (op[0] != 'f' || !policy_ignore_bad_free(what, p)) fatal(what, p);
+	return NULL;
+}
+
+#if CONFIG_REGION_QUARANTINE
+/* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says. */
+static void enter_quarantine(struct large_state *s, struct quarantine *q, struct large_entry *e, bool reusable)
+{
+	e->state = ENTRY_QUARANTINED;
+	quarantine_push(q, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
+	stat_inc(STAT_QUARANTINE_NOW);
+	stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
+	struct quarantine_item out;
+	while (quarantine_evict(q, &out, &s->rnd)) leave_quarantine(s, out, reusable);
+}
+#endif
+
+static void quarantine_region(struct large_state *s, struct large_entry *e)
+{
+#if CONFIG_REGION_QUARANTINE
+	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit, or a bound set to 0)
+	 * leaves at once, as if pushed and evicted, but without pushing every other region
+	 * out of the quarantine first. */
+	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP && e->region.size > s->quarantine.bytes_max) {
+		struct guard_region r = e->region;
+		remove_entry(s, e);
+		retire_region(s, &r);
+		return;
+	}
+	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {
+		enter_quarantine(s, &s->quarantine, e, true);
+		return;
+	}
+	/* Huge: retired whole (one closed mapping, no memory) and held in a quarantine of
+	 * its own, so the kernel cannot hand the address to the next huge block while a
+	 * dangling pointer may still reach it; then unmapped, never reused. Beyond the
+	 * huge quarantine's bound, or where the kernel will not map it, it goes at once. */
+	if (e->region.size > s->huge.bytes_max || !guard_retire(&e->region)) {
+		struct guard_region big = e->region;
+		remove_entry(s, e);
+		(void)guard_unmap(&big);
+		return;
+	}
+	enter_quarantine(s, &s->huge, e, false);
+#else
+	struct guard_region r = e->region;
+	remove_entry(s, e);
+	retire_region(s, &r);
+#endif
+}
+
+void large_free(void *p, bool sized, size_t size, size_t align)
+{
+	struct large_state *s = ro.large;
+	lock_take(&s->lock);
+	struct large_entry *e = live_entry(s, p, "free of a pointer that is not a live allocation");
+	if (unlikely(!e)) return; /* on_error=report: reported and ignored */
+	if (sized) {
+		/* The exact size asked for (C23 free_sized), not just its pages. Alignments up
+		 * to a page need no special placement and are not recorded: any of them
+		 * matches an allocation made without one. */
+		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
+									   : align <= os_page));
+		if ((size != e->requested || !align_ok) && !policy_tolerate_size(p)) {
+			lock_give(&s->lock);
+			fatal("sized free with a wrong size or alignment", p);
+		}
+	}
+	stat_dec(STAT_LARGE_LIVE_NOW);
+	if (e->island) guard_island_remove();
+	e->island = 0;
+	refill_freed(&s->refill, (const void *)e->data, e->usable, e->populated_off, e->populated);
+	/* Close at once: the pages go back and any later access faults. Where even that is
+	 * refused (VMA limit), give the whole region back instead. A huge region is closed
+	 * whole by the quarantine (guard_retire), without markers first. */
+	if (CONFIG_REGION_QUARANTINE && e->region.size >= CONFIG_REGION_QUARANTINE_SKIP) {
+		quarantine_region(s, e);
+	} else if (!guard_close(&e->region, lead_of(e), e->usable)) {
+		struct guard_region r = e->region;
+		remove_entry(s, e);
+		(void)guard_unmap(&r);
+	} else {
+		quarantine_region(s, e);
+	}
+	lock_give(&s->lock);
+}
+
+size_t large_usable_size(const void *p, const char *op)
+{
+	struct large_state *s = ro.large;
+	lock_take(&s->lock);
+	size_t n = live_entry(s, p, op)->usable;
+	lock_give(&s->lock);
+	return n;
+}
+
+/* Move the allocation's pages into a new region of len open bytes; the new start, or 0
+ * when there is no memory. The new trail guard gets room for the block to grow by half
+ * again in place (address space only: a guard costs no memory), so a growing block moves
+ * once per few reallocs, not at each. The old region stays whole and closed, and goes
+ * through the quarantine like a freed one: a stale pointer faults, a free of it is a
+ * double free, and its address space is reused instead of leaving a hole. */
+static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_t len)
+{
+	uintptr_t key = e->data;
+	if (!reserve_slot(s)) return 0;
+	e = lookup(s, key); /* the table may have moved */
+	struct large_entry n = *e;
+	size_t lead = random_guard(s, len);
+	size_t trail = random_guard(s, len) + MIN(align_up(len / 2, os_page), (size_t)CONFIG_REALLOC_HEADROOM_MAX);
+	size_t align = e->align_log2 ? (size_t)1 << e->align_log2 : 0;
+	bool guarded = guard_island_room();
+	if (!map_region(s, &n.region, &lead, len, &trail, align, guarded)) return 0;
+	e = lookup(s, key); /* draining the quarantine may have moved it */
+	bool kept;
+	if (!guard_move(&e->region, lead_of(e), e->usable, &n.region, lead, &kept)) {
+		(void)guard_unmap(&n.region);
+		return 0;
+	}
+	n.data = n.region.base + lead;
+	n.usable = len;
+	if (e->island) guard_island_remove(); /* the old block's island is closed */
+	e->island = 0;
+	n.island = guarded && !(n.region.flags & REGION_MARKERS);
+	if (n.island) guard_island_add();
+	place(s, &n); /* fills an empty slot: e stays where it is */
+	s->used++;
+	stat_inc(STAT_REALLOC_MOVED);
+	if (kept) quarantine_region(s, e);
+	else remove_entry(s, e); /* guard_move gave back what was left of it */
+	return n.data;
+}
+
+void *large_realloc(void *p, size_t size)
+{
+	struct large_state *s = ro.large;
+	size_t len;
+	if (size > LARGE_MAX || !page_round(size, &len)) return NULL;
+	lock_take(&s->lock);
+	struct large_entry *e = live_entry(s, p, "realloc of a pointer that is not a live allocation");
+	size_t lead = lead_of(e), end = lead + e->usable;
+	size_t trail = e->region.size - end;
+	uintptr_t result = e->data;
+	if (len <= e->usable) {
+		/* Shrink: the cut tail joins the trail guard. If the kernel refuses, the block
+		 * simply keeps its larger usable size. */
+		if (len < e->usable && guard_close(&e->region, lead + len, e->usable - len)) e->usable = len;
+		stat_inc(STAT_REALLOC_IN_PLACE);
+	} else if (len - e->usable + os_page <= trail && guard_open(&e->region, end, len - e->usable)) {
+		e->usable = len;
+		stat_inc(STAT_REALLOC_IN_PLACE);
+	} else {
+		result = move_region(s, e, len);
+	}
+	if (result) lookup(s, result)->requested = size;
+	lock_give(&s->lock);
+	return (void *)result;
+}
+
+size_t large_object_size(const void *p)
+{
+	struct large_state *s = ro.large;
+	uintptr_t a = (uintptr_t)p;
+	size_t n = 0;
+	lock_take(&s->lock);
+	struct large_entry *e = lookup(s, a);
+	if (!e) {
+		/* Interior pointer: rare enough that a scan of the table is acceptable. */
+		for (size_t i = 0; i < s->cap && !e; i++)
+			if (s->table[i].data && a - s->table[i].region.base < s->table[i].region.size) e = &s->table[i];
+	}
+	/* Inside a freed region, or one kept for reuse: a stale pointer, so the program's
+	 * idea of the heap is wrong. A live block's guards (one past the end) hold 0 bytes. */
+	if ((e && e->state != ENTRY_LIVE) || (!e && cache_contains(&s->cache, a))) {
+		lock_give(&s->lock);
+		fatal("object size of a pointer into freed memory", p);
+	}
+	if (e && a - e->data < e->usable) n = e->data + e->usable - a;
+	lock_give(&s->lock);
+	return n;
+}
+
+bool large_trim(void)
+{
+	struct large_state *s = ro.large;
+	lock_take(&s->lock);
+	bool any = cache_flush(&s->cache) > 0;
+	lock_give(&s->lock);
+	return any;
+}
+
+void large_figures(struct large_figures *f)
+{
+	struct large_state *s = ro.large;
+	*f = (struct large_figures){0};
+	lock_take(&s->lock);
+	for (size_t i = 0; i < s->cap; i++) {
+		if (s->table[i].data && s->table[i].state == ENTRY_LIVE) {
+			f->live++;
+			f->live_bytes += s->table[i].usable;
+		}
+	}
+	f->quarantined = s->quarantine.count + s->huge.count;
+	f->quarantined_bytes = s->quarantine.bytes + s->huge.bytes;
+	f->cached = s->cache.count;
+	f->cached_bytes = s->cache.bytes;
+	lock_give(&s->lock);
+}
+
+void large_fork_prepare(void) { lock_take(&ro.large->lock); }
+void large_fork_parent(void) { lock_give(&ro.large->lock); }
+void large_fork_child(bool locked)
+{
+	if (locked) lock_reset(&ro.large->lock);
+	refill_fork_child(&ro.large->refill); /* its generator reseeds on its next draw */
+}

@@ -1,0 +1,49 @@
+/*
+ * large.h — page-granular allocations, each its own region with randomly sized
+ * guard regions on both sides, tracked in a hash table in the metadata region.
+ *
+ * Invariants:
+ *  - A live allocation's bytes [p, p + usable) are open; everything else of its
+ *    region is closed. usable is a whole number of pages (0 for a zero-size block).
+ *  - Every region is in exactly one place: the table as LIVE, the table as
+ *    QUARANTINED (closed), or gone (unmapped).
+ *  - Lookups are by exact start address: any other pointer is not an allocation.
+ *  - All state is guarded by one lock; the meta lock nests inside it.
+ */
+#ifndef RAMPART_LARGE_H
+#define RAMPART_LARGE_H
+
+#include "base/common.h"
+
+struct large_state;
+/* The large allocator's state (the root init.c keeps), or NULL without memory. */
+must_check struct large_state *large_init(void);
+/* NULL on failure (the caller sets errno). align is 0 or a power of two. */
+void *large_alloc(size_t size, size_t align);
+/* Free a live allocation; sized is nonzero to check the size (free_sized), with
+ * size the claimed byte count and align the claimed alignment (0 = unchecked). */
+void large_free(void *p, bool sized, size_t size, size_t align);
+/* Resize; NULL on failure with p still valid. */
+void *large_realloc(void *p, size_t size);
+/* Usable bytes of a live allocation; any other p is fatal, reported as op. */
+size_t large_usable_size(const void *p, const char *op);
+/* Bytes from p to the end of the live allocation containing it; 0 past its end and for
+ * pointers that are not rampart's. Fatal inside a freed (quarantined or cached) region. */
+size_t large_object_size(const void *p);
+/* Drop what can be dropped without weakening protection; true if anything was. */
+bool large_trim(void);
+
+/* Introspection: read under the large lock. */
+struct large_figures {
+	size_t live, live_bytes;               /* live blocks and their usable bytes */
+	size_t quarantined, quarantined_bytes; /* regions in the quarantine (address space) */
+	size_t cached, cached_bytes;           /* regions in the reuse cache (address space) */
+};
+void large_figures(struct large_figures *f);
+
+void large_fork_prepare(void);
+void large_fork_parent(void);
+/* locked: the prepare handler took the lock (other threads existed). */
+void large_fork_child(bool locked);
+
+#endif

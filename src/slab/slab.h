@@ -1,0 +1,116 @@
+/*
+ * slab.h — the allocator for requests up to SC_MAX_REQUEST bytes.
+ *
+ * Invariants:
+ *  - One window of address space (guard_window: set aside, not mapped) holds a region
+ *    per (arena, size class), each 2^region_shift bytes; a pointer's offset in the
+ *    window names its region, and its offset in the region names the slab and the
+ *    slot. A region maps its slab area from the bottom as it grows (region.size), and
+ *    its addresses are never anyone else's. Nothing inside a slab points anywhere:
+ *    descriptors, bitmaps, quarantines and random state live in the metadata region.
+ *  - After the regions and the nursery's, the window holds spill regions of the same
+ *    size. A class whose region is full takes one for good (slab_spill_add) and its
+ *    positions go on there, numbered on from its region's; the spill table names each
+ *    one's owner and the span its positions decode by. A spill region no class took
+ *    holds no live block.
+ *  - A class's first positions (as many as fit its cell) are in its nursery cell: one
+ *    cell per (arena, class), side by side in the window's last region, in a random
+ *    order per arena, so a process maps the first slabs of all its classes under a few
+ *    page tables. Positions count from each area's base (pos * slab_bytes): the
+ *    region never opens the nursery's positions, the cell holds no others.
+ *  - Each region's slab area starts at a random page offset (the guard area below
+ *    it is never mapped), each cell's at a random lead of up to a quarter of the cell,
+ *    with a closed page below and another above its last position. Guard slabs are
+ *    positions skipped as the area grows, at the interval of the way the region
+ *    closes spans then: never usable, state SLAB_NONE, closed (guard markers under
+ *    madvise, PROT_NONE under mprotect).
+ *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
+ *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
+ *    other pointer into the window is fatal. A slot freed by a thread of another arena
+ *    waits first in that thread's free batch, still used and not quarantined in its
+ *    bits but marked in its canary word (slab_class.h, batched_canary): every path
+ *    that judges a slot live treats the mark as freed. Once its batch enters the
+ *    quarantine it is quarantined (quar=1) but may wait in its class's deferred list
+ *    before it takes its place in the quarantine's arrays. The slot that last left the
+ *    quarantine may be held for the class's next allocation (still quar=1) until an
+ *    allocation in its arena or malloc_trim takes it.
+ *  - Cost follows use. A slot never handed out since its slab was opened (fresh) is
+ *    known zero: it is neither checked nor wiped. Otherwise the slot's dirty extent is
+ *    what the program asked for, widened to the usable size once it learns that
+ *    (malloc_usable_size, malloc_object_size, an in-place realloc); a free wipes the
+ *    extent (not the canary), and the next allocation checks that much. Classes of up to
+ *    SLAB_EXTENT_SLOTS slots a slab keep the extent per slot; smaller slots count as
+ *    wholly dirty (tracking would cost more than wiping them).
+ *  - With zero-on-free, a slot that is not live reads as zero over its last wiped
+ *    extent; beyond that only an overflow inside the slot's own slack can have left
+ *    bytes (calloc clears them). Its canary word holds the slab's canary once the slot
+ *    was handed out, zero while it is fresh.
+ *  - A live slot's canary is in place whenever the class lock is free: slab_alloc
+ *    stamps it, at a fresh slot's first allocation, before unlocking, and nothing
+ *    wipes it after, so a free may check the canary of a live neighbour (which finds
+ *    the batched mark instead while the neighbour waits in a batch).
+ *  - Each (arena, class) has its own lock and random generator; the meta lock nests
+ *    inside class locks, and class locks are taken before the large lock.
+ *  - An arena opens at its first thread; a class of it is set up (its struct, its
+ *    generator, its guard area) when it needs its first slab. Until then its struct is
+ *    all zero and no pointer into its region is a live block.
+ */
+#ifndef RAMPART_SLAB_H
+#define RAMPART_SLAB_H
+
+#include "base/common.h"
+#include "slab/sizeclass.h"
+
+struct slab_class;
+
+struct slab_roots;
+/* Set aside the slab window and fill in *roots (init.c keeps them; false: no address
+ * space or memory). */
+must_check bool slab_init(struct slab_roots *roots);
+
+/* Is p inside the slab window? (Then only slab_* may handle it.) */
+static inline bool slab_contains(const void *p);
+
+/* A slot of class c (c < SC_COUNT) for size bytes from the calling thread's arena, all
+ * of them zero with zero; NULL on OOM. */
+void *slab_alloc(unsigned c, size_t size, bool zero);
+/* Free a live slot; with sized, c_claimed is the class the caller's size maps to. */
+void slab_free(void *p, bool sized, unsigned c_claimed);
+/* Usable bytes of a live slot (fatal otherwise); the program may now use them all. */
+size_t slab_usable_size(const void *p);
+/* Bytes from p to the end of the usable part of the live slot p points into; 0 from
+ * the usable end to the slot's end. Fatal if p is not inside a live slot. */
+size_t slab_object_size(const void *p);
+/* realloc of a live slot (its canary checked; fatal if not live) to size bytes of class
+ * c_new (SC_COUNT: a large block): true when the slot serves it in place, its extent
+ * grown to size; false when the block must move, with *copy the bytes to carry over. */
+bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy);
+
+/* Introspection (slow paths: each class is read under its lock). */
+struct slab_class_figures {
+	size_t slot_size, usable, slab_bytes;
+	size_t live;        /* slots handed out and not freed */
+	size_t quarantined; /* freed slots waiting in the slot quarantine */
+	size_t free;        /* free slots in open slabs */
+	size_t slabs_active, slabs_empty, slabs_closed;
+};
+/* The figures of class c, summed over the arenas. */
+void slab_class_figures(unsigned c, struct slab_class_figures *f);
+/* Close every empty slab kept open (malloc_trim); the bytes closed. */
+size_t slab_trim(void);
+/* Arenas opened so far: the first at start-up, each other one by the first thread sent
+ * there. */
+unsigned slab_arenas_open(void);
+
+void slab_fork_prepare(void);
+void slab_fork_parent(void);
+void slab_fork_child(void);
+
+#include "front/init.h"
+
+static inline bool slab_contains(const void *p)
+{
+	return (uintptr_t)p - ro.slab.base < ro.slab.size;
+}
+
+#endif

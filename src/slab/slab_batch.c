@@ -1,0 +1,206 @@
+/*
+ * slab_batch.c — where a thread keeps the frees it makes into other arenas' classes
+ * until they enter the slot quarantine: a block of one batch per class, taken from a
+ * pool at the thread's first such free and given back when the thread exits. The free
+ * itself (checks, claim, wipe) and a batch's entry into the quarantine are slab.c's.
+ *
+ * Why: a thread that frees blocks another arena's threads allocated (a server whose
+ * workers free what the acceptor allocated, a producer and a consumer) took that
+ * class's lock at every free, and the lock's line moved between the cores each time.
+ * Now the free takes no lock: one compare-and-swap on the slot's own canary word marks
+ * it freed (so a second free, from any thread, is still caught at once), and the lock
+ * is taken once per CONFIG_SLAB_FREE_BATCH frees.
+ *
+ * Invariants:
+ *  - A batch belongs to its thread: only that thread reads or writes it, except a fork
+ *    child, which takes in the batches of the threads that did not come along (the pool
+ *    lock held across fork keeps the registry whole; a batch's count is stored after
+ *    its entry).
+ *  - A slot in a batch is used and not quarantined in its slab's bits, and its canary
+ *    word holds batched_canary(): not live to any path that checks (slab.c).
+ *  - Every block in use is on the registry; a thread's block goes back to the pool, its
+ *    batches empty, when the thread exits (a pthread key's destructor). After that the
+ *    thread takes the class lock for every free, as it does when no block or key can
+ *    be had: batching is never needed for a free to succeed.
+ *  - The pool lock is taken with no class lock held, and meta's lock inside it.
+ */
+#define _GNU_SOURCE
+#include "slab/slab_class.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+#include "guard/meta.h"
+
+#if SLAB_FREE_BATCHES
+
+struct batches {
+	struct free_batch b[SC_COUNT];     /* by class: one (arena, class) at a time each */
+	struct batches *next, *prev;       /* the registry (in use) or the pool (next only) */
+};
+
+/* Blocks are carved from chunks of this many bytes: a thread's block is not a mapping
+ * (and a guard page) of its own. */
+#define BATCH_CHUNK_BYTES ((size_t)16 * sizeof(struct batches))
+
+/* The registry, the pool and the chunk being carved: pointers into metadata, so they
+ * live in metadata too (DESIGN: no writable global holds one), on the seed source's
+ * page, which is reached from the read-only roots; a write to a global of rampart's
+ * cannot redirect where a block is taken from or linked in. Zero when the page is
+ * mapped: the lock free, the lists empty. */
+struct batch_pool {
+	struct lock lock;
+	struct batches *in_use, *pool;
+	char *carve;
+	size_t carve_left;
+};
+#define POOL_OFFSET ((sizeof(struct random_source) + 63) & ~(size_t)63)
+/* meta_alloc rounds the seed source up to a page, 4 KiB at least. */
+_Static_assert(POOL_OFFSET + sizeof(struct batch_pool) <= 4096, "the pool state fits the seeds' page");
+
+struct batch_pool *slab_batch_pool(void) { return (struct batch_pool *)((char *)ro.slab.seeds + POOL_OFFSET); }
+
+/* The names the code below used when these were globals; each now reads the roots. */
+#define pool_lock (slab_batch_pool()->lock)
+#define in_use (slab_batch_pool()->in_use)
+#define pool (slab_batch_pool()->pool)
+#define carve (slab_batch_pool()->carve)
+#define carve_left (slab_batch_pool()->carve_left)
+
+static pthread_key_t exit_key;
+static int key_state; /* 0: not made yet, 1: made, -1: cannot be made (no batching) */
+
+static __thread struct batches *tls_batches __attribute__((tls_model("initial-exec")));
+/* Set once the thread's exit destructor ran (or batching failed for it): its frees
+ * take the lock from then on. A new thread's TLS starts zero. */
+static __thread bool tls_no_batches __attribute__((tls_model("initial-exec")));
+
+static void batch_flush(struct free_batch *b)
+{
+	if (!b->n) return;
+	struct slab_class *k = &ro.slab.classes[b->r1 - 1];
+	class_lock(k);
+	for (uint32_t j = 0; j < b->n; j++) slab_batched_enter(k, b->e[j]);
+	/* Emptied before the lock goes: a fork waits for the lock (its prepare handler
+	 * takes every class lock), so its child never sees these entries counted again. */
+	b->n = 0;
+	class_unlock(k);
+}
+
+static void flush_block(struct batches *t)
+{
+	for (unsigned c = 0; c < SC_COUNT; c++) batch_flush(&t->b[c]);
+}
+
+static void registry_unlink(struct batches *t)
+{
+	if (t->prev) t->prev->next = t->next;
+	else in_use = t->next;
+	if (t->next) t->next->prev = t->prev;
+}
+
+/* Pool lock held. */
+static void give_back(struct batches *t)
+{
+	registry_unlink(t);
+	t->prev = NULL;
+	t->next = pool;
+	pool = t;
+}
+
+/* A thread's exit (pthread key destructor): its batches enter their quarantines, its
+ * block goes back to the pool. A free the thread makes after this (a later destructor
+ * of the program's) takes the lock. */
+static void thread_exit(void *v)
+{
+	struct batches *t = v;
+	int saved = errno;
+	flush_block(t);
+	lock_take(&pool_lock);
+	give_back(t);
+	lock_give(&pool_lock);
+	tls_batches = NULL;
+	tls_no_batches = true;
+	errno = saved;
+}
+
+/* The calling thread's block, from the pool or a new chunk; NULL when it cannot have
+ * one. errno kept: this runs inside a free. */
+static noinline struct batches *block_take(void)
+{
+	int saved = errno;
+	struct batches *t = NULL;
+	lock_take(&pool_lock);
+	if (!key_state) key_state = pthread_key_create(&exit_key, thread_exit) ? -1 : 1;
+	if (key_state > 0) {
+		if (pool) {
+			t = pool;
+			pool = t->next;
+		} else {
+			if (carve_left < sizeof *t && (carve = meta_alloc(BATCH_CHUNK_BYTES)))
+				carve_left = BATCH_CHUNK_BYTES;
+			if (carve && carve_left >= sizeof *t) {
+				t = (struct batches *)carve;
+				carve += sizeof *t;
+				carve_left -= sizeof *t;
+			}
+		}
+		if (t) {
+			t->prev = NULL;
+			t->next = in_use;
+			if (in_use) in_use->prev = t;
+			in_use = t;
+		}
+	}
+	lock_give(&pool_lock);
+	/* Outside the lock: for a key past the first 32, glibc's setspecific allocates. */
+	if (t && pthread_setspecific(exit_key, t)) {
+		lock_take(&pool_lock);
+		give_back(t);
+		lock_give(&pool_lock);
+		t = NULL;
+	}
+	if (!t) tls_no_batches = true; /* no key, no block: this thread takes the lock */
+	tls_batches = t;
+	errno = saved;
+	return t;
+}
+
+struct free_batch *slab_batch_for(unsigned r)
+{
+	struct batches *t = tls_batches;
+	if (unlikely(!t)) {
+		if (tls_no_batches || !(t = block_take())) return NULL;
+	}
+	struct free_batch *b = &t->b[r % SC_COUNT];
+	if (unlikely(b->r1 != r + 1 || b->n == CONFIG_SLAB_FREE_BATCH)) {
+		batch_flush(b);
+		b->r1 = (uint16_t)(r + 1);
+	}
+	return b;
+}
+
+void slab_batch_flush_mine(void)
+{
+	if (tls_batches) flush_block(tls_batches);
+}
+
+void slab_batch_fork_prepare(void) { lock_take(&pool_lock); }
+
+void slab_batch_fork_parent(void) { lock_give(&pool_lock); }
+
+/* The other threads' blocks: their slots enter the quarantine (an entry whose free was
+ * under way at the fork, claimed but not yet counted, stays used: a slot lost to the
+ * child, never a slot handed out twice). Class locks are reset by now. */
+void slab_batch_fork_child(void)
+{
+	lock_reset(&pool_lock);
+	for (struct batches *t = in_use, *next; t; t = next) {
+		next = t->next;
+		if (t == tls_batches) continue;
+		flush_block(t);
+		give_back(t);
+	}
+}
+
+#endif

@@ -1,0 +1,683 @@
+/*
+ * slab_class.h — what the parts of the slab allocator share: the class struct, the slab
+ * descriptor, and the inline decoding every part uses. Private to slab*.c and
+ * slot_quarantine.c; the rest of rampart sees slab.h.
+ *
+ * The parts, bottom-up: slab_setup.c (start-up, a class's set-up, arenas, fork),
+ * slab_life.c (a slab's life: fresh, active, empty, closed; the empty-slab budget),
+ * slot_quarantine.c (freed slots held back), slab.c (malloc and free of a slot: its
+ * choice, the checks, the wipe), slab_batch.c (a thread's frees into other arenas,
+ * kept until they enter the quarantine), slab_stats.c (figures and trim).
+ *
+ * Invariants (beside slab.h's):
+ *  - A class's state (lists, sets, budget, descriptors, generator, quarantine arrays)
+ *    is read and written under its lock. Its geometry is written once, by
+ *    slab_class_setup under the lock, before the class's bit in slab_set_up_classes is
+ *    set (release): a thread that took the lock since, or saw the bit, may read it.
+ *  - The parts call each other only through the functions declared at the end of this
+ *    file, and those of slab_life.c and slot_quarantine.c run with the lock held.
+ *  - One path reads class state without the lock: a free from another arena's thread
+ *    (slab_batch_free) reads the spans, hwm, dir and the slot's word of bits, which
+ *    change while it reads. Those are written whole: atomic stores (spans_update,
+ *    fresh_slab, dir_room, have_desc) and aligned word stores (bits_write, atomic under
+ *    ThreadSanitizer); a directory is never unmapped. Everything else it reads was
+ *    written before the slot it frees was handed out.
+ *
+ * Layout of one (arena, class) region (2^region_shift bytes of the slab window):
+ *
+ *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened | unmapped ]
+ *
+ * The guard area is never mapped; the slab area is mapped (PROT_NONE) from its start
+ * as it grows (grow_region) and opened slab by slab.
+ *
+ * The nursery (the window's last region) holds a cell per (arena, class):
+ *
+ *   [ cell of class 17 | cell of class 3 | ... ]      (random order per arena)
+ *   cell: [ lead | closed page | slab 0 | guard | slab 2 | ... | closed page | unused ]
+ *
+ * Positions below nursery_bytes / slab_bytes are the cell's, mapped all at once at the
+ * class's first slab (closed until opened); the region takes over from there, its own
+ * first positions never opened. Each class would otherwise need page tables of its own
+ * from its very first slab (regions are 64 GiB apart): a shell with 30 classes in use
+ * kept 71 page-table pages, which every fork copies and every exit frees (VmPTE 284
+ * against 84 KiB with the nursery; the shell benchmark 1.41 -> 1.31 s, 5 rounds).
+ *
+ * Spill regions (after the nursery's region) continue a class whose region is full:
+ *
+ *   [ lead: random page count, never mapped but its last page (closed) | slab home_pos + n * seg_pos | guard | ... ]
+ *
+ * each with seg_pos positions, the n-th the class took holding positions home_pos +
+ * n * seg_pos on; its span's base lies below it by its first position's offset, so a
+ * pointer there decodes to the class's position numbers like any other.
+ *
+ * Slab positions are fixed-size steps from the area start, so a pointer decodes to
+ * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
+ * high-water mark skips: after every CONFIG_GUARD_SLAB_INTERVAL fresh slabs while the
+ * region closes spans with guard markers, after every CONFIG_GUARD_SLAB_INTERVAL_MPROTECT
+ * once it closes them with PROT_NONE (from start-up, or from the moment the madvise
+ * backend is latched off). A guard is never usable and its descriptor stays SLAB_NONE,
+ * so decoding a pointer needs no record of where the guards are. The area below the
+ * high-water mark grows as one read-write span in which guards and closed slabs are
+ * closed spans: guard markers (a class costs one VMA) or PROT_NONE holes.
+ *
+ * Descriptors live in metadata chunks of CHUNK slabs, found through a directory, except
+ * each class's first FIRST_POSITIONS: those of all the classes of an arena live side by
+ * side, position by position, so a process that uses a few slabs in each of many classes
+ * writes a few pages of descriptors, not one per class. The per-class state (lock,
+ * lists, quarantine heads) is one cache-aligned struct; its generator and quarantine
+ * arrays sit in the arena's block beside every other class's.
+ *
+ * Lists, by slab state:
+ *   ACTIVE  open, 1..slots slots in use (slots in the slot quarantine, in the deferred
+ *           list and the one held for the next allocation count as in use); on the
+ *           partial list unless full
+ *   EMPTY   open, no slot in use, in the empty set (a budget that follows use; the
+ *           contents are zero but for the canaries of slots handed out): the lowest
+ *           is reused first, the highest closed first, for the same reason as the
+ *           closed set below
+ *   CLOSED  closed through the guard layer; in the slab quarantine ring, then in the
+ *           closed set from which the lowest position is reopened before fresh space
+ *           is used (so churn keeps reusing the same low slabs and the open ones stay
+ *           together: reused in any other order, the few slabs left open after a
+ *           wave of frees wander over the whole area and each splits it anew)
+ *   NONE    never used, or a guard position
+ */
+#ifndef RAMPART_SLAB_CLASS_H
+#define RAMPART_SLAB_CLASS_H
+
+#include <stdatomic.h>
+
+#include "slab/slab.h"
+#include "guard/guard.h"
+#include "front/init.h"
+#include "os/lock.h"
+#include "os/os.h"
+#include "os/random.h"
+
+#if CONFIG_WRITE_AFTER_FREE_CHECK && !CONFIG_ZERO_ON_FREE
+#error "CONFIG_WRITE_AFTER_FREE_CHECK needs CONFIG_ZERO_ON_FREE"
+#endif
+
+/* Frees from another arena's thread are collected per thread and class and enter the
+ * slot quarantine a batch at a time (slab_batch.c). A slot's place in a batch is
+ * marked in its own canary word, so they need canaries; and there is a quarantine to
+ * enter. */
+#if CONFIG_SLOT_QUARANTINE && CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
+#define SLAB_FREE_BATCHES 1
+#else
+#define SLAB_FREE_BATCHES 0
+#endif
+
+/* Descriptors come in chunks of CHUNK positions (about 24 KiB of metadata each): small
+ * enough that a class in light use maps little, big enough to keep chunks few. */
+#define CHUNK_SHIFT 7u
+#define CHUNK (1u << CHUNK_SHIFT)
+/* Positions whose descriptors every class of an arena keeps in one shared block (row
+ * by row: position 0 of every class, then position 1, ...; a row is about 2.8 pages).
+ * A short-lived process such as one stage of a shell pipeline uses a slab or two per
+ * class: its descriptors are then a few pages in all, not one per class, and so are the
+ * pages a forked child copies when it writes them. A class's chunk 0, once it needs one,
+ * still has room for all CHUNK positions: the first FIRST_POSITIONS stay unused there. */
+#define FIRST_POSITIONS 8u
+_Static_assert(FIRST_POSITIONS <= CHUNK, "the first positions lie in chunk 0");
+/* At most this many slab positions per (arena, class), its home region and its spill
+ * regions together: what a 32-bit position numbers, less one chunk, so that the
+ * high-water mark plus a guard slab, a list link (position + 1) and a chunk's last
+ * position never wrap. A quarantine entry (qentry) holds any of them. With the default
+ * window the spill regions bound every class first (65 regions of 2^24 one-page
+ * positions: about 2^30). It bounds the directory (2^25 chunks: 256 MiB at most, grown
+ * on demand by doubling, dir_room) and the casts in slab_class_setup (positions_cap). */
+#define MAX_POSITIONS ((uint32_t)(((uint64_t)1 << 32) - CHUNK))
+/* A quarantine entry names a slot by its slab position and its index there, plus one
+ * (zero: no entry), and decodes with a shift and a mask where an address would take two
+ * divisions. 64 bits: a position is 32 and a slot index 8, so every position a class
+ * can number (MAX_POSITIONS) fits. Entries of 32 bits (24 for the position) stopped a
+ * one-page class at 2^24 positions, 32 GiB of live blocks in one arena, while memory
+ * and spill regions remained; a narrower encoding (slot bits per class, or a global
+ * slot number) either still stops the 16-byte class (256 slots, 8 bits) or decodes by
+ * division. The cost is the quarantine's metadata, twice what it was (README,
+ * "Capacity"; bench/journal/2026-11-27-positions.md). A tag bit above the position
+ * instead of the + 1 spared decoding its subtraction but cost small churn more
+ * instructions than it saved (a 64-bit constant to set at every entry). */
+typedef uint64_t qentry_t;
+#define QENTRY_SLOT_BITS 8u
+_Static_assert(SLAB_MAX_SLOTS <= 1u << QENTRY_SLOT_BITS, "a slot index fits its part of an entry");
+/* The largest entry, of slot 255 at the largest 32-bit position, plus one, does not wrap
+ * to zero (no entry). */
+_Static_assert(32 + QENTRY_SLOT_BITS < 64, "an entry holds any position and slot index");
+static inline qentry_t qentry(uint32_t pos, uint32_t i)
+{
+	return ((qentry_t)pos << QENTRY_SLOT_BITS | i) + 1;
+}
+
+static inline uint32_t qentry_pos(qentry_t e) { return (uint32_t)((e - 1) >> QENTRY_SLOT_BITS); }
+static inline uint32_t qentry_slot(qentry_t e) { return (uint32_t)(e - 1) & ((1u << QENTRY_SLOT_BITS) - 1); }
+
+/* A pointer's page index in its region is 32 bits (live_slot), with pages of 4 KiB or more. */
+_Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in 32 bits");
+/* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
+#define MIN_REGION_SHIFT 26u
+/* Directory chunks every class starts with (CHUNK slab positions each), and the bytes
+ * of that directory with both sets' summary words. */
+#define DIR_START 32u
+#define DIR_BYTES (DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t))
+/* Cross-arena frees a class holds back from its quarantine (two cache lines of entries). */
+#define DEFERRED_MAX 15u
+/* Slot quarantine entries per class: at most this many (rand16 indexes it). */
+#define SLOT_Q_MAX 4096u
+/* ... and at least this many in each half (random array and FIFO). */
+#define SLOT_Q_MIN_HALF 4u
+
+enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
+enum { AREA_REGION, AREA_NURSERY };
+/* The two position sets of a class (slab_life.c). */
+enum { SET_CLOSED, SET_EMPTY };
+
+/* Classes with at most this many slots a slab keep a dirty extent per slot (slab.h). */
+#define SLAB_EXTENT_SLOTS 32u
+/* Extents are kept in 16-byte units: a slot of 128 KiB is 8192 units. */
+#define EXTENT_UNIT 16u
+
+/* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
+ * (every class from 64 bytes up but three with 71 to 85) keeps all an allocation or a
+ * free reads of it, but the extents, in the descriptor's first cache line. (With an
+ * array per state the quarantine bits were in the second line: callgrind's cache model
+ * of small churn counted 1.3 first-level misses more per free, for 14 instructions
+ * fewer per malloc and free.) */
+struct slot_bits {
+	uint64_t used;  /* handed out or quarantined; bits past `slots` are set */
+	uint64_t quar;  /* in the slot quarantine */
+	uint64_t fresh; /* not handed out since the slab was opened: all zero */
+};
+
+/* Line-aligned: in an arena's shared block (FIRST_POSITIONS) descriptors of different
+ * classes, under different locks, sit side by side and must not share a line between
+ * threads. */
+struct slab {
+	uint64_t canary;     /* leading (lowest-address) byte zero */
+	uint32_t next, prev; /* list links: position + 1, 0 = none */
+	uint16_t nused;
+	uint8_t state;
+	/* A slab keeps extents only when it has at most SLAB_EXTENT_SLOTS slots, so one word
+	 * of bits: the extents share the later words' place. Two lines a descriptor instead
+	 * of three, and a class's first extents in the line of its bits. Only the class's
+	 * nwords words of bits are ever read or written. */
+	union {
+		struct slot_bits bits[SLAB_WORDS];
+		struct {
+			struct slot_bits bits0;
+			/* Live: the units the program may have written. Not live: the units
+			 * the free wiped, which the next allocation checks. */
+			uint16_t extent[SLAB_EXTENT_SLOTS];
+		};
+	};
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct slab, bits) + sizeof(struct slot_bits) <= 64, "a slab's first word of bits is in its first line");
+_Static_assert(SLAB_EXTENT_SLOTS <= 64, "a slab that keeps extents has one word of bits");
+_Static_assert(sizeof(struct slab) == 128, "a descriptor is two lines");
+
+struct slab_class {
+	/* Line 0: the geometry, fixed when the class is set up (slab_class_setup, on its
+	 * first slab), and the directory. Written almost never after set-up, so a thread of
+	 * another arena that frees into the class (slab_batch_free, no lock) reads it from
+	 * its own cache: the lock, which the class's own threads write at every call, has a
+	 * line of its own (line 2). With the lock here, producer/consumer's allocating
+	 * thread waited on its own lock word's line (a fifth of slab_alloc's samples). */
+	uint32_t size, usable, slots, pages;
+	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
+	size_t slab_bytes;
+	uint32_t cls;
+#if CONFIG_SLOT_QUARANTINE
+	uint32_t arena1;            /* its arena + 1: tls_arena of the threads it serves */
+	bool defer_frees;           /* frees from other arenas wait in `deferred` (slab_free) */
+#endif
+	bool open_slabs;            /* false for the zero class: its memory never opens */
+	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
+	uint8_t nwords, page_shift;
+	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory
+			       * outgrown stays mapped: a batched free reads it unlocked. */
+	/* Line 1: what decoding reads, per area (AREA_REGION, AREA_NURSERY): offsets from
+	 * base in [lo, hi) may be slots, that is, are the area's positions and mapped
+	 * (spans_update). Indexed, not branched on: frees land in either area at random.
+	 * The region's lo is nursery_bytes. Written as areas grow and fresh slabs are taken. */
+	struct area_span { uintptr_t base; size_t lo, hi; } span[2];
+	uint32_t hwm;         /* positions below were taken into use (or skipped as guards) */
+	uint32_t home_pos;    /* positions below are the nursery's and the region's; the
+			       * rest are in spill regions (spill_of) */
+	struct slab *first;   /* descriptor of position 0; position p < FIRST_POSITIONS at
+			       * first[p * SC_COUNT] (the arena's shared block) */
+	/* Line 2: what the class's own calls write: the lock, the partial list, the slot
+	 * quarantine. */
+	struct lock lock __attribute__((aligned(64)));
+	uint32_t partial;
+	/* The array and the ring have qmask + 1 entries each (beside partial: the 64-bit
+	 * `released` below then still ends the line). */
+	uint32_t qmask;
+	qentry_t *qrand, *qring; /* slot quarantine: entries by qentry() */
+	/* Its generator, in the arena's metadata block beside every other class's (out of
+	 * the struct: 312 bytes that made it 832). */
+	struct random_state *rnd;
+	uint32_t qhead, qcount;
+	uint32_t qfill; /* entries the random array was given in order, until it was full */
+#if CONFIG_SLOT_QUARANTINE
+	uint32_t ndeferred; /* slots waiting in `deferred` */
+	/* The entry that last left the quarantine, still marked quarantined in its slab, for
+	 * the class's next allocation; 0: none (slot_quarantine_put). */
+	qentry_t released;
+#endif
+	/* Slow paths from here. */
+	uint32_t dir_cap;
+	uint32_t max_pos; /* positions the class has address space for (home and spill) */
+	/* Spill regions, taken when the home region is full (slab_spill_add): the class's
+	 * positions go on from home_pos, seg_pos in each; seg[n] is the spill table index
+	 * of its n-th (nseg of them, the table's size at most). */
+	uint32_t seg_pos, nseg;
+	uint64_t seg_magic;
+	uint16_t *seg;
+#if CONFIG_WRITE_AFTER_FREE_CHECK
+	uint32_t prefetched; /* position + 1 of the slab whose free slots were last prefetched */
+#endif
+	uint32_t since_guard; /* fresh slabs taken since the last guard */
+	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
+	/* Positions below nursery_bytes / slab_bytes lie in the class's nursery cell (base =
+	 * position 0 there too), the rest in the region; 0: no nursery. */
+	struct guard_region nursery;
+	size_t nursery_bytes;
+	/* The closed set (closed slabs out of the slab quarantine) and the empty set (empty
+	 * slabs kept open): a bit per position in its descriptor chunk, a summary bit per
+	 * chunk, so the lowest and the highest member are found in a few loads. Chunk 0's
+	 * bitmaps (it may have no chunk of its own) follow the slab quarantine ring in the
+	 * class's metadata (set0_of). */
+	uint64_t *set_chunks[2];
+	uint32_t set_words; /* summary words per set */
+	uint32_t nclosed, nempty;
+	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
+	 * soon after closing one (churn) and decays towards its floor when it does not.
+	 * peak_now/peak_prev: most slabs in use in this decay period and the one before. */
+	uint32_t empty_max, empty_floor, nactive;
+	uint32_t peak_now, peak_prev;
+	bool empty_reused; /* an empty slab was taken, or the budget grew, this period */
+	uint64_t closed_at_ms, decay_at_ms;
+	uint32_t *sq; /* slab quarantine ring */
+	uint32_t sq_head, sq_count;
+#if CONFIG_SLOT_QUARANTINE
+	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
+	 * waiting to enter the slot quarantine (their own lines: see slot_quarantine_defer). */
+	qentry_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
+#endif
+} __attribute__((aligned(64)));
+
+_Static_assert(offsetof(struct slab_class, dir) + sizeof(void *) <= 64, "the geometry and the directory fill line 0");
+_Static_assert(offsetof(struct slab_class, first) + sizeof(void *) <= 2 * 64, "what decoding reads fills line 1");
+_Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields fill the first three lines");
+/* Decoding finds a class by its index: at 512 bytes that is a shift. With the deferred
+ * entries of 64 bits the struct grew to 576 (an index took a multiply-add and a shift:
+ * 2 instructions more in small churn's malloc-free pair), until chunk 0's set bitmaps
+ * moved to the metadata (set0_of) and the used bits of an empty slab (tail_word) were
+ * worked out instead of stored. Builds without the slot quarantine have no deferred
+ * entries and a smaller struct. */
+#if CONFIG_SLOT_QUARANTINE
+_Static_assert(sizeof(struct slab_class) == 512, "a class's index shifted is its offset");
+#endif
+
+/* The bytes of a class's slab quarantine ring (in its metadata, after the directory),
+ * and chunk 0's bitmaps of the closed and the empty set after it. */
+#define SQ_BYTES align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8)
+#define SET0_BYTES (2 * (CHUNK / 64) * sizeof(uint64_t))
+static inline uint64_t *set0_of(struct slab_class *k, unsigned set)
+{
+	return (uint64_t *)((char *)k->sq + SQ_BYTES) + set * (CHUNK / 64);
+}
+
+/* Word w of the used bits of an empty slab: the slots past `slots` are set, so that they
+ * are never handed out. */
+static inline uint64_t tail_word(const struct slab_class *k, uint32_t w)
+{
+	return k->slots >= 64 * (w + 1) ? 0 : k->slots <= 64 * w ? ~(uint64_t)0 : ~(uint64_t)0 << (k->slots & 63);
+}
+
+/* A spill region: one more region of the window for a class whose home region is full
+ * (its positions max_pos on, seg_pos of them). The table (ro.slab.spill, in the metadata)
+ * has one entry per spill region of the window, in window order; an entry is taken once,
+ * by one (arena, class), for good: address space a class used is never another's. Its
+ * span decodes like a class's: offsets from span.base in [lo, hi) are the class's
+ * positions there (base lies below the region by lo, so that offset / slab_bytes is the
+ * class's position number), bounded by the region's own positions and what it mapped. */
+struct slab_spill {
+	struct slab_class *owner; /* NULL until taken; set once, release */
+	struct area_span span;    /* read unlocked by decoding (atomic stores, span_write) */
+	struct guard_region region; /* base = the region's first position; grows */
+};
+_Static_assert(CONFIG_SLAB_SPILL_REGIONS <= UINT16_MAX, "seg[] holds spill table indexes");
+
+/* Arena 0 is opened at start-up, the others by the first thread sent there
+ * (slab_arena_open). Bit a of slab_open_arenas: arena a is open, its classes may be set up
+ * (each on its first slab). A pointer decoding into a class never set up is no live
+ * block: its region is empty. (Defined in slab_setup.c.) */
+extern _Atomic uint32_t slab_open_arenas;
+/* Bit c of slab_set_up_classes[a]: class c of arena a is set up (slab_class_setup). Sweeps
+ * over all classes (decay, trim, exit checks, figures) read this instead of the structs,
+ * so they neither lock nor fault in the struct of a class the program never used. (An
+ * allocation's own class, a stray free, and the fork handlers of a threaded process
+ * still touch its lock word.) */
+extern _Atomic uint64_t slab_set_up_classes[CONFIG_SLAB_ARENAS];
+_Static_assert(SC_COUNT <= 64, "slab_set_up_classes has a bit per class");
+_Static_assert(CONFIG_SLAB_ARENAS >= 1 && CONFIG_SLAB_ARENAS <= 32, "slab_open_arenas has a bit per arena");
+
+/* Acquire pairs with the release in slab_arena_open; a reader takes a class's lock before
+ * reading its fields anyway. */
+static inline bool arena_is_open(unsigned a)
+{
+	return atomic_load_explicit(&slab_open_arenas, memory_order_acquire) >> a & 1;
+}
+
+/* Class r (arena r / SC_COUNT) is set up; acquire pairs with slab_class_setup's release. */
+static inline bool class_is_set_up(unsigned r)
+{
+	return atomic_load_explicit(&slab_set_up_classes[r / SC_COUNT], memory_order_acquire) >> (r % SC_COUNT) & 1;
+}
+
+/* --- locking (lock.h) ----------------------------------------------------------- */
+
+static inline void class_lock(struct slab_class *k) { lock_take(&k->lock); }
+static inline void class_unlock(struct slab_class *k) { lock_give(&k->lock); }
+
+/* --- arithmetic and decoding ------------------------------------------------------ */
+
+static inline uint32_t div32(uint32_t n, uint32_t d, uint64_t magic)
+{
+	if (d == 1) return n;
+	return (uint32_t)(((unsigned __int128)magic * n) >> 64);
+}
+
+static inline struct slab *desc(const struct slab_class *k, uint32_t pos)
+{
+	if (pos < FIRST_POSITIONS) return &k->first[(size_t)pos * SC_COUNT];
+	return &k->dir[pos >> CHUNK_SHIFT][pos & (CHUNK - 1)];
+}
+
+/* Whether position pos has a descriptor yet (positions below hwm all do, but for a
+ * guard alone in its chunk). */
+static inline bool desc_exists(const struct slab_class *k, uint32_t pos)
+{
+	return pos < FIRST_POSITIONS || k->dir[pos >> CHUNK_SHIFT];
+}
+
+/* The spill region holding position pos (pos >= home_pos, below max_pos). */
+static inline struct slab_spill *spill_of(const struct slab_class *k, uint32_t pos)
+{
+	return &ro.slab.spill[k->seg[div32(pos - k->home_pos, k->seg_pos, k->seg_magic)]];
+}
+
+/* The area holding position pos: its nursery cell, its region or a spill region; *off
+ * is pos's offset from the area's base (pos * slab_bytes in the first two). */
+static inline struct guard_region *area_of(struct slab_class *k, uint32_t pos, size_t *off)
+{
+	*off = (size_t)pos * k->slab_bytes;
+	if (unlikely(pos >= k->home_pos)) {
+		struct slab_spill *sp = spill_of(k, pos);
+		*off -= sp->span.lo;
+		return &sp->region;
+	}
+	return *off < k->nursery_bytes ? &k->nursery : &k->region;
+}
+
+/* The branch costs nothing a class that never spilled can measure: always taken the
+ * same way. */
+static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
+{
+	size_t off = (size_t)pos * k->slab_bytes;
+	if (unlikely(pos >= k->home_pos)) return spill_of(k, pos)->span.base + off;
+	return k->span[off < k->span[AREA_REGION].lo ? AREA_NURSERY : AREA_REGION].base + off;
+}
+
+/* Bytes of slot i that may be dirty (live) or that were wiped (not live). */
+static inline size_t extent_of(const struct slab_class *k, const struct slab *s, uint32_t i)
+{
+	return k->track_extent ? MIN((size_t)s->extent[i] * EXTENT_UNIT, (size_t)k->usable) : k->usable;
+}
+
+static inline void set_extent(const struct slab_class *k, struct slab *s, uint32_t i, size_t n)
+{
+	if (k->track_extent) s->extent[i] = (uint16_t)((MIN(n, (size_t)k->usable) + EXTENT_UNIT - 1) / EXTENT_UNIT);
+}
+
+static inline void grow_extent(const struct slab_class *k, struct slab *s, uint32_t i, size_t n)
+{
+	if (n > extent_of(k, s, i)) set_extent(k, s, i, n);
+}
+
+/* The class owning spill region j of the window (NULL: not taken, or no such region)
+ * and its span. */
+static inline struct slab_class *spill_class_at(size_t j, const struct area_span **span)
+{
+	if (j >= ro.slab.nspill) return NULL;
+	struct slab_spill *sp = &ro.slab.spill[j];
+	*span = &sp->span;
+	/* Acquire: the span and the class's geometry are seen as they were when it took it. */
+	return __atomic_load_n(&sp->owner, __ATOMIC_ACQUIRE);
+}
+
+/* The class of an address in the slab window and the span of its area (its region, its
+ * nursery cell or one of its spill regions) by which its position decodes; NULL when
+ * its arena never opened or a is in no region, no cell and no spill region taken: then
+ * nothing there was ever handed out, and no class struct is to be read. Both answers
+ * of region and cell are worked out and one is picked by mask (small churn frees into
+ * both areas at random, so a branch would mispredict). Measured: this, a branch, and a
+ * table-free cell order all cost small churn about 3%; a build without a nursery
+ * compiles the single-area decode of before. Spill regions follow the nursery's region
+ * in the window: a pointer there takes the branch that was taken for none before. */
+static inline struct slab_class *class_at(uintptr_t a, const struct area_span **span)
+{
+	const size_t n = (size_t)CONFIG_SLAB_ARENAS * SC_COUNT;
+	size_t r = (a - ro.slab.base) >> ro.slab.region_shift;
+#if !CONFIG_SLAB_NURSERY_PAGES
+	/* Built without a nursery: the regions alone, and the decode costs what it did
+	 * before there was one (small churn 2-3% less), but for the spill regions' test. */
+	if (unlikely(r >= n)) return spill_class_at(r - n, span);
+	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+	*span = k ? &k->span[AREA_REGION] : NULL;
+	return k;
+#else
+	size_t cell = MIN((a - ro.slab.nursery) >> ro.slab.cell_shift, n); /* n: in no cell */
+	size_t in_cell = ro.slab.cell_region[cell];
+	size_t pick = -(size_t)(r >= n); /* the nursery's region (there is one then) */
+	unsigned area = r >= n;
+	size_t w = r;
+	r = (in_cell & pick) | (r & ~pick); /* masks: the compiler keeps them branch-free */
+	if (unlikely(r >= n)) return w > n ? spill_class_at(w - n - 1, span) : NULL;
+	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+	*span = k ? &k->span[area] : NULL;
+	return k;
+#endif
+}
+
+/* a's offset from position 0 of the area whose span sp is, or SIZE_MAX when a is not
+ * among that area's positions (the nursery's below nursery_bytes, the region's from
+ * there up to home_pos, a spill region's own) or beyond what the area has mapped. */
+static inline size_t position_offset(const struct area_span *sp, uintptr_t a)
+{
+	size_t off = a - sp->base;
+	return off - sp->lo < sp->hi - sp->lo ? off : SIZE_MAX;
+}
+
+/* The mapping behind a class's span (slab_object_size). */
+static inline const struct guard_region *span_region(const struct slab_class *k, const struct area_span *sp)
+{
+	if (sp == &k->span[AREA_REGION]) return &k->region;
+	if (sp == &k->span[AREA_NURSERY]) return &k->nursery;
+	return &((const struct slab_spill *)((const char *)sp - offsetof(struct slab_spill, span)))->region;
+}
+
+static inline void span_write(struct area_span *sp, uintptr_t base, size_t lo, size_t hi)
+{
+	__atomic_store_n(&sp->base, base, __ATOMIC_RELAXED);
+	__atomic_store_n(&sp->lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&sp->hi, hi, __ATOMIC_RELAXED);
+}
+
+/* The spans decoding goes by, after either area changed what it maps. Atomic stores: a
+ * batched free reads them unlocked (a pointer it frees lies below what it reads, since
+ * the span covered it when the slot was handed out; a span only grows). */
+static inline void spans_update(struct slab_class *k)
+{
+	size_t nb = k->nursery_bytes;
+	span_write(&k->span[AREA_REGION], k->region.base, nb, MAX(k->region.size, nb));
+	span_write(&k->span[AREA_NURSERY], k->nursery.base, 0, k->nursery.size ? nb : 0);
+}
+
+/* A word of slot bits (used, quar) as the lock holder writes it. A batched free reads a
+ * word of its slab's bits unlocked (an atomic load) while other slots of the slab
+ * change: it needs the word written whole, which an aligned 64-bit store is on every
+ * target (x86_64, arm64). Under ThreadSanitizer the store is atomic too, so that the
+ * detector sees the intent; elsewhere a plain store lets the compiler keep the update a
+ * single read-modify-write instruction (atomic stores took about 7 instructions more
+ * per malloc and free pair of small churn, in cachegrind). */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+static inline void bits_write(uint64_t *word, uint64_t v)
+{
+#if defined(__SANITIZE_THREAD__) || __has_feature(thread_sanitizer)
+	__atomic_store_n(word, v, __ATOMIC_RELAXED);
+#else
+	*word = v;
+#endif
+}
+
+/* 16 random bits from the class's generator: a ChaCha block serves many choices.
+ * (Unused where neither random slot choice nor the slot quarantine is built: light.) */
+static inline __attribute__((unused)) uint32_t rand16(struct slab_class *k) { return random_u16(k->rnd); }
+
+static inline cold __attribute__((noreturn)) void die(struct slab_class *k, const char *what, const void *p)
+{
+	class_unlock(k);
+	fatal(what, p);
+}
+
+/* --- what the parts call of each other ----------------------------------------------- */
+
+/* slab_setup.c */
+/* Open arena a (numbered from 0) for the first thread sent there. */
+void slab_arena_open(unsigned a);
+/* Set up class k (its lock held) at its first slab. */
+void slab_class_setup(struct slab_class *k);
+/* Its home region full, class k (lock held) takes one more spill region for good: its
+ * positions from max_pos on. False when every spill region is taken, or the class has
+ * all the positions it can number (MAX_POSITIONS, or fewer for slabs of many pages:
+ * positions_cap). */
+bool slab_spill_add(struct slab_class *k);
+
+/* slab_life.c (lock held) */
+/* A slab with a free slot, put at the head of the partial list; false on OOM. */
+bool slab_new(struct slab_class *k);
+/* Put a slab at the head of the partial list, or take it off (it is full). */
+void slab_partial_push(struct slab_class *k, uint32_t pos, struct slab *s);
+void slab_partial_remove(struct slab_class *k, struct slab *s);
+/* The last slot of a slab went back: keep it open within the budget, or close a slab. */
+void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s);
+/* A slot goes back to its slab for good (it left the quarantine, or there is none).
+ * Inline: every quarantine release runs it, and its common case touches the slab alone. */
+static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
+{
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used & ~bit);
+	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
+	bool was_full = s->nused == k->slots;
+	s->nused--;
+	if (!s->nused) {
+		if (!was_full) slab_partial_remove(k, s);
+		slab_emptied(k, pos, s);
+	} else if (was_full) {
+		slab_partial_push(k, pos, s);
+	}
+}
+/* Close the highest empty slab; false when the kernel cannot now. */
+bool slab_close_highest_empty(struct slab_class *k);
+
+#if CONFIG_SLOT_QUARANTINE
+/* slot_quarantine.c (lock held) */
+/* Slot i of the slab at pos, freed (wiped, marked quarantined), enters the quarantine;
+ * an older one may leave it for its slab. */
+void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i);
+/* The same for a slot named by its entry (qentry): a batched or deferred slot enters as
+ * it is, not decoded and built again. Two functions rather than one of either kind:
+ * building the entry in slab_free cost small churn 0.2% more instructions, and decoding
+ * a batched or deferred one for slot_quarantine_put cost producer/consumer 1.4%
+ * (bench/journal/2026-11-27-positions.md). */
+void slot_quarantine_put_entry(struct slab_class *k, qentry_t e);
+/* The slots freed by other arenas' threads enter the quarantine, in the order they were
+ * freed. */
+void slot_quarantine_drain(struct slab_class *k);
+/* The slot that last left the quarantine (k->released) goes back to its slab (trim). */
+void slot_quarantine_let_go(struct slab_class *k);
+/* The slot that last left the quarantine, taken for an allocation: false when there is
+ * none. It was handed out before and is still used in its slab; only its quarantine
+ * bit goes. */
+static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t *pos, uint32_t *i)
+{
+	qentry_t e = k->released;
+	if (!e) return false;
+	k->released = 0;
+	*pos = qentry_pos(e);
+	*i = qentry_slot(e);
+	uint64_t *quar = &desc(k, *pos)->bits[*i >> 6].quar;
+	bits_write(quar, *quar & ~((uint64_t)1 << (*i & 63)));
+	return true;
+}
+/* A free from a thread of another arena: the slot is already wiped and marked
+ * quarantined (a second free of it is caught at once, as in one thread), but it enters
+ * the quarantine later, when a thread of the class's own arena allocates from it, or when
+ * DEFERRED_MAX more wait. The quarantine's lines (its arrays, the generator, the
+ * descriptors of the slot that leaves it and of its slab's neighbours on the partial
+ * list) then stay with the threads that use the class instead of moving to every core
+ * that frees into it. Measured on larson (four threads freeing each other's blocks):
+ * 0.84-0.87 s against 0.79-0.81 s; producer/consumer, where every free is another
+ * arena's, unchanged (1.01-1.11 s against 1.00-1.12 s). A slot waits in the quarantine
+ * itself as long as ever once it enters it. */
+static inline void slot_quarantine_defer(struct slab_class *k, qentry_t e)
+{
+	if (k->ndeferred == DEFERRED_MAX) slot_quarantine_drain(k);
+	k->deferred[k->ndeferred++] = e;
+}
+#endif
+
+#if SLAB_FREE_BATCHES
+/* The canary word of a slot waiting in a thread's free batch: the slab's canary with
+ * every byte but the leading (zero) one flipped. Swapped in by one compare-and-swap when
+ * the slot is freed, so of two frees of a slot, from any threads, exactly one succeeds;
+ * the other finds this value and reports a double free. Put back when the batch enters
+ * the quarantine. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the canary's leading byte is its lowest");
+#define BATCHED_FLIP (~(uint64_t)0xff)
+static inline uint64_t batched_canary(const struct slab *s) { return s->canary ^ BATCHED_FLIP; }
+
+/* One thread's frees into one (arena, class) that wait to enter its quarantine. */
+struct free_batch {
+	uint16_t r1; /* the class's region number + 1; 0: empty */
+	uint16_t n;  /* entries */
+	qentry_t e[CONFIG_SLAB_FREE_BATCH]; /* qentry() */
+};
+
+/* slab_batch.c: the calling thread's batch for region r with room for an entry (a
+ * batch full, or of another arena, was taken into its quarantine first); NULL when the
+ * thread does not batch (it is exiting, or its batches cannot be had): then it takes
+ * the class lock as any free. No lock may be held. */
+struct free_batch *slab_batch_for(unsigned r);
+/* slab.c, lock held: a batched slot enters the quarantine (its checks, then the same
+ * way as any free from another arena). */
+void slab_batched_enter(struct slab_class *k, qentry_t e);
+/* slab_batch.c: every batch of the calling thread enters its quarantine (malloc_trim). */
+void slab_batch_flush_mine(void);
+/* slab_batch.c: fork handlers, called from slab_setup.c's: the pool lock is taken first
+ * and given back last; in the child the batches of every other thread enter their
+ * quarantines (those threads do not exist there). */
+void slab_batch_fork_prepare(void);
+/* slab_batch.c: where its pool state lives (in metadata, on the seed source's page). */
+struct batch_pool;
+struct batch_pool *slab_batch_pool(void);
+void slab_batch_fork_parent(void);
+void slab_batch_fork_child(void);
+#endif
+
+#endif

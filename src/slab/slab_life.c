@@ -1,0 +1,452 @@
+/*
+ * slab_life.c — a slab's life: taken fresh (the high-water mark, guard slabs, the region
+ * growing), active on the partial list, empty within a budget that follows use, closed
+ * through the guard layer into the slab quarantine and then the closed set. See the
+ * lists in slab_class.h. Every function here runs under the class lock.
+ */
+#include "slab/slab_class.h"
+
+#include <string.h>
+
+#include "guard/meta.h"
+
+/* --- lists ----------------------------------------------------------------------- */
+
+void slab_partial_push(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	s->prev = 0;
+	s->next = k->partial;
+	if (k->partial) desc(k, k->partial - 1)->prev = pos + 1;
+	k->partial = pos + 1;
+}
+
+void slab_partial_remove(struct slab_class *k, struct slab *s)
+{
+	if (s->prev) desc(k, s->prev - 1)->next = s->next;
+	else k->partial = s->next;
+	if (s->next) desc(k, s->next - 1)->prev = s->prev;
+	s->next = s->prev = 0;
+}
+
+/* --- slabs ----------------------------------------------------------------------- */
+
+/* Fresh slabs between two guard slabs, for the way the region closes spans now: a guard
+ * marker costs no VMA, a PROT_NONE guard up to two. Read at each guard decision, so a
+ * region that the EINVAL latch (mlockall) moves to PROT_NONE spaces its guards out. */
+static uint32_t guard_interval(const struct slab_class *k)
+{
+	bool markers = (k->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+	return markers ? CONFIG_GUARD_SLAB_INTERVAL : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
+}
+
+/* Is a guard slab due, and can the process afford it? A PROT_NONE guard is an island of
+ * up to two VMAs: made only while the VMA budget has room, so a class that grows to
+ * millions of slabs gets fewer guards instead of failing the program at the VMA limit
+ * (guard.h); fresh_slab counts it once it is made. Markers cost no VMA. */
+static bool guard_due(const struct slab_class *k)
+{
+	uint32_t every = guard_interval(k);
+	if (!every || k->since_guard < every) return false;
+	bool markers = (k->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+	return markers || guard_island_room();
+}
+
+/* Room in the directory for chunk c: the directory and the sets' summary words follow
+ * the slabs in use instead of being sized for the whole region up front (they are
+ * metadata every class would otherwise map from the start). Lock held. */
+static bool dir_room(struct slab_class *k, uint32_t c)
+{
+	if (c < k->dir_cap) return true;
+	uint32_t cap = k->dir_cap;
+	while (cap <= c) cap *= 2;
+	uint32_t words = (cap + 63) / 64;
+	size_t bytes = cap * sizeof(struct slab *) + 2 * (size_t)words * sizeof(uint64_t);
+	struct slab **dir = meta_alloc(bytes);
+	if (!dir) return false;
+	uint64_t *sets = (uint64_t *)(dir + cap);
+	memcpy(dir, k->dir, k->dir_cap * sizeof *dir);
+	for (unsigned set = 0; set < 2; set++) {
+		memcpy(sets + set * words, k->set_chunks[set], k->set_words * sizeof(uint64_t));
+		k->set_chunks[set] = sets + set * words;
+	}
+	/* The old directory stays mapped: a batched free may be reading it unlocked (it
+	 * holds the same chunks). Directories double, so the ones outgrown take less than
+	 * the one in use. Release: a reader of the new one sees the chunks copied in. */
+	__atomic_store_n(&k->dir, dir, __ATOMIC_RELEASE);
+	k->dir_cap = cap;
+	k->set_words = words;
+	return true;
+}
+
+/* A chunk's bitmaps of the closed and the empty set: a bit per position in each. They
+ * head the chunk, padded to a cache line so that its descriptors stay aligned. */
+#define SET_CHUNK_BYTES (2u * CHUNK / 8u)
+#define CHUNK_HEAD_BYTES 64u
+_Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
+
+/* Every position below the high-water mark must have a descriptor: live_slot reads it. */
+static bool have_desc(struct slab_class *k, uint32_t pos)
+{
+	if (pos < FIRST_POSITIONS) return true;
+	if (!dir_room(k, pos >> CHUNK_SHIFT)) return false;
+	if (k->dir[pos >> CHUNK_SHIFT]) return true;
+	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
+	 * chunk's bitmaps of the closed and the empty set come first, in the page of its
+	 * lowest descriptors: a class using a few slabs touches one page of the chunk, not
+	 * also its last. */
+	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * sizeof(struct slab));
+	if (!chunk) return false;
+	__atomic_store_n(&k->dir[pos >> CHUNK_SHIFT], (struct slab *)(chunk + CHUNK_HEAD_BYTES), __ATOMIC_RELEASE);
+	return true;
+}
+
+/* --- position sets: the closed set and the empty set ------------------------------ */
+
+static inline uint64_t *set_bits(struct slab_class *k, unsigned set, uint32_t chunk)
+{
+	if (!chunk) return set0_of(k, set);
+	return (uint64_t *)((char *)k->dir[chunk] - CHUNK_HEAD_BYTES) + set * (CHUNK / 64);
+}
+
+static inline uint32_t *set_count(struct slab_class *k, unsigned set)
+{
+	return set == SET_CLOSED ? &k->nclosed : &k->nempty;
+}
+
+static void set_add(struct slab_class *k, unsigned set, uint32_t pos)
+{
+	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
+	set_bits(k, set, c)[i >> 6] |= (uint64_t)1 << (i & 63);
+	k->set_chunks[set][c >> 6] |= (uint64_t)1 << (c & 63);
+	++*set_count(k, set);
+}
+
+static void set_remove(struct slab_class *k, unsigned set, uint32_t pos)
+{
+	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
+	uint64_t *bits = set_bits(k, set, c), any = 0;
+	bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
+	for (uint32_t w = 0; w < CHUNK / 64; w++) any |= bits[w];
+	if (!any) k->set_chunks[set][c >> 6] &= ~((uint64_t)1 << (c & 63));
+	--*set_count(k, set);
+}
+
+/* The lowest member (the set must not be empty). */
+static uint32_t set_lowest(struct slab_class *k, unsigned set)
+{
+	const uint64_t *sum = k->set_chunks[set];
+	uint32_t w = 0;
+	while (!sum[w]) w++;
+	uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(sum[w]);
+	const uint64_t *bits = set_bits(k, set, c);
+	for (w = 0; !bits[w]; w++) {}
+	return (c << CHUNK_SHIFT) + (w << 6) + (uint32_t)__builtin_ctzll(bits[w]);
+}
+
+/* The highest member (the set must not be empty). */
+static uint32_t set_highest(struct slab_class *k, unsigned set)
+{
+	const uint64_t *sum = k->set_chunks[set];
+	uint32_t w = k->set_words - 1;
+	while (!sum[w]) w--;
+	uint32_t c = (w << 6) + 63 - (uint32_t)__builtin_clzll(sum[w]);
+	const uint64_t *bits = set_bits(k, set, c);
+	for (w = CHUNK / 64 - 1; !bits[w]; w--) {}
+	return (c << CHUNK_SHIFT) + (w << 6) + 63 - (uint32_t)__builtin_clzll(bits[w]);
+}
+
+/* Map a region (the class's own or a spill region) at least up to end, never past
+ * window: by a quarter more each time, so that a class in use costs a few mmap calls in
+ * all and its mapped but unused tail stays a quarter of what it uses (plus one step of
+ * CONFIG_SLAB_GROW_MIN). False when out of address space (RLIMIT_AS) or when another
+ * mapping sits where the region would grow. */
+static bool grow_area(struct guard_region *g, size_t end, size_t window, size_t slab_bytes)
+{
+	/* A closed page past the highest slab (guard_grow maps one below the first): the
+	 * window around a region is only set aside, and another mapping could otherwise
+	 * lie right against a slab. */
+	size_t need = MIN(end + os_page, window);
+	size_t have = g->size;
+	if (need <= have) return true;
+	size_t want = MAX(need, have + MAX(have / 4, (size_t)CONFIG_SLAB_GROW_MIN));
+	want = MIN((want + slab_bytes - 1) / slab_bytes * slab_bytes, window);
+	/* Short of address space, the exact need may still fit. */
+	return guard_grow(g, want, "rampart:slab") || guard_grow(g, need, "rampart:slab");
+}
+
+/* Map the area of position pos up to its end (off: its offset there). The spans that
+ * decode pointers follow what is mapped, bounded by the area's own positions. */
+static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
+{
+	size_t end = off + k->slab_bytes;
+	if (pos >= k->home_pos) {
+		/* A spill region has room for a closed page past its last position. The
+		 * class's last one may end early, at positions_cap: what it maps and
+		 * decodes stops there, so that no offset past it reaches live_slot, whose
+		 * page index would wrap. */
+		struct slab_spill *sp = spill_of(k, pos);
+		size_t positions = MIN((size_t)k->seg_pos * k->slab_bytes, (size_t)k->max_pos * k->slab_bytes - sp->span.lo);
+		bool grown = grow_area(&sp->region, end, positions + os_page, k->slab_bytes);
+		span_write(&sp->span, sp->span.base, sp->span.lo, sp->span.lo + MIN(sp->region.size, positions));
+		return grown;
+	}
+	if (end <= k->nursery_bytes) return true; /* the cell was mapped whole (map_nursery) */
+	bool grown = grow_area(&k->region, end, (size_t)k->home_pos * k->slab_bytes, k->slab_bytes);
+	spans_update(k);
+	return grown;
+}
+
+/* Map the class's nursery cell, all of its positions and a closed page above them, at
+ * its first slab (closed address space costs nothing until opened). If that fails
+ * (address space, a foreign mapping there) the class does without: nothing was placed
+ * there yet, so its positions all move to the region. */
+static void map_nursery(struct slab_class *k)
+{
+	if (k->nursery_bytes && !k->nursery.size && !guard_grow(&k->nursery, k->nursery_bytes + os_page, "rampart:slab"))
+		k->nursery_bytes = 0;
+	spans_update(k);
+}
+
+/* Open positions [from, to) taken fresh into use: one call per area they lie in (a
+ * range never runs from one region into a spill region: fresh_slab opens a spill
+ * region's first slab alone). */
+static bool extend_positions(struct slab_class *k, uint32_t from, uint32_t to)
+{
+	if (from == to) return true;
+	if (to * k->slab_bytes > k->nursery_bytes && from * k->slab_bytes < k->nursery_bytes) {
+		uint32_t split = (uint32_t)(k->nursery_bytes / k->slab_bytes);
+		return extend_positions(k, from, split) && extend_positions(k, split, to);
+	}
+	size_t off;
+	struct guard_region *area = area_of(k, from, &off);
+	return guard_extend(area, off, (size_t)(to - from) * k->slab_bytes);
+}
+
+/* Take the next never-used position into use, skipping a guard first when one is due;
+ * false on OOM. */
+static bool fresh_slab(struct slab_class *k, uint32_t *out)
+{
+	bool guard = guard_due(k);
+	uint32_t pos = k->hwm + guard;
+	if (pos >= k->max_pos) {
+		/* The class's last region is full: its next slab is the first of a spill
+		 * region, above a closed page of its own (no guard slab needed before it; a
+		 * guard that was due stays a position never opened in the region below). */
+		uint32_t first = k->max_pos;
+		if (!slab_spill_add(k)) return false;
+		pos = first;
+		guard = pos > k->hwm;
+	}
+	if (!have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
+	if (!k->hwm) map_nursery(k);
+	size_t off, hwm_off;
+	struct guard_region *area = area_of(k, pos, &off);
+	if (!grow_for(k, pos, off)) return false;
+	if (k->open_slabs) {
+		struct guard_region *hwm_area = area_of(k, k->hwm, &hwm_off);
+		if (pos >= k->home_pos && hwm_area != area) {
+			/* A spill region's first slab: the skipped position (if any) lies in
+			 * the region below, which may never have mapped it. */
+			if (!guard_extend(area, off, k->slab_bytes)) return false;
+		} else if (area == hwm_area && guard_grown_marked(area, hwm_off, off + k->slab_bytes - hwm_off)) {
+			/* Grown behind markers: the guard is closed already. */
+			if (!extend_positions(k, pos, pos + 1)) return false;
+		} else {
+			/* The guard opens with its slab and closes again at once, never handed
+			 * out: so it belongs to the read-write span (one anon_vma, see guard.c),
+			 * and the slab after it shares that anon_vma instead of faulting in one
+			 * of its own, which would keep the closed slabs on either side from ever
+			 * merging. */
+			if (!extend_positions(k, k->hwm, pos + 1)) return false;
+			if (guard) {
+				bool markers = (hwm_area->flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
+				/* No marker and no VMA to spare: the guard stays open but is never
+				 * used; it is still a slab's worth of unused addresses between
+				 * slabs. A PROT_NONE guard made is an island of the VMA budget. */
+				if (guard_close(hwm_area, hwm_off, k->slab_bytes) && !markers) guard_island_add();
+			}
+		}
+	}
+	/* Read unlocked by a batched free: release, after the directory and the chunk that
+	 * cover the new positions (have_desc). */
+	__atomic_store_n(&k->hwm, pos + 1, __ATOMIC_RELEASE);
+	k->since_guard = guard ? 1 : k->since_guard + 1;
+	*out = pos;
+	return true;
+}
+
+static void empty_insert(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	set_add(k, SET_EMPTY, pos);
+	s->state = SLAB_EMPTY;
+}
+
+/* Slabs the class may keep empty and open beyond its budget: as many as take it back to
+ * its recent peak of slabs in use (this decay period's or the last one's). A program that
+ * frees a structure and builds it again reuses the same slabs without faulting them in
+ * again, and the class's open slabs never outnumber what it had in use a moment ago. */
+static uint32_t back_to_peak(const struct slab_class *k)
+{
+	uint32_t peak = MAX(k->peak_now, k->peak_prev);
+	return peak > k->nactive ? peak - k->nactive : 0;
+}
+
+/* A slab must be reopened or taken fresh: if one was closed a moment ago the budget was
+ * too small for this churn, so it grows (bounded by a fraction of the slabs in use). */
+static void grow_empty_budget(struct slab_class *k)
+{
+	uint64_t now = os_now_ms();
+	uint32_t cap = k->empty_floor + k->nactive / CONFIG_SLAB_EMPTY_MAX_FRACTION;
+	if (now - k->closed_at_ms < CONFIG_SLAB_EMPTY_DECAY_MS && k->empty_max < cap) {
+		k->empty_max++;
+		k->empty_reused = true;
+	}
+}
+
+/* The zero class's slabs cost nothing open and never decay: its budget stays fixed, so
+ * its slabs keep going through the slab quarantine. */
+static uint32_t empty_allowed(const struct slab_class *k)
+{
+	return k->open_slabs ? MAX(k->empty_max, back_to_peak(k)) : k->empty_max;
+}
+
+static void decay_idle_classes(const struct slab_class *self, uint64_t now);
+
+/* A slab with a free slot, put at the head of the partial list; false on OOM. */
+noinline bool slab_new(struct slab_class *k)
+{
+	uint32_t pos;
+	struct slab *s;
+	if (unlikely(!k->size)) slab_class_setup(k);
+	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
+	if (k->nempty) {
+		pos = set_lowest(k, SET_EMPTY);
+		s = desc(k, pos);
+		set_remove(k, SET_EMPTY, pos);
+		k->empty_reused = true;
+	} else if (k->nclosed) {
+		if (k->open_slabs) grow_empty_budget(k);
+		pos = set_lowest(k, SET_CLOSED);
+		s = desc(k, pos);
+		size_t off;
+		struct guard_region *area = area_of(k, pos, &off);
+		if (k->open_slabs && !guard_open(area, off, k->slab_bytes)) return false;
+		set_remove(k, SET_CLOSED, pos);
+	} else {
+		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
+		if (!fresh_slab(k, &pos)) return false;
+		s = desc(k, pos);
+	}
+	k->nactive++;
+	if (k->nactive > k->peak_now) k->peak_now = k->nactive;
+	if (s->state != SLAB_EMPTY) {
+		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
+		 * that stayed open keeps its record: its slots were wiped only as far as used,
+		 * and those handed out before still hold its canary, so it keeps that too. */
+		for (uint32_t w = 0; w < k->nwords; w++) s->bits[w].fresh = ~tail_word(k, w);
+		s->canary = random_u64(k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
+	}
+	for (uint32_t w = 0; w < k->nwords; w++) {
+		s->bits[w].used = tail_word(k, w);
+		s->bits[w].quar = 0;
+	}
+	s->nused = 0;
+	s->state = SLAB_ACTIVE;
+	slab_partial_push(k, pos, s);
+	return true;
+}
+
+/* Close an empty slab into the slab quarantine; false when the kernel cannot now. The
+ * zero class's memory never opens, so its slabs close without a system call. */
+static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	size_t off;
+	struct guard_region *area = area_of(k, pos, &off);
+	if (k->open_slabs && !guard_close(area, off, k->slab_bytes)) return false;
+	s->state = SLAB_CLOSED;
+#if CONFIG_SLAB_QUARANTINE
+	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {
+		uint32_t old = k->sq[k->sq_head];
+		k->sq_head = (k->sq_head + 1) % CONFIG_SLAB_QUARANTINE;
+		k->sq_count--;
+		set_add(k, SET_CLOSED, old);
+	}
+	k->sq[(k->sq_head + k->sq_count) % CONFIG_SLAB_QUARANTINE] = pos;
+	k->sq_count++;
+#else
+	set_add(k, SET_CLOSED, pos);
+#endif
+	return true;
+}
+
+/* Close the highest empty slab; false when the kernel cannot now. */
+bool slab_close_highest_empty(struct slab_class *k)
+{
+	uint32_t hi = set_highest(k, SET_EMPTY);
+	struct slab *h = desc(k, hi);
+	set_remove(k, SET_EMPTY, hi);
+	if (close_slab(k, hi, h)) {
+		k->closed_at_ms = os_now_ms();
+		return true;
+	}
+	empty_insert(k, hi, h);
+	return false;
+}
+
+/* Every CONFIG_SLAB_EMPTY_DECAY_MS in which no empty slab was taken again, the budget
+ * above the floor halves, and the empty slabs beyond it close at once: a class that
+ * stopped churning gives its memory back. */
+static void decay_empty_budget(struct slab_class *k, uint64_t now)
+{
+	if (now < k->decay_at_ms) return;
+	k->decay_at_ms = now + CONFIG_SLAB_EMPTY_DECAY_MS;
+	k->peak_prev = k->peak_now;
+	k->peak_now = k->nactive;
+	bool reused = k->empty_reused;
+	k->empty_reused = false;
+	if (!reused) k->empty_max = k->empty_floor + (k->empty_max - k->empty_floor) / 2;
+	k->empty_max = MIN(k->empty_max, k->empty_floor + k->nactive / CONFIG_SLAB_EMPTY_MAX_FRACTION);
+	while (k->nempty > empty_allowed(k) && slab_close_highest_empty(k)) {}
+}
+
+/* A class decays under its own lock, when one of its slabs empties: one that went idle
+ * after freeing a structure would keep it open for good. So once per decay period a
+ * slow path of any class sweeps every other class (of every arena: a thread that ended
+ * leaves its arena idle). A class whose lock is taken is in use: it is skipped. Only an
+ * idle process keeps its empty slabs (malloc_trim gives them back). */
+static void decay_idle_classes(const struct slab_class *self, uint64_t now)
+{
+	static _Atomic uint64_t next_sweep_ms;
+	uint64_t due = atomic_load_explicit(&next_sweep_ms, memory_order_relaxed);
+	if (now < due || !atomic_compare_exchange_strong_explicit(&next_sweep_ms, &due, now + CONFIG_SLAB_EMPTY_DECAY_MS,
+								   memory_order_relaxed, memory_order_relaxed))
+		return;
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++) {
+		struct slab_class *k = &ro.slab.classes[r];
+		if (k == self || !class_is_set_up(r) || !lock_try(&k->lock)) continue;
+		if (k->open_slabs && k->nempty) decay_empty_budget(k, now); /* not the zero class */
+		class_unlock(k);
+	}
+}
+
+/* The last slot of a slab went back: cache it, or close a slab (its contents are zero
+ * but for the canaries of slots handed out). */
+void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	k->nactive--;
+	if (k->open_slabs) {
+		uint64_t now = os_now_ms();
+		decay_empty_budget(k, now);
+		decay_idle_classes(k, now);
+	}
+	bool room = k->nempty < empty_allowed(k);
+	if (!room && k->nempty && set_highest(k, SET_EMPTY) > pos) {
+		/* The lower one stays open: the open slabs stay together at the bottom. */
+		room = slab_close_highest_empty(k);
+	}
+	/* Kept open also when the kernel cannot close it now. */
+	if (room || !close_slab(k, pos, s)) empty_insert(k, pos, s);
+	else k->closed_at_ms = os_now_ms();
+}
+

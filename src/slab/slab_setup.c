@@ -1,0 +1,361 @@
+/*
+ * slab_setup.c — the slab window at start-up, each arena's metadata block and the
+ * places of its classes' shares in it, a class's set-up at its first slab (geometry,
+ * guard area, nursery cell, generator), opening arenas, and the fork handlers.
+ */
+#define _GNU_SOURCE
+#include "slab/slab_class.h"
+
+#include <string.h>
+
+#include "guard/meta.h"
+
+_Atomic uint32_t slab_open_arenas;
+_Atomic uint64_t slab_set_up_classes[CONFIG_SLAB_ARENAS];
+static struct lock arena_lock; /* serialises opening; taken before any class lock */
+
+/* The multiplier for div32 (slab_class.h). */
+static uint64_t magic_of(uint32_t d) { return d > 1 ? UINT64_MAX / d + 1 : 0; }
+
+/* Slot quarantine entries for a class: about CONFIG_SLOT_QUARANTINE_BYTES of slots,
+ * split evenly between the random array and the FIFO (powers of two for masking). */
+static uint32_t slot_q_half(uint32_t size)
+{
+#if CONFIG_SLOT_QUARANTINE
+	uint32_t want = (uint32_t)(CONFIG_SLOT_QUARANTINE_BYTES / size) / 2;
+	uint32_t n = want ? (uint32_t)1 << (31 - __builtin_clz(want)) : 0;
+	/* Big slots get a few entries all the same: with one, a freed slot would come back
+	 * after a fixed number of frees. */
+	return n < SLOT_Q_MIN_HALF ? SLOT_Q_MIN_HALF : n > SLOT_Q_MAX / 2 ? SLOT_Q_MAX / 2 : n;
+#else
+	(void)size;
+	return 0;
+#endif
+}
+
+/* The arena's shared block of its classes' first descriptors (line-aligned: it starts
+ * the arena's metadata, and each arena's share is a whole number of lines). */
+#define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
+
+/* Metadata bytes of class c in its arena's block, in two parts. What every malloc and
+ * free writes, its generator and its slot quarantine, beside every other class's: a
+ * process that frees into a dozen classes after fork copies the few pages they fill
+ * together rather than one page for each (bash: about ten of the faults per command
+ * substitution were quarantine arrays spread between the directories). Whole lines,
+ * so that classes under different locks never share one. */
+#define GENERATOR_BYTES align_up(sizeof(struct random_state), 64)
+static size_t class_hot_bytes(unsigned c)
+{
+	/* The size alone, not sc_geometry: slab_class_setup adds this up for the classes below
+	 * its own, and the geometry's search took about 6 us for all classes (perf: 0.7% of
+	 * `tr` in a pipeline). */
+	return GENERATOR_BYTES + align_up(2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
+}
+
+/* And, written on slow paths: a directory of DIR_START chunks with both sets' summary
+ * words, the slab quarantine ring, chunk 0's set bitmaps (set0_of). */
+static size_t class_control_bytes(void)
+{
+	return DIR_BYTES + SQ_BYTES + SET0_BYTES;
+}
+
+/* Where the hot parts start: after the block of first descriptors and every class's
+ * control part (a fixed size each), on a line. */
+static size_t arena_hot_start(void)
+{
+	return align_up(FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes(), 64);
+}
+
+/* Metadata bytes of one arena besides its class structs: the block of first
+ * descriptors, then the control parts of all classes, then their hot parts, each in
+ * class order. */
+static size_t arena_mem_bytes(void)
+{
+	size_t bytes = arena_hot_start();
+	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_hot_bytes(c);
+	return bytes;
+}
+
+/* Most positions class k may number, home and spill regions together: MAX_POSITIONS,
+ * and no more than keep a pointer's page index from the span's base (position * pages
+ * + page, which live_slot divides as 32 bits) below 2^32. Only a window with regions
+ * and spill regions far above the defaults reaches the second bound (65 regions of
+ * 64 GiB are 2^30 pages). */
+static uint32_t positions_cap(const struct slab_class *k)
+{
+	return (uint32_t)MIN((uint64_t)MAX_POSITIONS, ((uint64_t)1 << 32) / k->pages);
+}
+
+/* Set up the class struct k (its lock held) the first time a slab is asked of it:
+ * geometry, a random guard area, its share of the arena's metadata, its generator.
+ * Until then it is all zero: an unlocked lock, no region (a pointer decoding into it is
+ * no live block: live_slot finds it outside the region), no open slabs (the decay
+ * sweep passes it by). So a process writes the structs and takes the random draws of
+ * the classes it uses only, not of all SC_COUNT (measured: start-up 43 us and 11 page
+ * faults for every class set up at once, Linux 6.18 in a VM). */
+noinline void slab_class_setup(struct slab_class *k)
+{
+	unsigned r = (unsigned)(k - ro.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
+	struct sc_geometry g;
+	sc_geometry(c, os_page, &g);
+	size_t region = (size_t)1 << ro.slab.region_shift;
+	k->cls = c;
+#if CONFIG_SLOT_QUARANTINE
+	k->arena1 = a + 1;
+	/* The deferred slots hold at most what the slot quarantine holds (classes up to 1 KiB):
+	 * an idle arena keeps them until its class is used again. */
+	k->defer_frees = (size_t)g.size * DEFERRED_MAX <= CONFIG_SLOT_QUARANTINE_BYTES;
+#endif
+	k->size = g.size;
+	k->usable = g.usable;
+	k->slots = g.slots;
+	k->nwords = (uint8_t)((g.slots + 63) / 64);
+	k->pages = g.pages;
+	k->page_shift = (uint8_t)__builtin_ctzl(os_page);
+	k->slot_magic = magic_of(g.size);
+	k->pages_magic = magic_of(g.pages);
+	k->slab_bytes = (size_t)g.pages * os_page;
+	k->track_extent = g.slots <= SLAB_EXTENT_SLOTS;
+	k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
+	k->empty_max = k->empty_floor;
+
+	/* Its share of the arena's metadata (arena_mem_bytes). */
+	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
+	char *control = mem + FIRST_BLOCK_BYTES + (size_t)c * class_control_bytes();
+	char *hot = mem + arena_hot_start();
+	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
+	k->first = (struct slab *)mem + c;
+	k->rnd = (struct random_state *)hot;
+	uint32_t half = slot_q_half(g.size);
+	if (half) {
+		k->qrand = (qentry_t *)(hot + GENERATOR_BYTES);
+		k->qring = k->qrand + half;
+		k->qmask = half - 1;
+	}
+	k->dir = (struct slab **)control;
+	k->dir_cap = DIR_START;
+	k->set_words = (DIR_START + 63) / 64;
+	k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
+	k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
+	k->sq = (uint32_t *)(control + DIR_BYTES);
+
+	/* Its own generator, seeded from the slab allocator's source (one system call for
+	 * all of them). The random guard area: up to 1/16 of the region, at least one page.
+	 * Never mapped: the region starts above it. */
+	k->rnd->source = ro.slab.seeds;
+	random_reseed(k->rnd);
+	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
+	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
+	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)positions_cap(k));
+	k->home_pos = k->max_pos;
+	/* Positions of each spill region: what fits above the largest lead a spill region
+	 * draws (a sixteenth of it, as the home region's guard area) and below a closed
+	 * page. The same count in every one, so a position names its spill region by one
+	 * division (spill_of). */
+	k->seg_pos = (uint32_t)MIN((region - region / 16 - os_page) / k->slab_bytes, (size_t)positions_cap(k));
+	k->seg_magic = magic_of(k->seg_pos);
+	guard_start(&k->region, area);
+	k->region.flags |= REGION_KEEP_ANON;
+	/* Its nursery cell: as many positions as fit above a random lead of up to a
+	 * quarter of the cell (at least a page, never mapped) and below a closed page. The
+	 * zero class's memory never opens: it keeps to its region. */
+	size_t cell = ro.slab.cell_shift ? (size_t)1 << ro.slab.cell_shift : 0;
+	if (cell && c) {
+		unsigned j = 0;
+		while (ro.slab.cell_region[a * SC_COUNT + j] != r) j++;
+		size_t lead = (1 + random_below(k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
+		size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
+		if (fit) {
+			k->nursery_bytes = fit * k->slab_bytes;
+			guard_start(&k->nursery, ro.slab.nursery + (((size_t)a * SC_COUNT + j) << ro.slab.cell_shift) + lead);
+			k->nursery.flags |= REGION_KEEP_ANON;
+		}
+	}
+	spans_update(k);
+	k->open_slabs = c != 0;
+	atomic_fetch_or_explicit(&slab_set_up_classes[a], (uint64_t)1 << c, memory_order_release);
+}
+
+/* Spill regions handed out so far (each to one class, for good). */
+static _Atomic unsigned spill_taken;
+
+/* The window region number of spill region 0: after the classes' regions and the
+ * nursery's (class_at decodes with the same constants). */
+#define SPILL_FIRST ((size_t)CONFIG_SLAB_ARENAS * SC_COUNT + (CONFIG_SLAB_NURSERY_PAGES ? 1 : 0))
+
+/* A class's own region holds 2^region_shift bytes whatever it needs; a program that
+ * keeps more than that live in one class (31 GiB of 128 KiB blocks) goes on in spill
+ * regions. Taken without a lock (a compare-and-swap on the count: nothing for fork to
+ * hold), laid out with the class's lock held: a random lead below its first position,
+ * as the home region's guard area, never mapped. The owner is published last, so a
+ * decoder that finds it sees the span. */
+bool slab_spill_add(struct slab_class *k)
+{
+	if (!ro.slab.nspill || !k->seg_pos || k->max_pos >= positions_cap(k)) return false;
+	if (!k->seg) {
+		k->seg = meta_alloc(ro.slab.nspill * sizeof *k->seg);
+		if (!k->seg) return false;
+	}
+	unsigned j = atomic_load_explicit(&spill_taken, memory_order_relaxed);
+	do {
+		if (j >= ro.slab.nspill) return false;
+	} while (!atomic_compare_exchange_weak_explicit(&spill_taken, &j, j + 1, memory_order_relaxed,
+							memory_order_relaxed));
+	struct slab_spill *sp = &ro.slab.spill[j];
+	size_t region = (size_t)1 << ro.slab.region_shift;
+	size_t lead = (1 + random_below(k->rnd, region / 16 / os_page)) * os_page;
+	uintptr_t start = ro.slab.base + ((SPILL_FIRST + j) << ro.slab.region_shift) + lead;
+	guard_start(&sp->region, start);
+	sp->region.flags |= REGION_KEEP_ANON;
+	size_t lo = (size_t)k->max_pos * k->slab_bytes; /* its first position's offset */
+	span_write(&sp->span, start - lo, lo, lo);   /* nothing mapped yet */
+	__atomic_store_n(&sp->owner, k, __ATOMIC_RELEASE);
+	k->seg[k->nseg++] = (uint16_t)j;
+	k->max_pos = (uint32_t)MIN((size_t)k->max_pos + k->seg_pos, (size_t)positions_cap(k));
+	return true;
+}
+
+/* Arena a's class structs and metadata were mapped at start-up and are zero; each class
+ * is set up at its first use (slab_class_setup). The first thread sent to arena a (numbered
+ * from 0) opens it: a program with one thread never touches the others' metadata (a
+ * few hundred KiB per process). */
+noinline void slab_arena_open(unsigned a)
+{
+	lock_take(&arena_lock);
+	atomic_fetch_or_explicit(&slab_open_arenas, (uint32_t)1 << a, memory_order_release);
+	lock_give(&arena_lock);
+}
+
+unsigned slab_arenas_open(void)
+{
+	return (unsigned)__builtin_popcount(atomic_load_explicit(&slab_open_arenas, memory_order_acquire));
+}
+
+_Static_assert((CONFIG_SLAB_NURSERY_PAGES & (CONFIG_SLAB_NURSERY_PAGES - 1)) == 0,
+	       "CONFIG_SLAB_NURSERY_PAGES is a power of two (or 0)");
+_Static_assert(CONFIG_SLAB_ARENAS * SC_COUNT < UINT16_MAX, "cell_region holds region numbers");
+
+/* The nursery's cell size, a power of two (0: none). */
+static size_t nursery_cell_bytes(void)
+{
+	size_t cell = (size_t)CONFIG_SLAB_NURSERY_PAGES * os_page;
+	return cell & (cell - 1) ? 0 : cell;
+}
+
+/* Place the nursery in the window's last region, at a random page offset, and give each
+ * arena's classes their cells in a random order; or go without one when the cells would
+ * take more than half a region (a window shrunk for a short address space). */
+static void nursery_place(struct slab_roots *sr, unsigned nregions)
+{
+	size_t cell = nursery_cell_bytes(), region = (size_t)1 << sr->region_shift;
+	sr->cell_region[nregions] = UINT16_MAX; /* class_at's answer for no cell */
+	if (!cell || (size_t)nregions * cell > region / 2) return;
+	struct random_state rnd = {.source = NULL};
+	random_reseed(&rnd);
+	size_t room = region - (size_t)nregions * cell;
+	sr->nursery = sr->base + ((size_t)nregions << sr->region_shift) + random_below(&rnd, room / os_page + 1) * os_page;
+	sr->cell_shift = (unsigned)__builtin_ctzl(cell);
+	for (unsigned a = 0; a < nregions / SC_COUNT; a++) {
+		uint16_t *order = &sr->cell_region[a * SC_COUNT];
+		for (unsigned c = 0; c < SC_COUNT; c++) order[c] = (uint16_t)(a * SC_COUNT + c);
+		for (unsigned c = SC_COUNT - 1; c > 0; c--) { /* Fisher-Yates */
+			unsigned j = (unsigned)random_below(&rnd, c + 1);
+			uint16_t t = order[c];
+			order[c] = order[j];
+			order[j] = t;
+		}
+	}
+	explicit_bzero(&rnd, sizeof rnd);
+}
+
+/* One arena per CPU the process may run on: at most one thread per CPU runs at a time,
+ * so that many arenas keep most running threads off each other's locks, and every
+ * arena more holds its own partial slabs, quarantines and empty slabs (larson, four
+ * threads on two CPUs, four arenas against two: peak RSS 8.2 against 5.6 MiB, time
+ * 1.34 against 1.39 s). The affinity mask is read once, at start-up. */
+static unsigned arenas_wanted(void)
+{
+	if (ro.opt.arenas) return (unsigned)ro.opt.arenas;
+	unsigned cpus = os_cpus();
+	return cpus && cpus < CONFIG_SLAB_ARENAS ? cpus : CONFIG_SLAB_ARENAS;
+}
+
+bool slab_init(struct slab_roots *roots)
+{
+	/* The window and the nursery are laid out for every arena the build has (address
+	 * space only: class_at decodes with the build's constants); threads are sent to
+	 * the first `arenas` of them. */
+	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
+	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
+	/* Address space set aside, not mapped: each region maps what it uses as it grows;
+	 * one more region's worth holds the nursery, and the spill regions follow. */
+	size_t total = SPILL_FIRST + CONFIG_SLAB_SPILL_REGIONS;
+	uintptr_t base;
+	while (!guard_window(total << shift, &base))
+		if (--shift < MIN_REGION_SHIFT) return false;
+
+	/* Mapped for every arena now, touched only as classes are set up (fresh pages are
+	 * zero, and a zero class struct is an unlocked lock over nothing). */
+	size_t per_arena = arena_mem_bytes();
+	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
+	char *mem = meta_alloc(arenas * per_arena);
+	/* A page: the rest of it holds slab_batch.c's pool state (slab_batch_pool). */
+	struct random_source *seeds = meta_alloc(sizeof *seeds);
+	struct slab_spill *spill = CONFIG_SLAB_SPILL_REGIONS ? meta_alloc(CONFIG_SLAB_SPILL_REGIONS * sizeof *spill) : NULL;
+	if (!classes || !mem || !seeds || (CONFIG_SLAB_SPILL_REGIONS && !spill)) {
+		meta_free(classes, nregions * sizeof *classes);
+		meta_free(mem, arenas * per_arena);
+		meta_free(seeds, sizeof *seeds);
+		meta_free(spill, CONFIG_SLAB_SPILL_REGIONS * sizeof *spill);
+		guard_window_release(base);
+		return false;
+	}
+	random_source_init(seeds);
+	*roots = (struct slab_roots){.base = base, .size = total << shift, .region_shift = shift,
+				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
+				     .arena_mem_bytes = per_arena, .seeds = seeds, .spill = spill,
+				     .nspill = CONFIG_SLAB_SPILL_REGIONS};
+	nursery_place(roots, nregions);
+	slab_arena_open(0);
+	return true;
+}
+
+/* Only open arenas have locks anyone can hold (arena_lock keeps one from opening
+ * meanwhile), so only theirs are taken, and unopened arenas stay untouched. */
+void slab_fork_prepare(void)
+{
+#if SLAB_FREE_BATCHES
+	slab_batch_fork_prepare();
+#endif
+	lock_take(&arena_lock);
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++)
+		if (arena_is_open(r / SC_COUNT)) class_lock(&ro.slab.classes[r]);
+	lock_take(&ro.slab.seeds->lock); /* a leaf: taken inside class locks */
+}
+
+void slab_fork_parent(void)
+{
+	lock_give(&ro.slab.seeds->lock);
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = n; r-- > 0;)
+		if (arena_is_open(r / SC_COUNT)) class_unlock(&ro.slab.classes[r]);
+	lock_give(&arena_lock);
+#if SLAB_FREE_BATCHES
+	slab_batch_fork_parent();
+#endif
+}
+
+void slab_fork_child(void)
+{
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++) {
+		if (!arena_is_open(r / SC_COUNT)) continue;
+		lock_reset(&ro.slab.classes[r].lock);
+	}
+	lock_reset(&ro.slab.seeds->lock);
+	lock_reset(&arena_lock);
+#if SLAB_FREE_BATCHES
+	slab_batch_fork_child();
+#endif
+}

@@ -1,0 +1,78 @@
+/*
+ * slab_stats.c — the figures of each class (statistics, malloc_info) and malloc_trim's
+ * closing of empty slabs. Read (and, for trim, closed) under each class lock, like any
+ * slow path: nothing is counted on the fast paths, every figure is derived from the
+ * descriptors.
+ */
+#include "slab/slab_class.h"
+
+static void class_figures_locked(const struct slab_class *k, struct slab_class_figures *f)
+{
+	for (uint32_t pos = 0; pos < k->hwm; pos++) {
+		if (!desc_exists(k, pos)) { /* a chunk holding only a guard position */
+			pos |= CHUNK - 1;
+			continue;
+		}
+		const struct slab *s = desc(k, pos);
+		if (s->state == SLAB_ACTIVE) {
+			size_t quar = 0;
+			for (uint32_t w = 0; w < k->nwords; w++) quar += (size_t)__builtin_popcountll(s->bits[w].quar);
+			f->slabs_active++;
+			f->live += s->nused - quar;
+			f->quarantined += quar;
+			f->free += k->slots - s->nused;
+		} else if (s->state == SLAB_EMPTY) {
+			f->slabs_empty++;
+			f->free += k->slots;
+		} else if (s->state == SLAB_CLOSED) {
+			f->slabs_closed++;
+		}
+	}
+}
+
+void slab_class_figures(unsigned c, struct slab_class_figures *f)
+{
+	*f = (struct slab_class_figures){0};
+	struct sc_geometry g; /* every class's, set up yet or not */
+	sc_geometry(c, os_page, &g);
+	f->slot_size = g.size;
+	f->usable = g.usable;
+	f->slab_bytes = c ? (size_t)g.pages * os_page : 0;
+	for (unsigned a = 0; a < ro.slab.arenas; a++) {
+		if (!class_is_set_up(a * SC_COUNT + c)) continue; /* no slab yet */
+		struct slab_class *k = &ro.slab.classes[a * SC_COUNT + c];
+		class_lock(k);
+		class_figures_locked(k, f);
+		class_unlock(k);
+	}
+}
+
+/* Close the empty slabs a class keeps open (highest first, as slab_emptied does when
+ * over its budget), and drop the budget back to its floor; the bytes closed. Stops at
+ * the first slab the kernel cannot close. */
+static size_t trim_class(struct slab_class *k)
+{
+	size_t closed = 0;
+	class_lock(k);
+#if CONFIG_SLOT_QUARANTINE
+	slot_quarantine_let_go(k); /* it may be the last slot of an empty slab */
+#endif
+	k->empty_max = k->empty_floor;
+	k->peak_now = k->peak_prev = k->nactive;
+	while (k->nempty && slab_close_highest_empty(k)) closed += k->slab_bytes;
+	class_unlock(k);
+	return closed;
+}
+
+size_t slab_trim(void)
+{
+	size_t closed = 0;
+#if SLAB_FREE_BATCHES
+	slab_batch_flush_mine(); /* before the classes let their held slots go */
+#endif
+	unsigned n = ro.slab.arenas * SC_COUNT;
+	for (unsigned r = 0; r < n; r++)
+		if (class_is_set_up(r) && r % SC_COUNT) closed += trim_class(&ro.slab.classes[r]);
+	return closed;
+}
+
