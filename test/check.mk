@@ -10,7 +10,7 @@
 #   make check-arm64   cross-built for arm64, the static tests run under qemu-aarch64,
 #                      where the start-up probe must choose mprotect
 #   make check-seccomp rampart under a seccomp filter built from test/seccomp/syscalls.list,
-#                      which also generates the README's system-call table
+#                      which also generates the system-call table of docs/seccomp.md
 #   make check-uring   test/uring/uring_check (io_uring fixed buffers) under both backends
 #   make check-system-wide  (root) an everyday shell session with rampart in
 #                      /etc/ld.so.preload, in a private mount namespace, against the same
@@ -182,13 +182,15 @@ check-arm64:
 	EXTRA_ENV=EXPECT_BACKEND=mprotect sh test/run-bins.sh arm64 out-arm64/test/emu $(QEMU_ARM64)
 
 # seccomp: one list (test/seccomp/syscalls.list) gives the allow-list of seccomp_check
-# (a header generated here) and the README table (`make seccomp-table` rewrites it;
-# check-seccomp-readme fails while they differ). seccomp_check is part of make test.
+# (a header generated here) and the table of docs/seccomp.md (`make seccomp-table`
+# rewrites it; check-seccomp-readme fails while they differ; check-docs runs it).
+# seccomp_check is part of make test.
 SECCOMP_LIST := test/seccomp/syscalls.list
+SECCOMP_DOC := docs/seccomp.md
 SECCOMP_GEN = awk -v mode=$(1) -f test/seccomp/gen.awk $(SECCOMP_LIST)
-# The README's table: from its header row to the first line that is not a table row.
-README_TABLE = awk '/^\| operation \| madvise backend \| mprotect backend \|$$/ { t = 1 } \
-	t && !/^\|/ { exit } t' README.md
+# The document's table: from its header row to the first line that is not a table row.
+SECCOMP_DOC_TABLE = awk '/^\| operation \| madvise backend \| mprotect backend \|$$/ { t = 1 } \
+	t && !/^\|/ { exit } t' $(SECCOMP_DOC)
 $(TEST_OUT)/seccomp/syscalls.h: $(SECCOMP_LIST) test/seccomp/gen.awk
 	@mkdir -p $(@D)
 	$(call SECCOMP_GEN,header) > $@
@@ -200,16 +202,23 @@ test-build: $(TEST_OUT)/system/seccomp_check
 check-seccomp-readme:
 	@mkdir -p $(OUT)
 	@$(call SECCOMP_GEN,readme) > $(OUT)/seccomp-table.md.tmp
-	@$(README_TABLE) | diff -u - $(OUT)/seccomp-table.md.tmp \
-		|| { echo "README's system-call table differs from $(SECCOMP_LIST): run make seccomp-table"; exit 1; }
-	@rm -f $(OUT)/seccomp-table.md.tmp; echo "README system-call table matches $(SECCOMP_LIST)"
+	@$(SECCOMP_DOC_TABLE) | diff -u - $(OUT)/seccomp-table.md.tmp \
+		|| { echo "$(SECCOMP_DOC)'s system-call table differs from $(SECCOMP_LIST): run make seccomp-table"; exit 1; }
+	@rm -f $(OUT)/seccomp-table.md.tmp; echo "$(SECCOMP_DOC) system-call table matches $(SECCOMP_LIST)"
 seccomp-table:
 	@mkdir -p $(OUT)
 	@$(call SECCOMP_GEN,readme) > $(OUT)/seccomp-table.md.tmp
 	@awk -v table=$(OUT)/seccomp-table.md.tmp \
 		'/^\| operation \| madvise backend \| mprotect backend \|$$/ { while ((getline l < table) > 0) print l; skip = 1; next } \
-		skip && /^\|/ { next } { skip = 0; print }' README.md > README.md.tmp && mv README.md.tmp README.md
-	@rm -f $(OUT)/seccomp-table.md.tmp; echo "README system-call table written from $(SECCOMP_LIST)"
+		skip && /^\|/ { next } { skip = 0; print }' $(SECCOMP_DOC) > $(SECCOMP_DOC).tmp && mv $(SECCOMP_DOC).tmp $(SECCOMP_DOC)
+	@rm -f $(OUT)/seccomp-table.md.tmp; echo "$(SECCOMP_DOC) system-call table written from $(SECCOMP_LIST)"
+# Documents: every relative link of README.md, docs/, test/README.md and bench/ resolves
+# (files and #headings), README.md stays within 400 lines, and docs/seccomp.md's table is
+# the one syscalls.list gives. No build; part of make test.
+.PHONY: check-docs
+check-docs: check-seccomp-readme
+	@sh test/check-docs.sh
+
 check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=madvise $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=mprotect $(TEST_OUT)/system/seccomp_check

@@ -67,6 +67,7 @@ test-deps:
 	@sh test/deps.sh
 
 test: test-deps
+	@$(MAKE) --no-print-directory check-docs
 	@$(MAKE) --no-print-directory test-build
 	@OUT=$(OUT) CC=$(CC) sh test/run.sh
 
@@ -97,7 +98,7 @@ $(TEST_OUT)/system/cxx_dlopen: test/cxx/cxx_dlopen.c $(TEST_OUT)/cxx/libcxx_plug
 test-build: $(CXX_TEST_BINS)
 
 # `make sizeclass-table` prints the slab size-class table (Markdown) from src/slab/sizeclass.c;
-# The README (Size classes) embeds its output. PAGE=16384 shows it for another page size.
+# docs/slab.md (Size classes) tells readers to run it. PAGE=16384 shows it for another page size.
 .PHONY: sizeclass-table
 $(OUT)/tools/sizeclass_table: test/tools/sizeclass_table.c src/slab/sizeclass.c src/slab/sizeclass.h $(OUT)/config.stamp
 	@mkdir -p $(@D)
@@ -105,7 +106,7 @@ $(OUT)/tools/sizeclass_table: test/tools/sizeclass_table.c src/slab/sizeclass.c 
 sizeclass-table: $(OUT)/tools/sizeclass_table
 	@$(OUT)/tools/sizeclass_table $(PAGE)
 
-# test/spill/: a size class going on past its own region into spill regions (README
+# test/spill/: a size class going on past its own region into spill regions (docs/slab.md,
 # "Capacity"). Its library sets aside regions of 16 MiB (and nursery cells of 4 pages, so
 # the nursery still fits beside them) and 8 spill regions, so that a class fills its
 # region and every spill region in a few tens of MiB. A sub-make builds that library and

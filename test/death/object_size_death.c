@@ -73,7 +73,7 @@ static void live_answers(void)
 	if (malloc_object_size(p + u - 1) != 1) abort();
 	/* One past the end, and the rest of the slot (the canary): a valid pointer to
 	 * nothing. (Without canaries one past the end is the next slot's start, answered
-	 * as that: README, "malloc_object_size".) */
+	 * as that: docs/slab.md, "Introspection".) */
 	for (size_t k = u; CONFIG_SLOT_CANARY && k < u + 8; k++)
 		if (malloc_object_size(p + k) != 0) abort();
 	int local;

@@ -12,7 +12,7 @@
  *    it is verified whenever an operation touches the block, over what realloc keeps
  *    (min(old, new)), before every free, after malloc_trim and at the end of the input;
  *  - sizes: malloc_usable_size >= the request; exactly the class's usable size for a
- *    slab block (README "Size classes", the table from src/slab/sizeclass.h); whole pages
+ *    slab block (docs/slab.md "Size classes", make sizeclass-table); whole pages
  *    for a large one; malloc_object_size = usable - offset (0 at the end, 0 for
  *    pointers that are not rampart's). A program told the usable size then uses all
  *    of it, so the pattern covers it and realloc must keep it;
@@ -339,7 +339,7 @@ static void expect_errno(int want, const char *call)
 }
 
 /* The class that serves size bytes with that alignment (0: none asked), SC_COUNT for
- * a large block: README "Size classes" (aligned requests up to a page take the smallest
+ * a large block: docs/slab.md "Size classes" (aligned requests up to a page take the smallest
  * class whose slot size is a multiple of the alignment). */
 static unsigned class_of(size_t size, size_t align)
 {
