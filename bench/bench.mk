@@ -73,6 +73,19 @@ bench-deps:
 bench-clean:
 	rm -rf $(BENCH_OUT)
 
+# `make bug-classes`: one heap bug per scenario (bench/bugclasses.c) under glibc, rampart,
+# its light variant, Scudo where installed and every BENCH_EXTRA allocator; prints a
+# Markdown table of which ones stopped the process (the README's "What it stops").
+BUGCLASS_SCUDO := $(firstword $(wildcard /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-$(shell uname -m).so))
+$(BENCH_OUT)/bugclasses: bench/bugclasses.c
+	@mkdir -p $(@D)
+	$(CC) -O0 -fno-builtin -Wall -Wextra -Werror -o $@ $< -ldl
+.PHONY: bug-classes
+bug-classes: $(BENCH_OUT)/bugclasses bench-light
+	@sh bench/bugclasses.sh $(BENCH_OUT)/bugclasses rampart=$(abspath $(LIB_SO)) \
+		rampart-light=$(abspath $(LIB_SO_LIGHT)) $(if $(BUGCLASS_SCUDO),scudo=$(BUGCLASS_SCUDO)) \
+		$(strip $(BENCH_EXTRA))
+
 # An included file must not steal the top-level Makefile's default goal.
 ifneq ($(BENCH_STANDALONE),1)
 .DEFAULT_GOAL := $(BENCH_SAVED_GOAL)

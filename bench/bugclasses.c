@@ -1,0 +1,245 @@
+/*
+ * bugclasses.c — commit one heap bug per scenario and say whether the allocator in use
+ * stopped the process, so that allocators can be compared class by class under the same
+ * program: `make bug-classes` runs it with no preload (glibc), with rampart and with
+ * every allocator named in BENCH_EXTRA, and prints one table.
+ *
+ * Each scenario runs in a forked child: it commits the bug, then keeps allocating and
+ * freeing blocks of the same size (so a check made at a later allocation or free has
+ * its chance), then exits 0. The parent reports "stopped (SIGNAME)" when the child died
+ * by a signal, "not stopped" when it exited 0, and what else happened otherwise. A
+ * scenario that measures exposure instead of a stop ("stale data") prints what the
+ * child saw.
+ *
+ * Compiled with -O0 -fno-builtin: the compiler must not drop or reorder the bugs.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Pointers the compiler cannot reason about. */
+static void *volatile sink;
+
+static void churn(size_t size, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		void *p = malloc(size);
+		sink = p;
+		free(p);
+	}
+}
+
+/* Enough live blocks of one size that a freed slot of that size is surely handed out
+ * again, whatever the quarantine. */
+static void refill(size_t size, int count)
+{
+	for (int i = 0; i < count; i++) sink = malloc(size);
+}
+
+static int double_free(void)
+{
+	char *p = malloc(64);
+	free(p);
+	free(p);
+	churn(64, 1000);
+	return 0;
+}
+
+static int double_free_later(void)
+{
+	char *p = malloc(64), *q = malloc(64);
+	free(p);
+	free(q);
+	churn(64, 100);
+	free(p);
+	churn(64, 1000);
+	return 0;
+}
+
+static int double_free_large(void)
+{
+	char *p = malloc(1 << 20);
+	free(p);
+	free(p);
+	churn(1 << 20, 100);
+	return 0;
+}
+
+static int free_stack_pointer(void)
+{
+	char local[64];
+	sink = local;
+	free(sink);
+	churn(64, 1000);
+	return 0;
+}
+
+static int free_interior_pointer(void)
+{
+	char *p = malloc(64);
+	free(p + 16);
+	churn(64, 1000);
+	return 0;
+}
+
+static int overflow_small(void)
+{
+	char *p = malloc(24);
+	memset(p, 'A', 32); /* 8 bytes past the request */
+	free(p);
+	churn(24, 1000);
+	return 0;
+}
+
+static int underflow_small(void)
+{
+	char *p = malloc(24);
+	memset(p - 8, 'A', 8); /* 8 bytes before the block */
+	free(p);
+	churn(24, 1000);
+	return 0;
+}
+
+static int write_after_free_small(void)
+{
+	char *p = malloc(64);
+	free(p);
+	memset(p, 'A', 16);
+	/* Frees push the slot through any quarantine; allocations then take it. */
+	for (int i = 0; i < 100000; i++) {
+		churn(64, 1);
+		refill(64, 1);
+	}
+	return 0;
+}
+
+static int write_after_free_large(void)
+{
+	char *p = malloc(1 << 20);
+	p[0] = 1;
+	free(p);
+	p[4096] = 'A';
+	return 0;
+}
+
+static int overflow_large(void)
+{
+	char *p = malloc(1 << 20);
+	size_t n = malloc_usable_size(p);
+	p[n] = 'A'; /* one byte past the usable size */
+	free(p);
+	return 0;
+}
+
+static int underflow_large(void)
+{
+	char *p = malloc(1 << 20);
+	p[-4097] = 'A'; /* a page and a byte before the block */
+	free(p);
+	return 0;
+}
+
+/* C23 free_sized with the wrong size; exit 4 where the allocator has no free_sized. */
+static int sized_free_wrong_size(void)
+{
+	void (*free_sized_fn)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+	if (!free_sized_fn) return 4;
+	char *p = malloc(64);
+	free_sized_fn(p, 4096);
+	churn(64, 1000);
+	return 0;
+}
+
+static int zero_size_access(void)
+{
+	char *p = malloc(0);
+	memset(p, 'A', 8);
+	free(p);
+	return 0;
+}
+
+/* Exposure, not a stop: after a 64-byte block full of 'S' is freed, do any of the next
+ * 200,000 blocks of that size (half of them freed again at once) hold an 'S'?
+ * Exit 3 when one does. */
+static int stale_data(void)
+{
+	char *p = malloc(64);
+	memset(p, 'S', 64);
+	free(p);
+	for (int i = 0; i < 200000; i++) {
+		char *q = malloc(64);
+		if (!q) break;
+		if (i % 2) free(q); /* cycle any quarantine */
+		for (int j = 0; j < 64; j++)
+			if (q[j] == 'S') _exit(3);
+	}
+	return 0;
+}
+
+static const struct scenario {
+	const char *name;
+	int (*run)(void);
+} scenarios[] = {
+	{"double free (64 B), at once", double_free},
+	{"double free (64 B), after other frees", double_free_later},
+	{"double free (1 MiB)", double_free_large},
+	{"free of a stack pointer", free_stack_pointer},
+	{"free of an interior pointer (64 B block + 16)", free_interior_pointer},
+	{"free_sized with the wrong size (64 B block, 4096 given)", sized_free_wrong_size},
+	{"overflow: 8 bytes past a 24-byte block, then free", overflow_small},
+	{"underflow: 8 bytes before a 24-byte block, then free", underflow_small},
+	{"write after free (64 B), then churn of that size", write_after_free_small},
+	{"write after free (1 MiB)", write_after_free_large},
+	{"overflow: 1 byte past a 1 MiB block's usable size", overflow_large},
+	{"underflow: a page before a 1 MiB block", underflow_large},
+	{"write through malloc(0)", zero_size_access},
+	{"stale data: a freed block's bytes in a later block", stale_data},
+};
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
+	for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+		const struct scenario *s = &scenarios[i];
+		if (only && strcmp(only, s->name) != 0) continue;
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0) { perror("fork"); return 1; }
+		if (pid == 0) {
+			/* The allocator's report goes to stderr; keep the table readable. */
+			int devnull = open("/dev/null", O_WRONLY);
+			if (devnull >= 0) dup2(devnull, 2);
+			alarm(60);
+			_exit(s->run());
+		}
+		int status;
+		if (waitpid(pid, &status, 0) < 0) { perror("waitpid"); return 1; }
+		const char *verdict;
+		char buf[64];
+		if (WIFSIGNALED(status)) {
+			int sig = WTERMSIG(status);
+			snprintf(buf, sizeof buf, "%s (%s)", sig == SIGALRM ? "timeout" : "stopped",
+				 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+			verdict = buf;
+		} else if (WEXITSTATUS(status) == 0) {
+			verdict = s->run == stale_data ? "none seen" : "not stopped";
+		} else if (s->run == stale_data && WEXITSTATUS(status) == 3) {
+			verdict = "seen";
+		} else if (s->run == sized_free_wrong_size && WEXITSTATUS(status) == 4) {
+			verdict = "no free_sized";
+		} else {
+			snprintf(buf, sizeof buf, "exit %d", WEXITSTATUS(status));
+			verdict = buf;
+		}
+		printf("%s\t%s\n", s->name, verdict);
+	}
+	return 0;
+}
