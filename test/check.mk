@@ -167,6 +167,7 @@ arenas: re-executes /proc/self/exe for every case, like exit_check_death
 introspect: re-executes /proc/self/exe for its exit-report cases, like exit_check_death
 limit_as: re-executes /proc/self/exe under each RLIMIT_AS, like exit_check_death
 policy_ns: re-executes /proc/self/exe inside its mount namespace, like exit_check_death
+options_at_load: re-executes /proc/self/exe with each case's options, like exit_check_death
 mlock_system: asks process_vm_readv whether guards block access; qemu-user does not implement it
 slab_behaviour: one million live blocks need more than the 256 MiB per class of this build
 fresh_state: reads the guest's /proc/self/smaps and probes with process_vm_writev; qemu-user provides neither
