@@ -216,6 +216,43 @@ START_TEST(test_run_as_names)
 }
 END_TEST
 
+/* verbose=1's line names the rule's line and which name it matched. */
+START_TEST(test_say_names)
+{
+	char out[1024];
+	struct policy_status st = {.file = POLICY_READ, .path = "/etc/rampart.conf", .line = 3,
+				   .matched = POLICY_MATCHED_RUN_AS,
+				   .exe = {.path = "/usr/bin/python3.11", .run_as = "/usr/bin/python3"}};
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_str_eq(out, "rampart: policy file /etc/rampart.conf: last rule applied is line 3, matched by the name it "
+			      "was run as (executable /usr/bin/python3.11, run as /usr/bin/python3)\n");
+
+	st.matched = POLICY_MATCHED_PATH;
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_str_eq(out, "rampart: policy file /etc/rampart.conf: last rule applied is line 3, matched by the "
+			      "executable's path (executable /usr/bin/python3.11, run as /usr/bin/python3)\n");
+
+	st.exe.run_as_ignored = "AT_SECURE program";
+	st.secure = true;
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_msg(strstr(out, ": last rule applied is line 3 (executable /usr/bin/python3.11, run as /usr/bin/python3, "
+				  "not matched: AT_SECURE program)\n"),
+		      "'%s'", out);
+
+	st = (struct policy_status){.file = POLICY_READ, .path = "/etc/rampart.conf", .exe = {.path = "/bin/x", .run_as = ""}};
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_str_eq(out, "rampart: policy file /etc/rampart.conf: no rule applies (executable /bin/x)\n");
+}
+END_TEST
+
 /* When the path run by counts: the kernel's file and the named one are the same file
  * (a symlink to it, or itself under another path), and the program is not AT_SECURE. */
 START_TEST(test_run_as_counts)
@@ -430,6 +467,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_rule_without_options);
 	tcase_add_test(t, test_run_as_names);
 	tcase_add_test(t, test_run_as_counts);
+	tcase_add_test(t, test_say_names);
 	tcase_add_test(t, test_rule_messages);
 	tcase_add_test(t, test_new_options);
 	tcase_add_test(t, test_file_rules);
