@@ -20,6 +20,15 @@
 extern "C" {
 #endif
 
+/* gcc (11 and later) takes a `const T *` parameter to mean that the function reads
+ * the object; passing it a block fresh from malloc then warns -Wmaybe-uninitialized
+ * in the caller. A function that only looks at the pointer's value says so. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define RAMPART_POINTER_ONLY_(arg) __attribute__((__access__(__none__, arg)))
+#else
+#define RAMPART_POINTER_ONLY_(arg)
+#endif
+
 /* C23: free with the size (and alignment) the block was requested with. A size or
  * alignment that does not match the allocation is heap corruption: fatal. */
 void free_sized(void *ptr, size_t size);
@@ -30,7 +39,7 @@ void free_aligned_sized(void *ptr, size_t alignment, size_t size);
  * and for a pointer at or past the usable end of a live block. A pointer into
  * rampart's slab memory that is not inside a live block (freed, never handed out,
  * a guard) is heap corruption: fatal. */
-size_t malloc_object_size(const void *ptr);
+size_t malloc_object_size(const void *ptr) RAMPART_POINTER_ONLY_(1);
 
 /* The guard backend in use: "madvise" or "mprotect"; "passthrough" when the policy
  * hands this process's calls to the C library's allocator (rampart.conf(5)). */
@@ -104,6 +113,8 @@ void rampart_get_heap_stats(struct rampart_heap_stats *out);
 
 /* The library's version ("1.0.0"); compare with RAMPART_VERSION from this header. */
 const char *rampart_version(void);
+
+#undef RAMPART_POINTER_ONLY_
 
 #ifdef __cplusplus
 }

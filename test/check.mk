@@ -51,6 +51,18 @@ $(TEST_OUT)/system/api_check: test/portable/api_check.c $(OUT)/librampart.a test
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 test-build: $(TEST_OUT)/system/api_check
 
+# test/portable/header_check.c: rampart.h under a user's strict flags, as C and as C++.
+# Not TEST_CFLAGS: their -fno-builtin hides what the compiler knows of malloc, which is
+# what made gcc warn in callers of malloc_object_size. A warning fails the build.
+HEADER_CHECK_FLAGS := -O2 -Wall -Wextra -Wpedantic -Werror -Iinclude $(CHECK_TEST_CFLAGS)
+$(TEST_OUT)/system/header_check: test/portable/header_check.c $(OUT)/librampart.a include/rampart.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) -std=c99 $(HEADER_CHECK_FLAGS) -o $@ $< $(OUT)/librampart.a -pthread
+$(TEST_OUT)/portable/header_check_cxx.o: test/portable/header_check.c include/rampart.h
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) -x c++ -std=c++11 $(HEADER_CHECK_FLAGS) -c -o $@ $<
+test-build: $(TEST_OUT)/system/header_check $(TEST_OUT)/portable/header_check_cxx.o
+
 # test/uring/uring_check.c: rampart's blocks as io_uring fixed buffers (liburing):
 # round trips, blocks freed while registered, ranges reaching into guards, and all of
 # it again under mlockall. Part of `make test` (run.sh picks it up among the system
@@ -155,6 +167,7 @@ arenas: re-executes /proc/self/exe for every case, like exit_check_death
 introspect: re-executes /proc/self/exe for its exit-report cases, like exit_check_death
 limit_as: re-executes /proc/self/exe under each RLIMIT_AS, like exit_check_death
 policy_ns: re-executes /proc/self/exe inside its mount namespace, like exit_check_death
+options_at_load: re-executes /proc/self/exe with each case's options, like exit_check_death
 mlock_system: asks process_vm_readv whether guards block access; qemu-user does not implement it
 slab_behaviour: one million live blocks need more than the 256 MiB per class of this build
 fresh_state: reads the guest's /proc/self/smaps and probes with process_vm_writev; qemu-user provides neither

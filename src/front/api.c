@@ -300,13 +300,12 @@ API struct mallinfo mallinfo(void)
  * held, because stdio may allocate. */
 API int malloc_info(int options, FILE *fp)
 {
+	/* As glibc's code does (its manual page says -1 and errno): options other than 0
+	 * are answered with the error number itself, errno untouched, nothing written. */
+	if (options != 0) return EINVAL;
 	if (!rampart_ready()) {
 		if (rampart_passthrough()) return passthrough_info(options, fp);
 		errno = ENOMEM;
-		return -1;
-	}
-	if (options != 0) {
-		errno = EINVAL;
 		return -1;
 	}
 	int saved = errno;

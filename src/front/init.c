@@ -1,5 +1,6 @@
 /*
- * init.c — first-use initialisation, the read-only roots, and fork handling.
+ * init.c — first-use initialisation, the read-only roots, and fork handling; the
+ * options are read at load time (read_options_at_load, at the end).
  *
  * The first call decides, once, between rampart and the C library's allocator
  * (passthrough, chosen by the policy file or RAMPART_OPTIONS): before anything is
@@ -115,6 +116,19 @@ static bool start_modules(void)
 	return ro.large || (ro.large = large_init());
 }
 
+/* The options, and what the policy file did: read once, under the init lock, when the
+ * library is loaded or by the first call, whichever comes first. */
+static bool options_known;
+static struct policy_status policy_seen;
+
+static void read_options(void)
+{
+	if (options_known) return;
+	os_init();
+	policy_read(&ro.opt, &policy_seen);
+	options_known = true;
+}
+
 /* passthrough: the C library serves this process for good. Under the init lock. */
 static bool become_passthrough(const struct policy_status *ps)
 {
@@ -146,10 +160,8 @@ bool rampart_init_slow(void)
 	int state = atomic_load_explicit(&rampart_state, memory_order_relaxed);
 	bool ok = state == STATE_READY;
 	if (state == STATE_NEW) {
-		os_init();
-		struct policy_status ps;
-		policy_read(&ro.opt, &ps);
-		if (ro.opt.passthrough && become_passthrough(&ps)) {
+		read_options();
+		if (ro.opt.passthrough && become_passthrough(&policy_seen)) {
 			lock_give(&init_lock);
 			return false;
 		}
@@ -161,7 +173,7 @@ bool rampart_init_slow(void)
 			protect_roots();
 			if (ro.opt.verbose) {
 				say_choices();
-				policy_say(&ps);
+				policy_say(&policy_seen);
 			}
 			/* The fork handlers exist before any other thread can take one of the
 			 * allocator's locks: those wait for the ready flag, set only after. */
@@ -176,4 +188,26 @@ bool rampart_init_slow(void)
 	}
 	lock_give(&init_lock);
 	return ok;
+}
+
+/* A program that never allocates (/bin/true) would otherwise never read its options:
+ * help=1, verbose=1 and the warnings for bad entries would print nothing. Reading them
+ * at load costs what the first call would have spent on it anyway (a getenv, the
+ * policy file's open); the rest of start-up waits for the first call, except under
+ * verbose=1, whose line tells what start-up chose. Nothing happens if a call came
+ * first (another library's constructor that allocates). */
+__attribute__((constructor)) static void read_options_at_load(void)
+{
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_NEW) return;
+	lock_take(&init_lock);
+	bool start_now = false;
+	if (atomic_load_explicit(&rampart_state, memory_order_relaxed) == STATE_NEW) {
+		read_options();
+		start_now = ro.opt.verbose;
+	}
+	lock_give(&init_lock);
+	if (start_now) {
+		bool started = rampart_init_slow(); /* a failure is retried by the first call */
+		(void)started;
+	}
 }

@@ -7,7 +7,10 @@
  *    lets it sit alone on a page): an attacker who can write a global cannot
  *    redirect rampart's tables.
  *  - rampart_ready() is one acquire load; initialisation runs once, on first use,
- *    without calling malloc or dlsym.
+ *    without calling malloc or dlsym. Only the options are read earlier, when the
+ *    library is loaded (unless a call came first), so that a program that never
+ *    allocates still shows help=1, verbose=1 and bad entries; verbose=1 starts
+ *    everything then, to say what start-up chose.
  *  - A passthrough process (policy.h, passthrough.h) never becomes READY: its state is
  *    PASSTHROUGH from the first call on, so rampart_ready() is false and every entry
  *    point hands the call to the C library on its cold path. The fast path of a

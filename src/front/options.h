@@ -10,7 +10,8 @@
  * src/front/policy.h). The same grammar serves RAMPART_OPTIONS and the lines of the policy
  * file; messages name their source ("RAMPART_OPTIONS" or "/etc/rampart.conf:12").
  *
- * Invariants: read once during initialisation and never again; the environment is
+ * Invariants: read once, when the library is loaded or by the first call if that
+ * comes first (src/front/init.c), and never again; the environment is
  * ignored entirely for set-user-ID and other AT_SECURE programs, whose environment an
  * attacker controls (src/front/policy.c combines file and environment). Nothing here
  * allocates.

@@ -49,11 +49,39 @@ bool policy_glob(const char *pat, size_t plen, const char *s)
 	return p == plen;
 }
 
-bool policy_match(const char *pattern, size_t plen, const char *exe)
+bool policy_match(const char *pattern, size_t plen, const char *name)
 {
-	if (memchr(pattern, '/', plen)) return policy_glob(pattern, plen, exe);
-	const char *base = strrchr(exe, '/');
-	return policy_glob(pattern, plen, base ? base + 1 : exe);
+	if (memchr(pattern, '/', plen)) return policy_glob(pattern, plen, name);
+	const char *base = strrchr(name, '/');
+	return policy_glob(pattern, plen, base ? base + 1 : name);
+}
+
+enum policy_matched policy_match_exe(const char *pattern, size_t plen, const struct policy_exe *exe)
+{
+	if (policy_match(pattern, plen, exe->path)) return POLICY_MATCHED_PATH;
+	if (exe->run_as[0] && !exe->run_as_ignored && policy_match(pattern, plen, exe->run_as))
+		return POLICY_MATCHED_RUN_AS;
+	return POLICY_MATCHED_NONE;
+}
+
+/* The name the program was run by, kept: AT_EXECFN's string lies in memory the program
+ * may reuse (a process title written over argv and the environment). */
+static char run_as_path[4096];
+
+void policy_name_exe(struct policy_exe *exe, const char *kernel_file, const char *path, const char *run_as,
+		     bool secure)
+{
+	*exe = (struct policy_exe){.path = path, .run_as = ""};
+	if (!run_as || !strcmp(run_as, path)) return;
+	size_t n = strlen(run_as);
+	if (n >= sizeof run_as_path) return; /* longer than any path the kernel runs */
+	memcpy(run_as_path, run_as, n + 1);
+	exe->run_as = run_as_path;
+	struct stat by_kernel, by_name;
+	if (secure) exe->run_as_ignored = "AT_SECURE program";
+	else if (stat(kernel_file, &by_kernel) || stat(run_as_path, &by_name) || by_kernel.st_dev != by_name.st_dev ||
+		 by_kernel.st_ino != by_name.st_ino)
+		exe->run_as_ignored = "another file";
 }
 
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
@@ -71,9 +99,24 @@ static void source_name(char *buf, size_t cap, const char *path, unsigned line)
 	buf[at] = 0;
 }
 
-unsigned policy_apply_text(struct options *o, const char *text, size_t len, const char *exe, const char *path)
+/* "<source>: rule for '<pattern>' has no options" as a warning. */
+static void warn_no_options(const char *source, const char *pat, size_t plen)
+{
+	char msg[256];
+	size_t at = 0, cap = sizeof msg - 1;
+	for (const char *s = source; *s && at < cap;) msg[at++] = *s++;
+	for (const char *s = ": rule for '"; *s && at < cap;) msg[at++] = *s++;
+	for (size_t i = 0; i < MIN(plen, (size_t)100) && at < cap;) msg[at++] = pat[i++];
+	for (const char *s = "' has no options"; *s && at < cap;) msg[at++] = *s++;
+	msg[at] = 0;
+	os_warn(msg, NULL);
+}
+
+unsigned policy_apply_text(struct options *o, const char *text, size_t len, const struct policy_exe *exe,
+			   const char *path, enum policy_matched *matched)
 {
 	unsigned last = 0, number = 0;
+	enum policy_matched last_by = POLICY_MATCHED_NONE;
 	for (const char *p = text, *end = text + len; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
@@ -84,16 +127,24 @@ unsigned policy_apply_text(struct options *o, const char *text, size_t len, cons
 		const char *pat = p;
 		while (p < stop && !blank(*p)) p++;
 		size_t plen = (size_t)(p - pat);
-		if (plen && policy_match(pat, plen, exe)) {
+		enum policy_matched by = plen ? policy_match_exe(pat, plen, exe) : POLICY_MATCHED_NONE;
+		if (by != POLICY_MATCHED_NONE) {
 			while (p < stop && blank(*p)) p++;
 			while (stop > p && blank(stop[-1])) stop--; /* a CR of a CRLF file too */
 			char source[128];
 			source_name(source, sizeof source, path, number);
-			options_apply(o, p, (size_t)(stop - p), source);
-			last = number;
+			if (p == stop) {
+				/* Most likely a rule whose options were lost to a stray '#'. */
+				warn_no_options(source, pat, plen);
+			} else {
+				options_apply(o, p, (size_t)(stop - p), source);
+				last = number;
+				last_by = by;
+			}
 		}
 		p = nl ? nl + 1 : end;
 	}
+	if (matched) *matched = last_by;
 	return last;
 }
 
@@ -111,26 +162,31 @@ const char *policy_unsafe(const struct stat *st)
 static char policy_text[POLICY_MAX_BYTES];
 static char exe_path[4096];
 
-/* The executable, as the kernel names it. */
-static const char *self_exe(bool secure)
+/* This process's names: the executable as the kernel names it, and the path it was
+ * run by where that counts (see policy.h). */
+static void self_exe(struct policy_exe *exe, bool secure)
 {
+	const char *run_as = (const char *)getauxval(AT_EXECFN);
 	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
 	if (n > 0) {
 		exe_path[n] = 0;
-		return exe_path;
+		policy_name_exe(exe, "/proc/self/exe", exe_path, run_as, secure);
+		return;
 	}
 	/* No /proc (early boot, a bare chroot). AT_EXECFN is what the caller of execve
 	 * passed: good enough for a program whose environment wins anyway, not for one
 	 * that runs with privileges its caller lacks. */
-	const char *fn = secure ? NULL : (const char *)getauxval(AT_EXECFN);
-	return fn ? fn : "";
+	exe_path[0] = 0;
+	if (!secure && run_as && strlen(run_as) < sizeof exe_path) strcpy(exe_path, run_as);
+	*exe = (struct policy_exe){.path = exe_path, .run_as = ""};
 }
 
-void policy_apply_file(struct options *o, const char *path, const char *exe, struct policy_status *st)
+void policy_apply_file(struct options *o, const char *path, const struct policy_exe *exe, struct policy_status *st)
 {
 	st->path = path;
-	st->exe = "";
+	st->exe = (struct policy_exe){.path = "", .run_as = ""};
 	st->line = 0;
+	st->matched = POLICY_MATCHED_NONE;
 	st->truncated = false;
 	st->why = NULL;
 	/* Non-blocking: a FIFO put in its place must not hang every program at start-up. */
@@ -164,9 +220,10 @@ void policy_apply_file(struct options *o, const char *path, const char *exe, str
 			while (len && policy_text[len - 1] != '\n') len--;
 		}
 		st->file = POLICY_READ;
-		/* Only now is the executable's name worth a system call. */
-		st->exe = exe ? exe : self_exe(st->secure);
-		st->line = policy_apply_text(o, policy_text, len, st->exe, path);
+		/* Only now are the executable's names worth a system call. */
+		if (exe) st->exe = *exe;
+		else self_exe(&st->exe, st->secure);
+		st->line = policy_apply_text(o, policy_text, len, &st->exe, path, &st->matched);
 	}
 	close(fd);
 }
@@ -175,7 +232,7 @@ void policy_read(struct options *o, struct policy_status *st)
 {
 	int saved = errno; /* start-up happens inside the program's malloc */
 	options_default(o);
-	*st = (struct policy_status){.file = POLICY_NO_FILE, .path = CONFIG_POLICY_PATH, .exe = ""};
+	*st = (struct policy_status){.file = POLICY_NO_FILE, .path = CONFIG_POLICY_PATH, .exe = {.path = "", .run_as = ""}};
 	st->secure = getauxval(AT_SECURE) != 0;
 	if (CONFIG_POLICY_PATH[0]) policy_apply_file(o, CONFIG_POLICY_PATH, NULL, st);
 	if (!st->secure) {
@@ -204,14 +261,28 @@ void policy_say(const struct policy_status *st)
 	} else {
 		out_str(&w, "rampart: policy file ");
 		out_str(&w, st->path);
+		const struct policy_exe *e = &st->exe;
 		if (st->line) {
 			out_str(&w, ": last rule applied is line ");
 			out_num(&w, st->line);
+			if (st->matched == POLICY_MATCHED_RUN_AS) {
+				out_str(&w, ", matched by the name it was run as");
+			} else if (e->run_as[0] && !e->run_as_ignored) {
+				out_str(&w, ", matched by the executable's path");
+			}
 		} else {
 			out_str(&w, ": no rule applies");
 		}
 		out_str(&w, " (executable ");
-		out_str(&w, st->exe[0] ? st->exe : "unknown");
+		out_str(&w, e->path[0] ? e->path : "unknown");
+		if (e->run_as[0]) {
+			out_str(&w, ", run as ");
+			out_str(&w, e->run_as);
+			if (e->run_as_ignored) {
+				out_str(&w, ", not matched: ");
+				out_str(&w, e->run_as_ignored);
+			}
+		}
 		out_str(&w, ")");
 		if (st->truncated) out_str(&w, "; longer than " POLICY_MAX_TEXT " bytes, the rest was ignored");
 		out_str(&w, "\n");

@@ -25,8 +25,12 @@
  *    reports it; neither: SIGABRT;
  *  - a bad entry on a line that applies is reported with file and line; a bad entry on a
  *    line for another program is not;
+ *  - the name run by: a rule naming a symlink to this program (by name or full path)
+ *    applies when the program is run through it, a rule naming a made-up argv[0] does
+ *    not, and verbose=1 says which name the rule matched;
  *  - AT_SECURE: a set-user-ID copy run by an unprivileged user obeys the file and
- *    ignores RAMPART_OPTIONS.
+ *    ignores RAMPART_OPTIONS, and a symlink to it named after a rule does not bring it
+ *    that rule.
  * In a static program (no glibc to hand calls to), passthrough must keep rampart and say
  * "passthrough unavailable": the passthrough cases check that instead.
  */
@@ -149,8 +153,9 @@ static char W[64] = "/tmp/rampart-policy_ns-XXXXXX";
 
 static void wpath(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", W, name); }
 
-/* Run exe --child scenario with RAMPART_OPTIONS=opts (NULL: unset), as uid (0: root). */
-static struct result run_as(const char *exe, const char *scenario, const char *opts, uid_t uid)
+/* Run exe (argv[0] argv0) --child scenario with RAMPART_OPTIONS=opts (NULL: unset), as
+ * uid (0: root). */
+static struct result run_named(const char *exe, const char *argv0, const char *scenario, const char *opts, uid_t uid)
 {
 	struct result r;
 	char out_path[128], err_path[128];
@@ -169,7 +174,7 @@ static struct result run_as(const char *exe, const char *scenario, const char *o
 		char env_opts[256];
 		snprintf(env_opts, sizeof env_opts, "RAMPART_OPTIONS=%s", opts ? opts : "");
 		char *envp[] = {opts ? env_opts : NULL, NULL};
-		char *argv[] = {(char *)exe, "--child", (char *)scenario, NULL};
+		char *argv[] = {(char *)argv0, "--child", (char *)scenario, NULL};
 		execve(exe, argv, envp);
 		_exit(127);
 	}
@@ -179,6 +184,11 @@ static struct result run_as(const char *exe, const char *scenario, const char *o
 	slurp(out_path, r.out, sizeof r.out);
 	slurp(err_path, r.err, sizeof r.err);
 	return r;
+}
+
+static struct result run_as(const char *exe, const char *scenario, const char *opts, uid_t uid)
+{
+	return run_named(exe, exe, scenario, opts, uid);
 }
 
 static struct result run(const char *scenario, const char *opts) { return run_as(self, scenario, opts, 0); }
@@ -332,6 +342,47 @@ static void cases_errors(void)
 	       "a bad entry is reported with file and line, only by the program it applies to", &r);
 }
 
+/* The path a program is run by: a symlink's name matches (the kernel resolves it to
+ * this executable), a made-up argv[0] does not, and verbose=1 says which name matched. */
+static void cases_run_as(void)
+{
+	char link[128], text[8192], opts[256], want[8192];
+	wpath(link, sizeof link, "alias_ns");
+	CHECK(symlink(self, link) == 0);
+	snprintf(opts, sizeof opts, "%s%sverbose=1", base_opts ? base_opts : "", base_opts ? "," : "");
+	struct result r;
+
+	conf("alias_ns passthrough\n", 0, 0644);
+	r = run_as(link, "state", base_opts, 0);
+	expect(passthrough_or_unavailable(&r), "a rule naming the symlink the program was run by applies", &r);
+	r = run("state", base_opts);
+	expect(is_rampart(&r), "... and not when it is run by its own path", &r);
+
+	snprintf(text, sizeof text, "%s passthrough\n", link);
+	conf(text, 0, 0644);
+	r = run_as(link, "state", base_opts, 0);
+	expect(passthrough_or_unavailable(&r), "a rule naming the symlink's full path applies", &r);
+
+	conf("alias_ns on_error=report\n", 0, 0644);
+	r = run_as(link, "state", opts, 0);
+	snprintf(want, sizeof want, CONF ": last rule applied is line 1, matched by the name it was run as (executable %s, run as %s)",
+		 self, link);
+	expect(is_rampart(&r) && strstr(r.err, want), "verbose=1 says the rule matched the name the program was run as",
+	       &r);
+	snprintf(text, sizeof text, "%s on_error=report\n", self);
+	conf(text, 0, 0644);
+	r = run_as(link, "state", opts, 0);
+	snprintf(want, sizeof want, CONF ": last rule applied is line 1, matched by the executable's path (executable %s, run as %s)",
+		 self, link);
+	expect(is_rampart(&r) && strstr(r.err, want), "... or the executable's own path", &r);
+
+	conf("made_up_name passthrough\n", 0, 0644);
+	r = run_named(self, "made_up_name", "state", opts, 0);
+	expect(is_rampart(&r) && strstr(r.err, CONF ": no rule applies") && !strstr(r.err, "made_up_name"),
+	       "argv[0] is no name of the program: a rule for a made-up argv[0] does not apply", &r);
+	unlink(link);
+}
+
 /* A set-user-ID root copy of this program, run by nobody: AT_SECURE. */
 static void cases_secure(void)
 {
@@ -364,6 +415,18 @@ static void cases_secure(void)
 	no_conf();
 	r = run_as(copy, "state", "passthrough=1", 65534);
 	expect(is_rampart(&r), "AT_SECURE: RAMPART_OPTIONS=passthrough=1 alone is ignored", &r);
+
+	/* A link named after another program's rule does not bring that rule to a
+	 * privileged program: it is matched by the kernel's name alone. */
+	char alias[128];
+	wpath(alias, sizeof alias, "secure_alias");
+	CHECK(symlink(copy, alias) == 0);
+	conf("* verbose=1\nsecure_alias passthrough\n", 0, 0644);
+	r = run_as(alias, "state", NULL, 65534);
+	expect(is_rampart(&r) && !strstr(r.err, "passthrough unavailable") &&
+		       strstr(r.err, "last rule applied is line 1") && strstr(r.err, "not matched: AT_SECURE program"),
+	       "AT_SECURE: a rule naming the symlink it was run by does not apply", &r);
+	unlink(alias);
 	unlink(copy);
 }
 
@@ -431,6 +494,7 @@ int main(int argc, char **argv)
 	if (!passthrough_available_here) printf("note: a static program: passthrough must be refused with a reason\n");
 	cases_passthrough();
 	cases_errors();
+	cases_run_as();
 	cases_secure();
 	/* The namespace's mounts go with the process; the directory on the host stays
 	 * unless removed from there: from here it is the tmpfs's mount point. */

@@ -35,16 +35,31 @@ static void capture_end(char *buf, size_t cap)
 	close(pipe_rd);
 }
 
-/* Apply text for exe; stderr into warn; returns the options, *line the last rule. */
-static struct options apply(const char *text, const char *exe, unsigned *line, char *warn, size_t cap)
+/* An executable known by its path alone. */
+static const struct policy_exe *named(const char *path)
+{
+	static struct policy_exe exe;
+	exe = (struct policy_exe){.path = path, .run_as = ""};
+	return &exe;
+}
+
+/* Apply text for exe; stderr into warn; returns the options, *line the last rule and
+ * *by the name it matched (each unless NULL). */
+static struct options apply_names(const char *text, const struct policy_exe *exe, unsigned *line,
+				  enum policy_matched *by, char *warn, size_t cap)
 {
 	struct options o;
 	options_default(&o);
 	capture_begin();
-	unsigned l = policy_apply_text(&o, text, strlen(text), exe, "/etc/rampart.conf");
+	unsigned l = policy_apply_text(&o, text, strlen(text), exe, "/etc/rampart.conf", by);
 	capture_end(warn, cap);
 	if (line) *line = l;
 	return o;
+}
+
+static struct options apply(const char *text, const char *exe, unsigned *line, char *warn, size_t cap)
+{
+	return apply_names(text, named(exe), line, NULL, warn, cap);
 }
 
 START_TEST(test_glob)
@@ -129,18 +144,161 @@ START_TEST(test_rules)
 	ck_assert(!o.passthrough);
 	ck_assert_uint_eq(line, 0);
 
-	/* No final newline, CRLF line ends, a pattern with no options, comments only. */
+	/* No final newline, CRLF line ends, comments only. */
 	o = apply("x passthrough", "/bin/x", &line, warn, sizeof warn);
 	ck_assert(o.passthrough);
 	o = apply("x on_error=report\r\n", "/bin/x", &line, warn, sizeof warn);
 	ck_assert_int_eq(o.on_error, ON_ERROR_REPORT);
 	ck_assert_str_eq(warn, "");
-	o = apply("x\n# x passthrough\n   # x passthrough\n", "/bin/x", &line, warn, sizeof warn);
+	o = apply("# x passthrough\n   # x passthrough\n\n", "/bin/x", &line, warn, sizeof warn);
 	ck_assert(!o.passthrough);
-	ck_assert_uint_eq(line, 1);
+	ck_assert_uint_eq(line, 0);
 	ck_assert_str_eq(warn, "");
 	o = apply("", "/bin/x", &line, warn, sizeof warn);
 	ck_assert_uint_eq(line, 0);
+}
+END_TEST
+
+/* A rule with no options applies nothing and says so, on the program it names only. */
+START_TEST(test_rule_without_options)
+{
+	char warn[1024];
+	unsigned line;
+	const char *text = "* on_error=report\n"
+			   "x\n"
+			   "y   # passthrough\n"
+			   "x\t \r\n";
+	struct options o = apply(text, "/bin/x", &line, warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "rampart: warning: /etc/rampart.conf:2: rule for 'x' has no options\n"), "'%s'", warn);
+	ck_assert_msg(strstr(warn, "rampart: warning: /etc/rampart.conf:4: rule for 'x' has no options\n"), "'%s'", warn);
+	ck_assert_msg(!strstr(warn, "'y'"), "'%s'", warn);
+	ck_assert_int_eq(o.on_error, ON_ERROR_REPORT);
+	ck_assert_uint_eq(line, 1); /* the last rule that applied something */
+	apply(text, "/bin/y", &line, warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "/etc/rampart.conf:3: rule for 'y' has no options") && !strstr(warn, "'x'"), "'%s'",
+		      warn);
+	apply(text, "/bin/z", &line, warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+}
+END_TEST
+
+/* A rule matches the executable's path or the path it was run by (when that counts):
+ * the name the user typed works, and the status says which name matched. */
+START_TEST(test_run_as_names)
+{
+	char warn[1024];
+	unsigned line;
+	enum policy_matched by;
+	const char *text = "python3 on_error=report\n"
+			   "/usr/bin/python3 sized_free=off\n"
+			   "python3.11 verbose=1\n";
+	struct policy_exe exe = {.path = "/usr/bin/python3.11", .run_as = "/usr/bin/python3"};
+	struct options o = apply_names(text, &exe, &line, &by, warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert(o.on_error == ON_ERROR_REPORT && !o.sized_free && o.verbose);
+	ck_assert_uint_eq(line, 3);
+	ck_assert_int_eq(by, POLICY_MATCHED_PATH);
+	o = apply_names("python3 on_error=report\n", &exe, &line, &by, warn, sizeof warn);
+	ck_assert(o.on_error == ON_ERROR_REPORT);
+	ck_assert_int_eq(by, POLICY_MATCHED_RUN_AS);
+
+	/* A name that does not count matches nothing: only the executable's path. */
+	exe.run_as_ignored = "another file";
+	o = apply_names(text, &exe, &line, &by, warn, sizeof warn);
+	ck_assert(o.on_error == ON_ERROR_ABORT && o.sized_free && o.verbose);
+	ck_assert_int_eq(by, POLICY_MATCHED_PATH);
+	apply_names("python3 on_error=report\n", &exe, &line, &by, warn, sizeof warn);
+	ck_assert_uint_eq(line, 0);
+	ck_assert_int_eq(by, POLICY_MATCHED_NONE);
+
+	ck_assert_int_eq(policy_match_exe("*", 1, named("")), POLICY_MATCHED_PATH);
+	ck_assert_int_eq(policy_match_exe("python3", 7, named("")), POLICY_MATCHED_NONE);
+}
+END_TEST
+
+/* verbose=1's line names the rule's line and which name it matched. */
+START_TEST(test_say_names)
+{
+	char out[1024];
+	struct policy_status st = {.file = POLICY_READ, .path = "/etc/rampart.conf", .line = 3,
+				   .matched = POLICY_MATCHED_RUN_AS,
+				   .exe = {.path = "/usr/bin/python3.11", .run_as = "/usr/bin/python3"}};
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_str_eq(out, "rampart: policy file /etc/rampart.conf: last rule applied is line 3, matched by the name it "
+			      "was run as (executable /usr/bin/python3.11, run as /usr/bin/python3)\n");
+
+	st.matched = POLICY_MATCHED_PATH;
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_str_eq(out, "rampart: policy file /etc/rampart.conf: last rule applied is line 3, matched by the "
+			      "executable's path (executable /usr/bin/python3.11, run as /usr/bin/python3)\n");
+
+	st.exe.run_as_ignored = "AT_SECURE program";
+	st.secure = true;
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_msg(strstr(out, ": last rule applied is line 3 (executable /usr/bin/python3.11, run as /usr/bin/python3, "
+				  "not matched: AT_SECURE program)\n"),
+		      "'%s'", out);
+
+	st = (struct policy_status){.file = POLICY_READ, .path = "/etc/rampart.conf", .exe = {.path = "/bin/x", .run_as = ""}};
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_str_eq(out, "rampart: policy file /etc/rampart.conf: no rule applies (executable /bin/x)\n");
+}
+END_TEST
+
+/* When the path run by counts: the kernel's file and the named one are the same file
+ * (a symlink to it, or itself under another path), and the program is not AT_SECURE. */
+START_TEST(test_run_as_counts)
+{
+	char dir[] = "/tmp/rampart-runas-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char real[256], link[256], other[256], hard[256];
+	snprintf(real, sizeof real, "%s/python3.11", dir);
+	snprintf(link, sizeof link, "%s/python3", dir);
+	snprintf(other, sizeof other, "%s/other", dir);
+	snprintf(hard, sizeof hard, "%s/./python3.11", dir);
+	int fd = open(real, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(symlink("python3.11", link), 0);
+
+	struct policy_exe exe;
+	policy_name_exe(&exe, real, real, link, false);
+	ck_assert_str_eq(exe.path, real);
+	ck_assert_str_eq(exe.run_as, link);
+	ck_assert_ptr_null(exe.run_as_ignored);
+
+	policy_name_exe(&exe, real, real, hard, false);
+	ck_assert_str_eq(exe.run_as, hard);
+	ck_assert_ptr_null(exe.run_as_ignored);
+
+	policy_name_exe(&exe, real, real, link, true); /* AT_SECURE: the kernel's name alone */
+	ck_assert_str_eq(exe.run_as_ignored, "AT_SECURE program");
+
+	policy_name_exe(&exe, real, real, other, false); /* a name of another file */
+	ck_assert_str_eq(exe.run_as_ignored, "another file");
+	policy_name_exe(&exe, real, real, "/nonexistent/python3", false);
+	ck_assert_str_eq(exe.run_as_ignored, "another file");
+
+	policy_name_exe(&exe, real, real, real, false); /* the same string: one name */
+	ck_assert_str_eq(exe.run_as, "");
+	policy_name_exe(&exe, real, real, NULL, false);
+	ck_assert_str_eq(exe.run_as, "");
+
+	unlink(link);
+	unlink(other);
+	unlink(real);
+	rmdir(dir);
 }
 END_TEST
 
@@ -214,7 +372,7 @@ START_TEST(test_file_rules)
 	/* Absent. */
 	options_default(&o);
 	st = (struct policy_status){0};
-	policy_apply_file(&o, path, "/bin/x", &st);
+	policy_apply_file(&o, path, named("/bin/x"), &st);
 	ck_assert_int_eq(st.file, POLICY_ABSENT);
 
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -243,7 +401,7 @@ START_TEST(test_file_rules)
 		if (root) ck_assert_int_eq(chown(path, cases[i].owner, 0), 0);
 		options_default(&o);
 		st = (struct policy_status){0};
-		policy_apply_file(&o, path, "/bin/x", &st);
+		policy_apply_file(&o, path, named("/bin/x"), &st);
 		if (!root) { /* a file we own is never trusted */
 			ck_assert_int_eq(st.file, POLICY_IGNORED);
 			ck_assert_str_eq(st.why, "not owned by root");
@@ -261,7 +419,7 @@ START_TEST(test_file_rules)
 	/* Not a regular file. */
 	options_default(&o);
 	st = (struct policy_status){0};
-	policy_apply_file(&o, dir, "/bin/x", &st);
+	policy_apply_file(&o, dir, named("/bin/x"), &st);
 	ck_assert_int_eq(st.file, POLICY_IGNORED);
 	ck_assert_str_eq(st.why, "not a regular file"); /* checked before the owner */
 	rmdir(dir);
@@ -291,7 +449,7 @@ START_TEST(test_file_limit)
 	struct options o;
 	options_default(&o);
 	struct policy_status st = {0};
-	policy_apply_file(&o, path, "/bin/x", &st);
+	policy_apply_file(&o, path, named("/bin/x"), &st);
 	unlink(path);
 	ck_assert_int_eq(st.file, POLICY_READ);
 	ck_assert(st.truncated);
@@ -306,6 +464,10 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_glob);
 	tcase_add_test(t, test_rules);
+	tcase_add_test(t, test_rule_without_options);
+	tcase_add_test(t, test_run_as_names);
+	tcase_add_test(t, test_run_as_counts);
+	tcase_add_test(t, test_say_names);
 	tcase_add_test(t, test_rule_messages);
 	tcase_add_test(t, test_new_options);
 	tcase_add_test(t, test_file_rules);
