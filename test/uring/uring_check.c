@@ -473,9 +473,7 @@ int main(void)
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	int r = io_uring_queue_init(8, &ring, 0);
 	if (r == -ENOSYS || r == -EPERM || r == -EACCES) {
-		printf("uring_check: SKIPPED: io_uring_queue_init: %s (kernel.io_uring_disabled, seccomp or an old kernel)\n",
-		       strerror(-r));
-		return SKIPPED;
+		test_skip("io_uring_queue_init: %s (kernel.io_uring_disabled, seccomp or an old kernel)", strerror(-r));
 	}
 	if (r) {
 		printf("uring_check: io_uring_queue_init: %s\n", strerror(-r));
