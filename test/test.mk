@@ -83,6 +83,14 @@ test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@OUT=$(OUT) CC=$(CC) sh test/run.sh
 
+# The benchmark suite once, quick, with assertions (test/bench_smoke.sh): every workload
+# ran under glibc, rampart and rampart-light with glibc's output, and the default build
+# is left as it was. Not part of `make test`, which tests rampart; CI runs it as a step.
+.PHONY: bench-smoke
+bench-smoke: test-deps
+	@$(MAKE) --no-print-directory lib
+	@sh test/bench_smoke.sh
+
 # C++ operators (src/front/cxx.c), from C++ programs: test/cxx/*. cxx_test runs linked with
 # librampart.a and with librampart.so; cxx_dlopen is a C program that dlopens a C++
 # plugin (libstdc++ arrives late).
