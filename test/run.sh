@@ -4,18 +4,20 @@
 #   tests: P passed, F failed, S skipped (PROGRAM: why; ...)
 # A program that exits 77 cannot run here and is counted as skipped, with the reason it
 # printed. A listed program that was not built fails.
-# TESTS='system/slot_reuse death/*' runs only the programs that match one of its patterns.
+# TESTS='system/slot_reuse death/*' (also `make test TESTS=...`) runs only the programs
+# that match one of its patterns.
 OUT=${OUT:-out}
 T=$OUT/test
 . test/results.sh
 
 list=$(awk -v what=run -f test/list.awk test/tests.list) || exit 1
 if [ -n "$TESTS" ]; then
-	list=$(printf '%s\n' "$list" | while read -r prog rest; do
+	list=$(set -f; printf '%s\n' "$list" | while read -r prog rest; do
 		for pattern in $TESTS; do
 			case $prog in $pattern) echo "$prog $rest"; break ;; esac
 		done
 	done)
+	[ -n "$list" ] || { echo "no program in test/tests.list matches TESTS='$TESTS'"; exit 1; }
 fi
 
 # Tenths of a second since the epoch (GNU date).
@@ -24,7 +26,7 @@ now() { t=$(date +%s%N); echo $((t / 100000000)); }
 # How many runs there will be, for the [n/N] count.
 total=0
 while read -r prog runs src; do
-	case $runs in both) total=$((total + 2)) ;; *) total=$((total + 1)) ;; esac
+	case $runs in both) total=$((total + 2)) ;; preload | sh) total=$((total + 1)) ;; esac
 done <<EOF
 $list
 EOF
