@@ -37,19 +37,18 @@ TEST_CFLAGS += -fno-builtin $(CHECK_TEST_CFLAGS)
 LIGHT_TEST_CFLAGS += -fno-builtin $(CHECK_TEST_CFLAGS)
 CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 
-# The suite of `make test` without the benchmark, for a build in another OUT.
-CHECK_RUN = SKIP_BENCH=1 OUT=$(1) sh test/run.sh
+# The suite of `make test`, for a build in another OUT.
+CHECK_RUN = OUT=$(1) sh test/run.sh
 
 .PHONY: check-seccomp check-seccomp-readme seccomp-table
 .PHONY: check-real
 .PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64 check-uring check-system-wide
 
-# test/portable/api_check.c: the public interface without a test framework. Part of
-# `make test` (run.sh picks it up among the system tests) and of every static build.
+# test/portable/api_check.c: the public interface without a test framework. In
+# test/tests.list (system/api_check) and in every static build.
 $(TEST_OUT)/system/api_check: test/portable/api_check.c $(OUT)/librampart.a test/harness.h include/rampart.h
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
-test-build: $(TEST_OUT)/system/api_check
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 
 # test/portable/header_check.c: rampart.h under a user's strict flags, as C and as C++.
 # Not TEST_CFLAGS: their -fno-builtin hides what the compiler knows of malloc, which is
@@ -61,17 +60,17 @@ $(TEST_OUT)/system/header_check: test/portable/header_check.c $(OUT)/librampart.
 $(TEST_OUT)/portable/header_check_cxx.o: test/portable/header_check.c include/rampart.h
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) -x c++ -std=c++11 $(HEADER_CHECK_FLAGS) -c -o $@ $<
-test-build: $(TEST_OUT)/system/header_check $(TEST_OUT)/portable/header_check_cxx.o
+# The C++ half is a compile check only (no program to run), so it is no line of
+# test/tests.list; the C half is (system/header_check).
+test-build: $(TEST_OUT)/portable/header_check_cxx.o
 
 # test/uring/uring_check.c: rampart's blocks as io_uring fixed buffers (liburing):
 # round trips, blocks freed while registered, ranges reaching into guards, and all of
-# it again under mlockall. Part of `make test` (run.sh picks it up among the system
-# tests; it exits 77, counted as skipped, where io_uring is disabled). check-uring
-# runs it alone under both backends.
+# it again under mlockall. In test/tests.list (system/uring_check; it exits 77, counted
+# as skipped, where io_uring is disabled). check-uring runs it alone under both backends.
 $(TEST_OUT)/system/uring_check: test/uring/uring_check.c $(OUT)/librampart.a test/harness.h include/rampart.h
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a -luring
-test-build: $(TEST_OUT)/system/uring_check
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a -luring
 
 check-uring: $(TEST_OUT)/system/uring_check
 	@set -e; for g in madvise mprotect; do echo "uring_check guard=$$g"; \
@@ -97,9 +96,9 @@ check-system-wide: lib $(SW_OUT)/secure_probe $(SW_OUT)/static/static_glibc $(SW
 	sh test/run-bins.sh glibc-static $(SW_OUT)/static
 	sh test/systemwide/check.sh $(OUT)/librampart.so $(SW_OUT)/secure_probe $(SW_OUT)/results
 
-# Every framework-free test (death, system, portable), linked statically with this
-# build's librampart.a: for other C libraries and other architectures.
-STATIC_SRCS := $(wildcard test/death/*.c test/system/*.c test/portable/*.c)
+# The framework-free tests test/tests.list marks static (death, system, portable), linked
+# statically with this build's librampart.a: for other C libraries and other architectures.
+STATIC_SRCS := $(shell $(call TEST_LIST_QUIET,static))
 STATIC_BINS = $(patsubst %.c,$(TEST_OUT)/static/%,$(notdir $(STATIC_SRCS)))
 STATIC_LINK = @mkdir -p $(@D); $(CC) -static $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 $(TEST_OUT)/static/%: test/death/%.c $(OUT)/librampart.a $(wildcard test/*.h)
@@ -156,48 +155,27 @@ check-musl:
 # keeps a descriptor for every page of a reservation, so the default 12.5 TiB slab
 # reservation would take minutes and gigabytes: this build reserves 256 MiB per
 # (arena, class) and 1 GiB of metadata. Tests that cannot run under the emulator are
-# left out, each with its reason.
+# not run and counted as skipped with their reason: test/tests.list ("arm64:" and
+# "reexec").
 ARM64_CC := aarch64-linux-gnu-gcc
 ARM64_CONFIG := CONFIG_SLAB_REGION_SHIFT=28 CONFIG_META_RESERVE=1073741824
 QEMU_ARM64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
-define ARM64_SKIPPED
-cache_syscalls: counts system calls with the host's strace, which cannot run an arm64 program
-exit_check_death: re-executes /proc/self/exe, which the kernel cannot run without binfmt_misc
-arenas: re-executes /proc/self/exe for every case, like exit_check_death
-introspect: re-executes /proc/self/exe for its exit-report cases, like exit_check_death
-limit_as: re-executes /proc/self/exe under each RLIMIT_AS, like exit_check_death
-policy_ns: re-executes /proc/self/exe inside its mount namespace, like exit_check_death
-options_at_load: re-executes /proc/self/exe with each case's options, like exit_check_death
-mlock_system: asks process_vm_readv whether guards block access; qemu-user does not implement it
-slab_behaviour: one million live blocks need more than the 256 MiB per class of this build
-fresh_state: reads the guest's /proc/self/smaps and probes with process_vm_writev; qemu-user provides neither
-huge_hold: asks process_vm_readv whether freed blocks are reachable, like mlock_system
-commit_charge: qemu-user's own bookkeeping of a 64 GiB to 16 TiB guest mapping exhausts memory (killed) before the host kernel can refuse it
-vma_limit: 30 million blocks and 100,000 mappings take many minutes under the emulator, and it re-executes /proc/self/exe
-trace_death: under qemu-user the stack scan finds one return address 16 times, not the callers (not investigated yet)
-heap_stack_death: its traces are checked like trace_death's, and its on_error=report case re-executes /proc/self/exe
-endef
-export ARM64_SKIPPED
 check-arm64:
 	$(MAKE) --no-print-directory OUT=out-arm64 CC=$(ARM64_CC) $(ARM64_CONFIG) lib static-build
 	@printf 'int main(void) { return 0; }\n' | $(ARM64_CC) -static -x c - -o out-arm64/emu_probe
 	@if ! $(QEMU_ARM64) out-arm64/emu_probe; then \
 		echo "check-arm64: SKIPPED: $(QEMU_ARM64) cannot run an arm64 program here"; exit 0; fi; \
-	set -e; rm -rf out-arm64/test/emu; mkdir -p out-arm64/test/emu; \
-	skip=$$(echo "$$ARM64_SKIPPED" | cut -d: -f1); \
-	for b in out-arm64/test/static/*; do \
-		echo "$$skip" | grep -qx "$${b##*/}" || cp $$b out-arm64/test/emu/; done; \
-	echo "$$ARM64_SKIPPED" | sed 's/^/not run under qemu: /'; \
+	set -e; \
 	echo "arm64: api_check with guard=auto must choose mprotect"; \
-	EXPECT_BACKEND=mprotect $(QEMU_ARM64) out-arm64/test/emu/api_check > out-arm64/test/api_check_auto.log 2>&1 \
+	EXPECT_BACKEND=mprotect $(QEMU_ARM64) out-arm64/test/static/api_check > out-arm64/test/api_check_auto.log 2>&1 \
 		|| { cat out-arm64/test/api_check_auto.log; exit 1; }; \
 	grep -E "^(guard backend|api_check)" out-arm64/test/api_check_auto.log; \
-	EXTRA_ENV=EXPECT_BACKEND=mprotect sh test/run-bins.sh arm64 out-arm64/test/emu $(QEMU_ARM64)
+	SKIP_ARCH=arm64 EXTRA_ENV=EXPECT_BACKEND=mprotect sh test/run-bins.sh arm64 out-arm64/test/static $(QEMU_ARM64)
 
 # seccomp: one list (test/seccomp/syscalls.list) gives the allow-list of seccomp_check
 # (a header generated here) and the table of docs/seccomp.md (`make seccomp-table`
 # rewrites it; check-seccomp-readme fails while they differ; check-docs runs it).
-# seccomp_check is part of make test.
+# seccomp_check is in test/tests.list.
 SECCOMP_LIST := test/seccomp/syscalls.list
 SECCOMP_DOC := docs/seccomp.md
 SECCOMP_GEN = awk -v mode=$(1) -f test/seccomp/gen.awk $(SECCOMP_LIST)
@@ -209,8 +187,7 @@ $(TEST_OUT)/seccomp/syscalls.h: $(SECCOMP_LIST) test/seccomp/gen.awk
 	$(call SECCOMP_GEN,header) > $@
 $(TEST_OUT)/system/seccomp_check: test/seccomp/seccomp_check.c $(TEST_OUT)/seccomp/syscalls.h $(OUT)/librampart.a
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -I$(TEST_OUT)/seccomp -o $@ $< $(OUT)/librampart.a
-test-build: $(TEST_OUT)/system/seccomp_check
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -I$(TEST_OUT)/seccomp -o $@ $< $(OUT)/librampart.a
 
 check-seccomp-readme:
 	@mkdir -p $(OUT)
@@ -245,7 +222,7 @@ check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 # backend from the committed seeds (test/fuzz/corpus, never written) with new inputs in
 # out-fuzz/corpus-BACKEND; test/fuzz/run.sh prints executions, exec/s, cov and ft.
 # fuzz_replay runs the same harness over test/fuzz/corpus and test/fuzz/crashes without
-# libFuzzer: part of `make test` (built into system/, where run.sh finds it).
+# libFuzzer: in test/tests.list (system/fuzz_replay).
 # `make fuzz-seeds` rewrites the seed corpus from replay.c (--write-seeds).
 .PHONY: fuzz check-fuzz fuzz-build fuzz-seeds
 FUZZ_SECONDS ?= 60
@@ -256,7 +233,6 @@ FUZZ_CC := clang -fsanitize=fuzzer-no-link -fsanitize=undefined -fsanitize-trap=
 $(TEST_OUT)/system/fuzz_replay: test/fuzz/replay.c $(FUZZ_SRCS) $(OUT)/librampart.a
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -DFUZZ_DIR='"$(abspath test/fuzz)"' -o $@ $< test/fuzz/fuzz_ops.c $(OUT)/librampart.a
-test-build: $(TEST_OUT)/system/fuzz_replay
 
 # Linked by hand with libFuzzer's runtime: `clang -fsanitize=fuzzer` (and
 # fuzzer-no-link) also links UBSan's full runtime, whose .preinit_array hook calls
@@ -300,12 +276,12 @@ check-real:
 	python3 test/real/python_check.py --lib out-real/librampart.so \
 		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS) $(REAL_ARGS)
 
-# The suite (without the benchmark) built with each on/off switch of config.mk turned
-# off on its own (canaries, zero-on-free with the check that needs it, the write-after-
-# free check, random slot choice, the slot quarantine, the nursery, spill regions,
-# labels), one arena, and the light preset: a user who turns one off gets a library that builds under
-# -Werror and tests that assert what that build promises (a case whose protection is
-# compiled out says so: "n/a" or "skip").
+# The suite built with each on/off switch of config.mk turned off on its own (canaries,
+# zero-on-free with the check that needs it, the write-after-free check, random slot
+# choice, the slot quarantine, the nursery, spill regions, labels), one arena, and the
+# light preset: a user who turns one off gets a library that builds under -Werror and
+# tests that assert what that build promises. A case whose protection is compiled out
+# says so ("n/a"); a program with nothing left to test exits 77, counted as skipped.
 # Each into out-configs/<name>; CONFIGS= picks some, by name.
 CONFIG_SETS := nocanary:CONFIG_SLOT_CANARY=0 \
 	nozero:CONFIG_ZERO_ON_FREE=0,CONFIG_WRITE_AFTER_FREE_CHECK=0 \
@@ -325,7 +301,7 @@ check-configs:
 		case " $(CONFIGS) " in *" $$name "*) ;; *) continue ;; esac; \
 		echo "=== check-configs: $$name ($$vars)"; \
 		$(MAKE) --no-print-directory OUT=out-configs/$$name $$vars test-build && \
-			SKIP_BENCH=1 OUT=out-configs/$$name sh test/run.sh || failed="$$failed $$name"; \
+			OUT=out-configs/$$name sh test/run.sh || failed="$$failed $$name"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "check-configs: failed:$$failed"; exit 1; fi; echo "check-configs: all passed"
 

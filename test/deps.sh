@@ -1,7 +1,8 @@
 #!/bin/sh
 # Makes sure what `make test` needs is installed (Debian and derivatives).
 #
-# The list is the one .ci/run installs (liburing-dev: test/uring/uring_check).
+# The list is the one .ci/run installs (liburing-dev: test/uring/uring_check); the
+# allocators, python3 and sqlite3 are for `make bench-smoke`, which checks it too.
 # As root, missing packages are installed with apt-get; otherwise the exact command
 # is printed and the script fails. On a system without dpkg nothing can be checked:
 # a note says so and the tests run anyway. RAMPART_SKIP_DEPS=1 skips the check.

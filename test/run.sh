@@ -1,77 +1,76 @@
 #!/bin/sh
-# Runs every built test program under both guard backends, then the quick benchmark,
-# and ends with one line: "tests: N passed, M failed" (", K skipped" when a program
-# exited with 77, the Automake convention for a test that cannot run here and says why).
+# Runs every program test/tests.list names, as its RUNS column says (most once under each
+# guard backend), and ends with one line (test/results.sh):
+#   tests: P passed, F failed, S skipped (PROGRAM: why; ...)
+# A program that exits 77 cannot run here and is counted as skipped, with the reason it
+# printed. A listed program that was not built fails.
+# TESTS='system/slot_reuse death/*' (also `make test TESTS=...`) runs only the programs
+# that match one of its patterns.
 OUT=${OUT:-out}
 T=$OUT/test
-pass=0
-fail=0
-skip=0
-failed=""
-n=0
-bench=0
-[ -f bench/bench.mk ] && [ -z "$SKIP_BENCH" ] && bench=1
+. test/results.sh
+
+list=$(awk -v what=run -f test/list.awk test/tests.list) || exit 1
+if [ -n "$TESTS" ]; then
+	list=$(set -f; printf '%s\n' "$list" | while read -r prog rest; do
+		for pattern in $TESTS; do
+			case $prog in $pattern) echo "$prog $rest"; break ;; esac
+		done
+	done)
+	[ -n "$list" ] || { echo "no program in test/tests.list matches TESTS='$TESTS'"; exit 1; }
+fi
 
 # Tenths of a second since the epoch (GNU date).
 now() { t=$(date +%s%N); echo $((t / 100000000)); }
 
 # How many runs there will be, for the [n/N] count.
-total=$((2 + 2 * bench))
-for bin in "$T"/unit/* "$T"/fault/* "$T"/death/* "$T"/system/* "$T"/light/*; do
-	[ -x "$bin" ] && total=$((total + 2))
-done
+total=0
+while read -r prog runs src; do
+	case $runs in both) total=$((total + 2)) ;; preload | sh) total=$((total + 1)) ;; esac
+done <<EOF
+$list
+EOF
 width=${#total}
+n=0
 
-run() { # name, command...
-	name=$1
-	shift
-	log=$OUT/test/logs/$(echo "$name" | tr '/ =' '___').log
-	mkdir -p "$OUT/test/logs"
+run() { # program, run name, command...
+	prog=$1
+	name=$2
+	shift 2
+	log=$T/logs/$(echo "$name" | tr '/ =' '___').log
+	mkdir -p "$T/logs"
 	n=$((n + 1))
 	start=$(now)
 	rc=0
-	"$@" >"$log" 2>&1 || rc=$?
-	case $rc in 0) status=ok ;; 77) status=skip ;; *) status=FAIL ;; esac
+	"$@" >"$log" 2>&1 </dev/null || rc=$?
 	took=$(($(now) - start))
-	progress=$(printf '[%*d/%d]' "$width" "$n" "$total")
-	time=$(printf '%d.%d s' $((took / 10)) $((took % 10)))
-	if [ $status = ok ]; then
-		pass=$((pass + 1))
-		echo "$progress ok    $name ($time)"
-	elif [ $status = skip ]; then
-		skip=$((skip + 1))
-		echo "$progress skip  $name ($time): $(tail -n 1 "$log")"
-	else
-		fail=$((fail + 1))
-		failed="$failed $name"
-		echo "$progress FAIL  $name ($time; log: $log)"
-		tail -n 20 "$log" | sed 's/^/      /'
-	fi
+	result "$(printf '[%*d/%d] ' "$width" "$n" "$total")" "$prog" "$name" "$rc" "$log" \
+		"$(printf '%d.%d s' $((took / 10)) $((took % 10)))"
 }
 
-for backend in madvise mprotect; do
-	for bin in "$T"/unit/* "$T"/fault/* "$T"/death/* "$T"/system/* "$T"/light/*; do
-		[ -x "$bin" ] || continue
-		# A hung program fails (timeout exits 124, or 137 after the kill) instead of
-		# blocking the suite; every program is meant to finish well within a minute.
-		run "${bin#$T/} guard=$backend" timeout -k 10 "${TEST_TIMEOUT:-300}" \
-			env RAMPART_OPTIONS=guard=$backend CK_VERBOSITY=normal "$bin"
-	done
-done
-run "demo (make run)" env LD_PRELOAD="$(pwd)/$OUT/librampart.so" "$OUT/demo"
-run "make install DESTDIR=... PREFIX=/usr: pkg-config, a program built with it, rampart-run, uninstall" \
-	env OUT="$OUT" sh test/packaging/install_check.sh
+while read -r prog runs src; do
+	case $runs in
+	both)
+		for backend in madvise mprotect; do
+			# A hung program fails (timeout exits 124, or 137 after the kill) instead of
+			# blocking the suite; every program is meant to finish well within a minute.
+			if [ -x "$T/$prog" ]; then
+				run "$prog" "$prog guard=$backend" timeout -k 10 "${TEST_TIMEOUT:-300}" \
+					env RAMPART_OPTIONS=guard=$backend CK_VERBOSITY=normal "$T/$prog"
+			else
+				run "$prog" "$prog guard=$backend" sh -c "echo '$T/$prog was not built (make test-build)'; exit 1"
+			fi
+		done
+		;;
+	preload)
+		run "$prog" "$prog (make run)" env LD_PRELOAD="$(pwd)/$OUT/librampart.so" "$OUT/$prog"
+		;;
+	sh)
+		run "$prog" "$prog ($src)" env OUT="$OUT" sh "$src"
+		;;
+	esac
+done <<EOF
+$list
+EOF
 
-if [ $bench = 1 ]; then
-	run "bench QUICK=1" make --no-print-directory bench QUICK=1
-	# The quick bench builds the light variant too: it must land in $OUT/light, never
-	# over the default build that the user runs next.
-	run "default build intact after the bench" grep -q -- "-DCONFIG_SLOT_QUARANTINE=1 " "$OUT/config.stamp"
-fi
-
-if [ "$skip" -gt 0 ]; then
-	echo "tests: $pass passed, $fail failed, $skip skipped"
-else
-	echo "tests: $pass passed, $fail failed"
-fi
-[ "$fail" -eq 0 ]
+summary tests

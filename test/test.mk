@@ -1,5 +1,6 @@
 # Tests: `make test` builds the library and every test, then test/run.sh runs them all
-# under both guard backends and prints one summary line.
+# and prints one summary line. test/tests.list names every program it runs, how each
+# runs and what is known about it; the lists below come from it (test/list.awk).
 #
 #   test/unit/*.c     Check programs, white-box (may include src/*.h), linked with the library's objects
 #   test/fault/*.c    cmocka programs; test/fault/fake_kernel.c wraps the kernel calls (-Wl,--wrap=)
@@ -12,12 +13,24 @@ TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Wall -Wextra -Werror -Wno-unused-para
 	$(CONFIG_CPPFLAGS) -Iinclude -Isrc
 FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap,--wrap=open,--wrap=prctl,--wrap=pthread_atfork
 
-UNIT_BINS := $(patsubst test/unit/%.c,$(TEST_OUT)/unit/%,$(wildcard test/unit/*.c))
-FAULT_BINS := $(patsubst test/fault/%.c,$(TEST_OUT)/fault/%,$(filter-out test/fault/fake_kernel.c,$(wildcard test/fault/*.c)))
-DEATH_BINS := $(patsubst test/death/%.c,$(TEST_OUT)/death/%,$(wildcard test/death/*.c))
-SYSTEM_BINS := $(patsubst test/system/%.c,$(TEST_OUT)/system/%,$(wildcard test/system/*.c))
-LIGHT_BINS := $(patsubst test/light/%.c,$(TEST_OUT)/light/%,$(wildcard test/light/*.c))
-TEST_BINS := $(UNIT_BINS) $(FAULT_BINS) $(DEATH_BINS) $(SYSTEM_BINS) $(LIGHT_BINS)
+TEST_LIST := test/tests.list
+TEST_LIST_READ = awk -v what=$(1) $(2) -f test/list.awk $(TEST_LIST)
+TEST_LIST_QUIET = $(call TEST_LIST_READ,$(1),-v quiet=1 $(2))
+# Every program run once per backend lands in OUT/test/PROGRAM; the one run preloaded
+# (the demo) in OUT/. Each is built by a rule below or in check.mk.
+TEST_BINS := $(addprefix $(TEST_OUT)/,$(shell $(call TEST_LIST_QUIET,programs,-v runs_wanted=both))) \
+	$(addprefix $(OUT)/,$(shell $(call TEST_LIST_QUIET,programs,-v runs_wanted=preload)))
+# The directories where a test used to run by being there: a source the list does not
+# name there fails the build instead of never running.
+TEST_LISTED_SRCS := $(shell $(call TEST_LIST_QUIET,sources))
+TEST_UNLISTED := $(filter-out $(TEST_LISTED_SRCS) test/fault/fake_kernel.c, \
+	$(wildcard test/unit/*.c test/fault/*.c test/death/*.c test/system/*.c test/light/*.c))
+.PHONY: test-list-check
+test-list-check:
+	@$(call TEST_LIST_READ,check)
+	@$(if $(TEST_UNLISTED),echo "test/tests.list names no program for: $(TEST_UNLISTED)" >&2; exit 1,:)
+	@$(if $(filter-out $(wildcard $(TEST_LISTED_SRCS)),$(TEST_LISTED_SRCS)), \
+		echo "test/tests.list names sources that do not exist: $(filter-out $(wildcard $(TEST_LISTED_SRCS)),$(TEST_LISTED_SRCS))" >&2; exit 1,:)
 
 $(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/obj/internal.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
@@ -60,7 +73,7 @@ $(TEST_OUT)/plain/%: test/mlock/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $<
 
-test-build: lib $(TEST_BINS) $(PLAIN_BINS) $(OUT)/demo
+test-build: test-list-check lib $(TEST_BINS) $(PLAIN_BINS)
 
 # Missing Debian packages are installed first (as root) or named (otherwise): test/deps.sh.
 test-deps:
@@ -71,12 +84,18 @@ test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@OUT=$(OUT) CC=$(CC) sh test/run.sh
 
+# The benchmark suite once, quick, with assertions (test/bench_smoke.sh): every workload
+# ran under glibc, rampart and rampart-light with glibc's output, and the default build
+# is left as it was. Not part of `make test`, which tests rampart; CI runs it as a step.
+.PHONY: bench-smoke
+bench-smoke: test-deps
+	@$(MAKE) --no-print-directory lib
+	@sh test/bench_smoke.sh
+
 # C++ operators (src/front/cxx.c), from C++ programs: test/cxx/*. cxx_test runs linked with
 # librampart.a and with librampart.so; cxx_dlopen is a C program that dlopens a C++
-# plugin (libstdc++ arrives late). The binaries land where run.sh picks them up.
+# plugin (libstdc++ arrives late).
 CXX_TEST_FLAGS := -std=gnu++17 -O1 -g -pthread -Wall -Wextra -Werror -Iinclude
-CXX_TEST_BINS := $(TEST_OUT)/system/cxx_test $(TEST_OUT)/system/cxx_test_so $(TEST_OUT)/death/cxx_death \
-	$(TEST_OUT)/system/cxx_dlopen
 RPATH_OUT := -Wl,-rpath,$(abspath $(OUT))
 
 $(TEST_OUT)/system/cxx_test: test/cxx/cxx_test.cpp $(OUT)/librampart.a
@@ -95,8 +114,6 @@ $(TEST_OUT)/system/cxx_dlopen: test/cxx/cxx_dlopen.c $(TEST_OUT)/cxx/libcxx_plug
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< -Wl,--no-as-needed -L$(OUT) -lrampart $(RPATH_OUT) -ldl
 
-test-build: $(CXX_TEST_BINS)
-
 # `make sizeclass-table` prints the slab size-class table (Markdown) from src/slab/sizeclass.c;
 # docs/slab.md (Size classes) tells readers to run it. PAGE=16384 shows it for another page size.
 .PHONY: sizeclass-table
@@ -112,7 +129,7 @@ sizeclass-table: $(OUT)/tools/sizeclass_table
 # region and every spill region in a few tens of MiB. A sub-make builds that library and
 # the white-box test into OUT/spill, with this build's other options (a build without a
 # nursery or without spill regions keeps it so: the test then skips); the program lands
-# among the system tests, which run.sh runs under both backends.
+# in OUT/test/system/, as test/tests.list says.
 SPILL_CONFIG := CONFIG_SLAB_REGION_SHIFT=24 \
 	CONFIG_SLAB_NURSERY_PAGES=$(if $(filter 0,$(CONFIG_SLAB_NURSERY_PAGES)),0,4) \
 	CONFIG_SLAB_SPILL_REGIONS=$(if $(filter 0,$(CONFIG_SLAB_SPILL_REGIONS)),0,8)
@@ -121,7 +138,6 @@ $(TEST_OUT)/system/spill_check: FORCE
 	@$(MAKE) --no-print-directory SPILL_BUILD=1 $(SPILL_CONFIG) OUT=$(OUT)/spill $(OUT)/spill/test/spill/spill_check
 	@mkdir -p $(@D)
 	@cmp -s $(OUT)/spill/test/spill/spill_check $@ || cp $(OUT)/spill/test/spill/spill_check $@
-test-build: $(TEST_OUT)/system/spill_check
 endif
 $(TEST_OUT)/spill/%: test/spill/%.c $(OUT)/obj/internal.a $(wildcard test/*.h)
 	@mkdir -p $(@D)

@@ -426,10 +426,7 @@ static bool check_report(void)
 
 int main(int argc, char **argv)
 {
-	if (!locate_site()) {
-		printf("heap_stack_death: cannot tell where heap_stack_bad_site lies (no /proc/self/exe or dladdr)\n");
-		return 77;
-	}
+	if (!locate_site()) test_skip("cannot tell where heap_stack_bad_site lies (no /proc/self/exe or dladdr)");
 	if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main();
 	size_t n = sizeof fatal_cases / sizeof *fatal_cases, failed = 0;
 	for (size_t i = 0; i < n; i++) failed += !check_fatal(&fatal_cases[i]);

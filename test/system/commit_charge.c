@@ -188,15 +188,10 @@ int main(void)
 	int mode = -1;
 	if (!f || fscanf(f, "%d", &mode) != 1) mode = -1;
 	if (f) fclose(f);
-	if (mode != 0 && mode != 2) {
-		printf("skipped: vm.overcommit_memory is %d; the kernel refuses nothing to compare with\n", mode);
-		return 77;
-	}
+	if (mode != 0 && mode != 2)
+		test_skip("vm.overcommit_memory is %d; the kernel refuses nothing to compare with", mode);
 	long long ram = meminfo("MemTotal"), swap = meminfo("SwapTotal");
-	if (ram < 0 || swap < 0) {
-		printf("skipped: /proc/meminfo unreadable\n");
-		return 77;
-	}
+	if (ram < 0 || swap < 0) test_skip("/proc/meminfo unreadable");
 	int tried = 0;
 	for (size_t size = (size_t)64 << 30; size <= (size_t)16 << 40; size *= 4) {
 		if ((long long)size <= ram + swap) continue;

@@ -78,9 +78,7 @@ int main(void)
 	snprintf(lib, sizeof lib, "%s/../../librampart.so", dir);
 	if (access(probe, X_OK) || access(lib, R_OK)) {
 		/* A static build for another C library or architecture has neither. */
-		printf("SKIPPED: needs %s and %s (the glibc probe and the shared library of a native build)\n",
-		       probe, lib);
-		return 77;
+		test_skip("needs %s and %s (the glibc probe and the shared library of a native build)", probe, lib);
 	}
 
 	char tmp[] = "/tmp/rampart-mlock-XXXXXX";
@@ -127,6 +125,6 @@ int main(void)
 		rmdir(tmp);
 	}
 	printf("%d failed\n", failed);
-	if (skipped == (int)(sizeof cases / sizeof *cases)) return 77;
+	if (skipped == (int)(sizeof cases / sizeof *cases)) test_skip("cannot become uid %d (setresuid refused)", NOBODY);
 	return failed != 0;
 }

@@ -3,8 +3,8 @@
  * read by real programs (this one, re-executed), in a private mount namespace so that
  * the machine's /etc is never touched.
  *
- * Set-up (needs root and unshare(CLONE_NEWNS); otherwise the test prints why and
- * passes as skipped): a private mount namespace; a tmpfs on a scratch directory made
+ * Set-up (needs root and unshare(CLONE_NEWNS); otherwise the test says why and exits
+ * 77, skipped): a private mount namespace; a tmpfs on a scratch directory made
  * in /tmp (not on /tmp itself: the build tree, this program included, may live there);
  * the real /etc bound under it; a tmpfs on /etc holding a symlink to every real entry (the loader still
  * finds ld.so.cache) plus our own rampart.conf, which the test rewrites, chowns and
@@ -430,21 +430,24 @@ static void cases_secure(void)
 	unlink(copy);
 }
 
-/* The private namespace: see the top of the file. false (with the reason printed) when
- * it cannot be had here. */
-static bool private_etc(void)
+/* The private namespace: see the top of the file. Where it cannot be had here the
+ * test is skipped, with the reason. */
+static void private_etc(void)
 {
 	if (unshare(CLONE_NEWNS)) {
-		printf("skip: unshare(CLONE_NEWNS): %s\n", strerror(errno));
-		return false;
+		int e = errno;
+		rmdir(W);
+		test_skip("unshare(CLONE_NEWNS): %s (no private mount namespace here)", strerror(e));
 	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
-		printf("skip: making / private: %s\n", strerror(errno));
-		return false;
+		int e = errno;
+		rmdir(W);
+		test_skip("making / private in a new mount namespace: %s", strerror(e));
 	}
 	if (mount("policy_ns", W, "tmpfs", 0, "mode=1777")) {
-		printf("skip: tmpfs on %s: %s\n", W, strerror(errno));
-		return false;
+		int e = errno;
+		rmdir(W);
+		test_skip("tmpfs on %s in a new mount namespace: %s", W, strerror(e));
 	}
 	char real_etc[128];
 	wpath(real_etc, sizeof real_etc, "etc");
@@ -462,17 +465,14 @@ static bool private_etc(void)
 		CHECK(symlink(from, to) == 0);
 	}
 	closedir(d);
-	return true;
 }
 
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--child")) return child(argv[2]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (getuid() != 0) {
-		printf("skip: not root (the test needs a private mount namespace to put its own %s in place)\n", CONF);
-		return 0;
-	}
+	if (getuid() != 0)
+		test_skip("not root (a private mount namespace is needed to put its own %s in place)", CONF);
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	CHECK(n > 0);
 	self[n] = 0;
@@ -486,11 +486,7 @@ int main(int argc, char **argv)
 	/* Made before the namespace, so that it exists on the host too (empty there);
 	 * removed at the end, after its tmpfs is gone. */
 	CHECK(mkdtemp(W) != NULL);
-	bool have_ns = private_etc();
-	if (!have_ns) {
-		rmdir(W);
-		return 0;
-	}
+	private_etc();
 	if (!passthrough_available_here) printf("note: a static program: passthrough must be refused with a reason\n");
 	cases_passthrough();
 	cases_errors();

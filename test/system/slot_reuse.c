@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../harness.h"
 #include "slab/sizeclass.h"
 
 enum { TRIALS = 9, LIMIT = 300000, MIN_FREES = 2 };
@@ -41,10 +42,8 @@ static long frees_until_back(size_t n)
 
 int main(void)
 {
-	if (!CONFIG_SLOT_QUARANTINE) { /* VARIANT=light: the freed slot is the next one out */
-		printf("slot_reuse: n/a: this build has no slot quarantine (CONFIG_SLOT_QUARANTINE=0)\n");
-		return 0;
-	}
+	if (!CONFIG_SLOT_QUARANTINE) /* VARIANT=light: the freed slot is the next one out */
+		test_skip("this build has no slot quarantine (CONFIG_SLOT_QUARANTINE=0)");
 	int failed = 0;
 	printf("class  size  frees before reuse: min  median  max\n");
 	for (unsigned c = 1; c < SC_COUNT; c++) {

@@ -437,9 +437,17 @@ static void part_freed_large(void) { setup(); freed_large(); }
 static void part_freed_slab(void) { setup(); freed_slab(); }
 static void part_guard_ranges(void) { setup(); guard_ranges(); }
 
-/* Can this process lock its memory? Asked in a child (locks are not inherited). */
+/* Can this process lock its memory, and the tens of MiB the parts allocate? Asked in a
+ * child (locks are not inherited); unprivileged, mlockall itself succeeds under a small
+ * RLIMIT_MEMLOCK and only the allocations after it fail. */
 static void probe_mlockall(void)
 {
+	if (!may_lock((size_t)64 << 20)) {
+		printf("      locked parts need root (CAP_IPC_LOCK) or an RLIMIT_MEMLOCK of 64 MiB (uid %d): skipped\n",
+		       (int)getuid());
+		fflush(stdout);
+		_exit(SKIPPED);
+	}
 	if (mlockall(MCL_CURRENT | MCL_FUTURE)) {
 		printf("      mlockall(MCL_CURRENT|MCL_FUTURE): %s (uid %d): the locked parts are skipped\n",
 		       strerror(errno), (int)getuid());
@@ -473,9 +481,7 @@ int main(void)
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	int r = io_uring_queue_init(8, &ring, 0);
 	if (r == -ENOSYS || r == -EPERM || r == -EACCES) {
-		printf("uring_check: SKIPPED: io_uring_queue_init: %s (kernel.io_uring_disabled, seccomp or an old kernel)\n",
-		       strerror(-r));
-		return SKIPPED;
+		test_skip("io_uring_queue_init: %s (kernel.io_uring_disabled, seccomp or an old kernel)", strerror(-r));
 	}
 	if (r) {
 		printf("uring_check: io_uring_queue_init: %s\n", strerror(-r));
