@@ -347,7 +347,7 @@ API void malloc_stats(void)
 __attribute__((destructor)) static void stats_at_exit(void)
 {
 	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !ro.opt.stats) return;
-	stats_report(2, ro.opt.stats == STATS_JSON);
+	stats_report_at_exit();
 }
 
 API const char *rampart_guard_backend(void)

@@ -4,7 +4,9 @@
 #include "front/stats.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "rampart.h"
@@ -370,6 +372,34 @@ void stats_report(int fd, int json)
 	if (json) report_json(&o, &h);
 	else report_text(&o, &h);
 	out_flush(&o);
+}
+
+void stats_report_at_exit(void)
+{
+	int saved = errno;
+	int fd = STDERR_FILENO;
+	/* The file is opened only now: programs such as ls and sort close stderr before
+	 * exit, and a file opened at start-up would be a descriptor the program never
+	 * asked for. */
+	if (ro.opt.stats_file[0] && !getauxval(AT_SECURE)) {
+		fd = open(ro.opt.stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd < 0) {
+			if (ro.opt.verbose) {
+				struct out w = {.fd = STDERR_FILENO};
+				out_str(&w, "rampart: stats_file ");
+				out_str(&w, ro.opt.stats_file);
+				out_str(&w, ": ");
+				out_str(&w, "cannot be opened (errno ");
+				out_num(&w, (unsigned long)errno);
+				out_str(&w, "); the report goes to stderr\n");
+				out_flush(&w);
+			}
+			fd = STDERR_FILENO;
+		}
+	}
+	stats_report(fd, ro.opt.stats == STATS_JSON);
+	if (fd != STDERR_FILENO) close(fd);
+	errno = saved;
 }
 
 __attribute__((visibility("default"))) void rampart_get_heap_stats(struct rampart_heap_stats *out)
