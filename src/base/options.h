@@ -38,7 +38,7 @@ enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 	  "append the stats report to this file (created mode 0600) instead of stderr; "                   \
 	  "not for set-user-ID programs")                                                                  \
 	X(verbose, BOOL, false, 0, "say at start-up what was chosen")                                      \
-	X(help, BOOL, false, 0, "print this list")                                                         \
+	X(help, BOOL, false, 0, "list the options on stderr")                                              \
 	X(large_quarantine_bytes, SIZE, CONFIG_REGION_QUARANTINE_BYTES, (size_t)1 << 46,                   \
 	  "address space the large-region quarantine holds")                                               \
 	X(large_quarantine_entries, COUNT, CONFIG_REGION_QUARANTINE_FIFO, CONFIG_REGION_QUARANTINE_FIFO,   \
