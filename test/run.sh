@@ -61,6 +61,7 @@ done
 run "demo (make run)" env LD_PRELOAD="$(pwd)/$OUT/librampart.so" "$OUT/demo"
 run "make install DESTDIR=... PREFIX=/usr: pkg-config, a program built with it, rampart-run, uninstall" \
 	env OUT="$OUT" sh test/packaging/install_check.sh
+run "config.mk: a wrong value is a build error naming the option" sh test/packaging/config_check.sh
 
 if [ $bench = 1 ]; then
 	run "bench QUICK=1" make --no-print-directory bench QUICK=1

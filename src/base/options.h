@@ -17,6 +17,11 @@
 
 #include "base/common.h"
 
+/* config.mk sets every CONFIG_ value, checked (config-check.mk); C never guesses one. */
+#ifndef CONFIG_POLICY_PATH
+#error "the CONFIG_ values are not set: compile with config.mk's CONFIG_CPPFLAGS"
+#endif
+
 enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
 enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
 /* What a detected error on a free path does: see front/policy.h, policy_tolerate_*. */
@@ -68,6 +73,16 @@ enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 #define OPTION_FIELD_SIZE(name) size_t name
 #define OPTION_FIELD_COUNT(name) size_t name
 #define OPTION_FIELD_PATH(name) char name[OPTIONS_PATH_MAX]
+
+/* Each kind's check of the table at compile time: a default within the bound. */
+#define OPTION_FITS_GUARD(key, def, most)
+#define OPTION_FITS_BOOL(key, def, most)
+#define OPTION_FITS_STATS(key, def, most)
+#define OPTION_FITS_ONOFF(key, def, most)
+#define OPTION_FITS_ONERROR(key, def, most)
+#define OPTION_FITS_SIZE(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
+#define OPTION_FITS_COUNT(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
+#define OPTION_FITS_PATH(key, def, most) _Static_assert(sizeof(def) <= OPTIONS_PATH_MAX, "the default of " #key " is too long");
 
 #define OPTION_VALUES_GUARD "auto|madvise|mprotect"
 #define OPTION_VALUES_BOOL "0|1"

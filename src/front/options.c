@@ -21,6 +21,10 @@ struct key {
 	const char *values, *doc;
 };
 
+#define OPTION_FITS(key, kind, def, most, doc) OPTION_FITS_##kind(key, def, most)
+RAMPART_OPTION_TABLE(OPTION_FITS)
+#undef OPTION_FITS
+
 static const struct key keys[] = {
 #define OPTION_KEY(key, kind, def, most, doc) \
 	{#key, OPTION_##kind, offsetof(struct options, key), most, OPTION_VALUES_##kind, doc},
