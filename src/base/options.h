@@ -27,8 +27,9 @@ enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
 /* What a detected error on a free path does: see front/policy.h, policy_tolerate_*. */
 enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 
-/* The longest PATH value, terminator included: the roots hold the options on one page. */
-#define OPTIONS_PATH_MAX 256
+/* Bytes of a PATH value, terminator included. The options live in the roots, which must
+ * fit one page with the largest CONFIG_SLAB_ARENAS (front/init.c checks): hence no more. */
+#define OPTIONS_PATH_MAX 128
 
 /* X(key, kind, default, most, doc): key=value sets the field of struct options named
  * key. kind: GUARD, BOOL, STATS, ONOFF, ONERROR (words), SIZE (bytes, k/m/g allowed),
