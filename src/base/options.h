@@ -83,7 +83,8 @@ enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 #define OPTION_FITS_ONERROR(key, def, most)
 #define OPTION_FITS_SIZE(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
 #define OPTION_FITS_COUNT(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
-#define OPTION_FITS_PATH(key, def, most) _Static_assert(sizeof(def) <= OPTIONS_PATH_MAX, "the default of " #key " is too long");
+#define OPTION_FITS_PATH(key, def, most) \
+	_Static_assert(sizeof(def) <= OPTIONS_PATH_MAX, "the default of " #key " is too long");
 
 #define OPTION_VALUES_GUARD "auto|madvise|mprotect"
 #define OPTION_VALUES_BOOL "0|1"
