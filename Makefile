@@ -39,8 +39,8 @@ endif
 SRCS := $(wildcard src/*/*.c)
 OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(SRCS))
 
-.PHONY: all lib install uninstall run test check-flags clean
-all: lib
+.PHONY: all lib man install uninstall run test check-flags clean
+all: lib man
 lib: $(OUT)/librampart.so $(OUT)/librampart.a $(OUT)/$(SONAME)
 
 # Rebuild everything when the configuration changes.
@@ -80,11 +80,25 @@ $(OUT)/obj/internal.a: $(OBJS)
 	$(Q)rm -f $@
 	$(call say,AR,$@)ar rcs $@ $(OBJS)
 
+# rampart(3) with its option list generated from the option table (base/options.h) and
+# this build's defaults, by a program run on the build machine (HOST_CC: a cross build
+# cannot run what CC makes). The install substitutes the paths into it.
+HOST_CC ?= cc
+man: $(OUT)/man/rampart.3
+$(OUT)/tools/options_man: pkg/options_man.c src/base/options.h src/base/common.h $(OUT)/config.stamp
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(HOST_CC) -std=gnu11 -O1 -Wall -Wextra -Werror $(CONFIG_CPPFLAGS) -Isrc -o $@ $<
+$(OUT)/man/rampart.3: pkg/rampart.3 $(OUT)/tools/options_man
+	@mkdir -p $(@D)
+	$(Q)$(OUT)/tools/options_man > $@.options
+	$(call say,GEN,$@)sed -e '/^@OPTIONS@$$/{r $@.options' -e 'd;}' pkg/rampart.3 > $@.tmp
+	$(Q)grep -q '^\.TP$$' $@.tmp && ! grep -q '@OPTIONS@' $@.tmp && mv $@.tmp $@
+
 # Installed: librampart.so.X.Y.Z with the SONAME and development symlinks, the static
 # library, the header, rampart.pc, rampart-run and the man pages (DESTDIR honoured).
 # The policy file itself is the administrator's: never installed.
 POLICY_SHOWN := $(if $(CONFIG_POLICY_PATH),$(CONFIG_POLICY_PATH),(none in this build))
-install: lib
+install: lib man
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(OUT)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION)
@@ -100,13 +114,20 @@ install: lib
 		> $(DESTDIR)$(BINDIR)/rampart-run
 	chmod 755 $(DESTDIR)$(BINDIR)/rampart-run
 	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@POLICY@|$(POLICY_SHOWN)|g' \
-		pkg/rampart.3 > $(DESTDIR)$(MANDIR)/man3/rampart.3
+		$(OUT)/man/rampart.3 > $(DESTDIR)$(MANDIR)/man3/rampart.3
 	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart-run.1 \
 		> $(DESTDIR)$(MANDIR)/man1/rampart-run.1
 	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@POLICY@|$(POLICY_SHOWN)|g' \
 		pkg/rampart.conf.5 > $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
 	chmod 644 $(DESTDIR)$(MANDIR)/man3/rampart.3 $(DESTDIR)$(MANDIR)/man1/rampart-run.1 \
 		$(DESTDIR)$(MANDIR)/man5/rampart.conf.5
+
+# The installed rampart(3) lists the options help=1 prints (also part of `make test`).
+.PHONY: check-man
+check-man: lib man $(OUT)/demo
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(MAKE) --no-print-directory -s install DESTDIR="$$tmp" PREFIX=/usr >/dev/null && \
+	sh test/packaging/man_check.sh "$$tmp/usr/share/man/man3/rampart.3" "$$tmp/usr/lib/$(SONAME)" $(OUT)/demo
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \

@@ -311,33 +311,7 @@ API int malloc_info(int options, FILE *fp)
 	int saved = errno;
 	struct rampart_heap_stats h;
 	stats_gather(&h);
-	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
-		h.version, h.guard_backend);
-	for (size_t c = 0; c < h.classes; c++) {
-		const struct rampart_class_stats *k = &h.size_class[c];
-		fprintf(fp,
-			"  <class index=\"%zu\" size=\"%zu\" usable=\"%zu\" live=\"%zu\" quarantined=\"%zu\" free=\"%zu\""
-			" slabs_active=\"%zu\" slabs_empty=\"%zu\" slabs_closed=\"%zu\" bytes_open=\"%zu\" bytes_live=\"%zu\"/>\n",
-			c, k->slot_size, k->usable, k->live, k->quarantined, k->free, k->slabs_active, k->slabs_empty,
-			k->slabs_closed, k->bytes_open, k->bytes_live);
-	}
-	fprintf(fp, "</sizes>\n"
-		"<slab live=\"%zu\" live_bytes=\"%zu\" quarantined=\"%zu\" quarantined_bytes=\"%zu\" free_bytes=\"%zu\""
-		" open_bytes=\"%zu\" slabs_active=\"%zu\" slabs_empty=\"%zu\" slabs_closed=\"%zu\"/>\n"
-		"<large live=\"%zu\" bytes=\"%zu\"/>\n"
-		"<quarantine count=\"%zu\" bytes=\"%zu\"/>\n"
-		"<cache count=\"%zu\" bytes=\"%zu\" hits=\"%lu\" misses=\"%lu\" waste_bytes=\"%lu\" evictions=\"%lu\"/>\n"
-		"<guard backend=\"%s\" fallbacks=\"%lu\" latches=\"%lu\" unmaps_refused=\"%lu\" spans_leaked=\"%lu\" guards_omitted=\"%lu\"/>\n"
-		"<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
-		"<system type=\"current\" size=\"%zu\"/>\n"
-		"<aspace type=\"total\" size=\"%zu\"/>\n"
-		"</heap>\n</malloc>\n",
-		h.slab_live, h.slab_live_bytes, h.slab_quarantined, h.slab_quarantined_bytes, h.slab_free_bytes,
-		h.slab_open_bytes, h.slabs_active, h.slabs_empty, h.slabs_closed, h.large_live, h.large_live_bytes,
-		h.large_quarantined, h.large_quarantined_bytes, h.large_cached, h.large_cached_bytes, h.cache_hits,
-		h.cache_misses, h.cache_waste_bytes, h.cache_evictions, h.guard_backend, h.guard_fallbacks,
-		h.guard_latches, h.unmaps_refused, h.spans_leaked, guard_guards_omitted(), h.large_live, h.large_live_bytes,
-		h.slab_open_bytes + h.large_live_bytes, h.slab_open_bytes + h.large_live_bytes);
+	stats_report_xml(fp, &h);
 	errno = saved;
 	return 0;
 }
@@ -372,7 +346,7 @@ API void malloc_stats(void)
 __attribute__((destructor)) static void stats_at_exit(void)
 {
 	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !ro.opt.stats) return;
-	stats_report(2, ro.opt.stats == STATS_JSON);
+	stats_report_at_exit();
 }
 
 API const char *rampart_guard_backend(void)

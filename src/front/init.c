@@ -92,6 +92,10 @@ static void say_choices(void)
 	out_num(&o, ro.opt.large_refill_bytes);
 	out_str(&o, " bytes; stats ");
 	out_str(&o, ro.opt.stats == STATS_JSON ? "json" : ro.opt.stats == STATS_TEXT ? "text" : "off");
+	if (ro.opt.stats && ro.opt.stats_file[0]) {
+		out_str(&o, " to ");
+		out_str(&o, ro.opt.stats_file);
+	}
 	out_str(&o, ro.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
 	out_flush(&o);
 }

@@ -9,63 +9,28 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "front/stats.h" /* the text writer */
 #include "os/os.h"
 
-enum kind { K_GUARD, K_BOOL, K_STATS, K_SIZE, K_COUNT, K_ONOFF, K_ONERROR };
-
+/* The parser's keys, from the table in base/options.h. */
 struct key {
 	const char *name;
-	enum kind kind;
-	size_t offset;  /* of the field in struct options */
-	size_t max;     /* K_SIZE, K_COUNT: largest accepted value */
-	const char *help;
+	enum option_kind kind;
+	size_t offset; /* of the field in struct options */
+	size_t most;   /* OPTION_SIZE, OPTION_COUNT: largest accepted value */
+	const char *values, *doc;
 };
 
-#define F(field) offsetof(struct options, field)
+#define OPTION_FITS(key, kind, def, most, doc) OPTION_FITS_##kind(key, def, most)
+RAMPART_OPTION_TABLE(OPTION_FITS)
+#undef OPTION_FITS
+
 static const struct key keys[] = {
-	{"guard", K_GUARD, F(guard), 0, "auto|madvise|mprotect  guard backend (default auto: probe)"},
-	{"check_at_exit", K_BOOL, F(check_at_exit), 0, "0|1  check every live slot's canary at exit (default 0)"},
-	{"stats", K_STATS, F(stats), 0, "0|1|text|json  statistics report on stderr at exit (default 0)"},
-	{"verbose", K_BOOL, F(verbose), 0, "0|1  say at start-up what was chosen (default 0)"},
-	{"help", K_BOOL, F(help), 0, "1  print this list"},
-	{"large_quarantine_bytes", K_SIZE, F(large_quarantine_bytes), (size_t)1 << 46,
-	 "SIZE  address space the large-region quarantine holds"},
-	{"large_quarantine_entries", K_COUNT, F(large_quarantine_entries), CONFIG_REGION_QUARANTINE_FIFO,
-	 "N  FIFO entries of the large-region quarantine"},
-	{"large_cache_bytes", K_SIZE, F(large_cache_bytes), (size_t)1 << 46,
-	 "SIZE  address space the large-region reuse cache holds"},
-	{"large_cache_entries", K_COUNT, F(large_cache_entries), CONFIG_CACHE_ENTRIES,
-	 "N  regions the reuse cache holds (0: no cache)"},
-	{"large_cache_decay_ms", K_COUNT, F(large_cache_decay_ms), (size_t)1 << 40,
-	 "N  milliseconds a cached region may stay idle"},
-	{"large_refill_bytes", K_SIZE, F(large_refill_bytes), (size_t)1 << 46,
-	 "SIZE  most bytes of new large blocks populated up front, earned by touched ones freed (0: off)"},
-	{"arenas", K_COUNT, F(arenas), CONFIG_SLAB_ARENAS,
-	 "N  slab arenas threads are spread over (0: one per CPU the process may run on)"},
-	{"passthrough", K_BOOL, F(passthrough), 0,
-	 "0|1  hand every call to the C library's allocator, for the life of the process (default 0;"
-	 " the bare word passthrough means 1)"},
-	{"sized_free", K_ONOFF, F(sized_free), 0,
-	 "on|off  abort on a sized free or sized delete whose size does not match (default on)"},
-	{"on_error", K_ONERROR, F(on_error), 0,
-	 "abort|report  report an invalid, double or mis-sized free and carry on (default abort)"},
+#define OPTION_KEY(key, kind, def, most, doc) \
+	{#key, OPTION_##kind, offsetof(struct options, key), most, OPTION_VALUES_##kind, doc},
+	RAMPART_OPTION_TABLE(OPTION_KEY)
+#undef OPTION_KEY
 };
-#undef F
-
-void options_default(struct options *o)
-{
-	*o = (struct options){
-		.guard = GUARD_AUTO,
-		.large_quarantine_bytes = CONFIG_REGION_QUARANTINE_BYTES,
-		.large_quarantine_entries = CONFIG_REGION_QUARANTINE_FIFO,
-		.large_cache_bytes = CONFIG_CACHE_BYTES,
-		.large_cache_entries = CONFIG_CACHE_ENTRIES,
-		.large_cache_decay_ms = CONFIG_CACHE_DECAY_MS,
-		.large_refill_bytes = CONFIG_LARGE_REFILL_BYTES,
-		.sized_free = true,
-		.on_error = ON_ERROR_ABORT,
-	};
-}
 
 static bool word_is(const char *s, size_t n, const char *w)
 {
@@ -142,7 +107,7 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 	char *field = (char *)o + key->offset;
 	size_t num;
 	switch (key->kind) {
-	case K_GUARD: {
+	case OPTION_GUARD: {
 		enum guard_backend g;
 		if (word_is(v, vlen, "auto")) g = GUARD_AUTO;
 		else if (word_is(v, vlen, "madvise")) g = GUARD_MADVISE;
@@ -151,7 +116,7 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		memcpy(field, &g, sizeof g);
 		return;
 	}
-	case K_BOOL: {
+	case OPTION_BOOL: {
 		bool b;
 		if (word_is(v, vlen, "0")) b = false;
 		else if (word_is(v, vlen, "1")) b = true;
@@ -170,7 +135,7 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		memcpy(field, &b, sizeof b);
 		return;
 	}
-	case K_ONOFF: {
+	case OPTION_ONOFF: {
 		bool b;
 		if (word_is(v, vlen, "on") || word_is(v, vlen, "1")) b = true;
 		else if (word_is(v, vlen, "off") || word_is(v, vlen, "0")) b = false;
@@ -184,7 +149,7 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		memcpy(field, &b, sizeof b);
 		return;
 	}
-	case K_ONERROR: {
+	case OPTION_ONERROR: {
 		enum on_error e;
 		if (word_is(v, vlen, "abort")) e = ON_ERROR_ABORT;
 		else if (word_is(v, vlen, "report")) e = ON_ERROR_REPORT;
@@ -192,7 +157,7 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		memcpy(field, &e, sizeof e);
 		return;
 	}
-	case K_STATS: {
+	case OPTION_STATS: {
 		enum stats_report s;
 		if (word_is(v, vlen, "0")) s = STATS_OFF;
 		else if (word_is(v, vlen, "1") || word_is(v, vlen, "text")) s = STATS_TEXT;
@@ -201,20 +166,32 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		memcpy(field, &s, sizeof s);
 		return;
 	}
-	case K_SIZE:
-	case K_COUNT: {
+	case OPTION_PATH: {
 		char what[96] = " for ";
 		size_t at = 5;
 		put(what, sizeof what, &at, key->name, SIZE_MAX);
-		if (!parse_number(v, vlen, key->kind == K_SIZE, &num)) {
+		if (vlen >= OPTIONS_PATH_MAX || memchr(v, 0, vlen)) {
+			put(what, sizeof what, &at, ": too long (at most ", SIZE_MAX);
+			return complain(src, "bad value ", v, vlen, what, OPTIONS_PATH_MAX - 1);
+		}
+		memcpy(field, v, vlen);
+		field[vlen] = 0;
+		return;
+	}
+	case OPTION_SIZE:
+	case OPTION_COUNT: {
+		char what[96] = " for ";
+		size_t at = 5;
+		put(what, sizeof what, &at, key->name, SIZE_MAX);
+		if (!parse_number(v, vlen, key->kind == OPTION_SIZE, &num)) {
 			put(what, sizeof what, &at,
-			    key->kind == K_SIZE ? ": expected a byte count, optionally with k, m or g"
+			    key->kind == OPTION_SIZE ? ": expected a byte count, optionally with k, m or g"
 						: ": expected a whole number", SIZE_MAX);
 			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
-		if (num > key->max) {
+		if (num > key->most) {
 			put(what, sizeof what, &at, ": too big (at most ", SIZE_MAX);
-			return complain(src, "bad value ", v, vlen, what, key->max);
+			return complain(src, "bad value ", v, vlen, what, key->most);
 		}
 		memcpy(field, &num, sizeof num);
 		return;
@@ -273,41 +250,29 @@ void options_read(struct options *o)
 
 void options_help(void)
 {
-	char buf[3072];
-	size_t at = 0;
 	struct options d;
 	options_default(&d);
-	buf[0] = 0;
-	put(buf, sizeof buf, &at,
-	    "rampart: RAMPART_OPTIONS=key=value[,key=value...] (',' or ':' between entries; "
-	    "SIZE takes k, m or g):\n", SIZE_MAX);
+	struct out o = {.fd = STDERR_FILENO};
+	out_str(&o, "rampart: RAMPART_OPTIONS=key=value[,key=value...] (',' or ':' between entries; "
+		    "SIZE takes k, m or g):\n");
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		put(buf, sizeof buf, &at, "  ", SIZE_MAX);
-		put(buf, sizeof buf, &at, keys[i].name, SIZE_MAX);
-		put(buf, sizeof buf, &at, "=", SIZE_MAX);
-		put(buf, sizeof buf, &at, keys[i].help, SIZE_MAX);
-		if (keys[i].kind == K_SIZE || keys[i].kind == K_COUNT) {
-			size_t v;
-			memcpy(&v, (const char *)&d + keys[i].offset, sizeof v);
-			put(buf, sizeof buf, &at, " (default ", SIZE_MAX);
-			put_num(buf, sizeof buf, &at, v);
-			put(buf, sizeof buf, &at, ", at most ", SIZE_MAX);
-			put_num(buf, sizeof buf, &at, keys[i].max);
-			put(buf, sizeof buf, &at, ")", SIZE_MAX);
+		char num[24];
+		out_str(&o, "  ");
+		out_str(&o, keys[i].name);
+		out_str(&o, "=");
+		out_str(&o, keys[i].values);
+		out_str(&o, "  ");
+		out_str(&o, keys[i].doc);
+		out_str(&o, " (default ");
+		out_str(&o, option_value_text(keys[i].kind, (const char *)&d + keys[i].offset, num));
+		if (keys[i].kind == OPTION_SIZE || keys[i].kind == OPTION_COUNT) {
+			out_str(&o, ", at most ");
+			out_num(&o, keys[i].most);
 		}
-		put(buf, sizeof buf, &at, "\n", SIZE_MAX);
+		out_str(&o, ")\n");
 	}
-#ifdef CONFIG_POLICY_PATH
 	if (CONFIG_POLICY_PATH[0])
-		put(buf, sizeof buf, &at,
-		    "rampart: the same entries per program, set by root: " CONFIG_POLICY_PATH " (rampart.conf(5))\n",
-		    SIZE_MAX);
-#endif
-	int saved = errno; /* start-up happens inside the program's malloc */
-	for (size_t done = 0; done < at;) {
-		ssize_t w = write(STDERR_FILENO, buf + done, at - done);
-		if (w <= 0) break;
-		done += (size_t)w;
-	}
-	errno = saved;
+		out_str(&o, "rampart: the same entries per program, set by root: " CONFIG_POLICY_PATH
+			    " (rampart.conf(5))\n");
+	out_flush(&o); /* keeps errno: start-up happens inside the program's malloc */
 }

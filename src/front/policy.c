@@ -15,10 +15,6 @@
 #include "os/os.h"
 #include "front/stats.h"
 
-#ifndef CONFIG_POLICY_PATH
-#define CONFIG_POLICY_PATH ""
-#endif
-
 /* --- matching ------------------------------------------------------------------- */
 
 bool policy_glob(const char *pat, size_t plen, const char *s)

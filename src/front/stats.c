@@ -1,8 +1,12 @@
-/* stats.c — storage for the counters and the public snapshot. */
+/* stats.c — the public snapshots of the counters and of the heap, and the reports, all
+ * generated from the lists in base/counters.h and front/stats.h. */
 #define _GNU_SOURCE
 #include "front/stats.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "rampart.h"
@@ -11,16 +15,23 @@
 #include "large/large.h"
 #include "slab/slab.h"
 
-_Atomic unsigned long stat_counters[STAT_COUNT];
-
-_Static_assert(sizeof(struct rampart_stats) / sizeof(unsigned long) == STAT_COUNT,
-	       "struct rampart_stats must list every counter in enum stat order");
+/* struct rampart_stats is the public face of RAMPART_COUNTERS: the header cannot include
+ * src/, so it is written out there and held to the list here, field by field. */
+#define STAT_AT_ITS_PLACE(id, field, heap, what)                                                       \
+	_Static_assert(offsetof(struct rampart_stats, field) == STAT_##id * sizeof(unsigned long) &&     \
+			       sizeof(((struct rampart_stats *)0)->field) == sizeof(unsigned long),        \
+		       "struct rampart_stats (include/rampart.h): " #field                                 \
+		       " must be an unsigned long at the place of STAT_" #id " in RAMPART_COUNTERS");
+RAMPART_COUNTERS(STAT_AT_ITS_PLACE)
+#undef STAT_AT_ITS_PLACE
+_Static_assert(sizeof(struct rampart_stats) == STAT_COUNT * sizeof(unsigned long),
+	       "struct rampart_stats (include/rampart.h) must hold exactly the counters of RAMPART_COUNTERS");
 
 __attribute__((visibility("default"))) void rampart_get_stats(struct rampart_stats *out)
 {
-	unsigned long *dst = (unsigned long *)out;
-	for (int i = 0; i < STAT_COUNT; i++)
-		dst[i] = atomic_load_explicit(&stat_counters[i], memory_order_relaxed);
+#define STAT_READ(id, field, heap, what) out->field = stat_read(STAT_##id);
+	RAMPART_COUNTERS(STAT_READ)
+#undef STAT_READ
 }
 
 /* --- reports --- */
@@ -111,14 +122,13 @@ void stats_gather(struct rampart_heap_stats *h)
 	h->large_cached_bytes = l.cached_bytes;
 	struct rampart_stats c;
 	rampart_get_stats(&c);
-	h->cache_hits = c.cache_hits;
-	h->cache_misses = c.cache_misses;
-	h->cache_waste_bytes = c.cache_waste_bytes;
-	h->cache_evictions = c.cache_evictions;
-	h->guard_fallbacks = c.guard_fallbacks;
-	h->guard_latches = c.guard_latches;
-	h->unmaps_refused = c.unmaps_refused;
-	h->spans_leaked = c.spans_leaked;
+#define IN_HEAP(copy) copy
+#define NOT_IN_HEAP(copy)
+#define STAT_COPY(id, field, heap, what) heap(h->field = c.field;)
+	RAMPART_COUNTERS(STAT_COPY)
+#undef STAT_COPY
+#undef NOT_IN_HEAP
+#undef IN_HEAP
 }
 
 /* "name": value pairs and table cells. */
@@ -155,149 +165,203 @@ static void bytes(struct out *o, unsigned long v)
 	out_str(o, unit[u]);
 }
 
-static unsigned long hit_permille(const struct rampart_heap_stats *h)
+/* The values of RAMPART_HEAP_FIGURES that are not fields of the heap stats. */
+static unsigned long stats_hit_permille(const struct rampart_heap_stats *h)
 {
 	unsigned long n = h->cache_hits + h->cache_misses;
 	return n ? h->cache_hits * 1000 / n : 0;
 }
+static unsigned long stats_arenas_open(void) { return slab_arenas_open(); }
+static unsigned long stats_arenas(void) { return ro.slab.arenas; }
+static unsigned long stats_guards_omitted(void) { return guard_guards_omitted(); }
+
+enum stat_group {
+#define GROUP_ENUM(group, json, text) GROUP_##group,
+	RAMPART_STAT_GROUPS(GROUP_ENUM)
+#undef GROUP_ENUM
+	GROUP_COUNT
+};
+static const struct {
+	const char *json, *text;
+} group_names[GROUP_COUNT] = {
+#define GROUP_NAME(group, json, text) {json, text},
+	RAMPART_STAT_GROUPS(GROUP_NAME)
+#undef GROUP_NAME
+};
+
+enum figure_kind { FIGURE_NUM, FIGURE_BYTES, FIGURE_PERMILLE, FIGURE_STR };
+struct figure {
+	enum stat_group group;
+	enum figure_kind kind;
+	const char *json, *text, *xml, *xml_attr;
+};
+static const struct figure figures[] = {
+#define FIGURE(group, kind, value, json, text, xml, attr) {GROUP_##group, FIGURE_##kind, json, text, xml, attr},
+	RAMPART_HEAP_FIGURES(FIGURE)
+#undef FIGURE
+};
+#define FIGURE_COUNT (sizeof figures / sizeof figures[0])
+
+struct figure_value {
+	unsigned long n;
+	const char *s;
+};
+#define VALUE_NUM(v) {.n = (v)}
+#define VALUE_BYTES(v) {.n = (v)}
+#define VALUE_PERMILLE(v) {.n = (v)}
+#define VALUE_STR(v) {.s = (v)}
+
+static void figure_values(const struct rampart_heap_stats *h, struct figure_value v[FIGURE_COUNT])
+{
+	size_t i = 0;
+#define FIGURE_VALUE(group, kind, value, json, text, xml, attr) v[i++] = (struct figure_value)VALUE_##kind(value);
+	RAMPART_HEAP_FIGURES(FIGURE_VALUE)
+#undef FIGURE_VALUE
+}
+
+/* ,"name":{"key":value,...} */
+static void json_group(struct out *o, const char *lead, enum stat_group g, const struct figure_value *v)
+{
+	out_str(o, lead);
+	out_str(o, "\"");
+	out_str(o, group_names[g].json);
+	out_str(o, "\":");
+	const char *sep = "{";
+	for (size_t i = 0; i < FIGURE_COUNT; i++) {
+		if (figures[i].group != g || !figures[i].json) continue;
+		if (figures[i].kind == FIGURE_STR) {
+			out_str(o, sep);
+			out_str(o, "\"");
+			out_str(o, figures[i].json);
+			out_str(o, "\":\"");
+			out_str(o, v[i].s);
+			out_str(o, "\"");
+		} else {
+			kv(o, sep, figures[i].json, v[i].n);
+		}
+		sep = ",";
+	}
+}
 
 static void report_json(struct out *o, const struct rampart_heap_stats *h)
 {
+	struct figure_value v[FIGURE_COUNT];
+	figure_values(h, v);
 	out_str(o, "{\"rampart\":\"");
 	out_str(o, h->version);
 	out_str(o, "\"");
 	kv(o, ",", "pid", (unsigned long)getpid());
-	out_str(o, ",\"guard\":{\"backend\":\"");
-	out_str(o, h->guard_backend);
-	out_str(o, "\"");
-	kv(o, ",", "fallbacks", h->guard_fallbacks);
-	kv(o, ",", "latches", h->guard_latches);
-	kv(o, ",", "unmaps_refused", h->unmaps_refused);
-	kv(o, ",", "spans_leaked", h->spans_leaked);
-	kv(o, ",", "guards_omitted", guard_guards_omitted());
+	json_group(o, ",", GROUP_GUARD, v);
 	out_str(o, "},\"classes\":[");
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
 		out_str(o, c ? ",\n" : "\n");
 		kv(o, "{", "class", c);
-		kv(o, ",", "slot_size", k->slot_size);
-		kv(o, ",", "usable", k->usable);
-		kv(o, ",", "live", k->live);
-		kv(o, ",", "quarantined", k->quarantined);
-		kv(o, ",", "free", k->free);
-		kv(o, ",", "slabs_active", k->slabs_active);
-		kv(o, ",", "slabs_empty", k->slabs_empty);
-		kv(o, ",", "slabs_closed", k->slabs_closed);
-		kv(o, ",", "bytes_open", k->bytes_open);
-		kv(o, ",", "bytes_live", k->bytes_live);
+#define CLASS_JSON(field, json, xml, text) kv(o, ",", json, k->field);
+		RAMPART_CLASS_FIGURES(CLASS_JSON)
+#undef CLASS_JSON
 		out_str(o, "}");
 	}
-	out_str(o, "],\n\"slab\":");
-	kv(o, "{", "live", h->slab_live);
-	kv(o, ",", "live_bytes", h->slab_live_bytes);
-	kv(o, ",", "quarantined", h->slab_quarantined);
-	kv(o, ",", "quarantined_bytes", h->slab_quarantined_bytes);
-	kv(o, ",", "free_bytes", h->slab_free_bytes);
-	kv(o, ",", "open_bytes", h->slab_open_bytes);
-	kv(o, ",", "slabs_active", h->slabs_active);
-	kv(o, ",", "slabs_empty", h->slabs_empty);
-	kv(o, ",", "slabs_closed", h->slabs_closed);
-	kv(o, ",", "arenas_open", slab_arenas_open());
-	kv(o, ",", "arenas", ro.slab.arenas);
-	out_str(o, "},\n\"large\":");
-	kv(o, "{", "live", h->large_live);
-	kv(o, ",", "live_bytes", h->large_live_bytes);
-	kv(o, ",", "quarantined", h->large_quarantined);
-	kv(o, ",", "quarantined_bytes", h->large_quarantined_bytes);
-	kv(o, ",", "cached", h->large_cached);
-	kv(o, ",", "cached_bytes", h->large_cached_bytes);
-	out_str(o, "},\n\"cache\":");
-	kv(o, "{", "hits", h->cache_hits);
-	kv(o, ",", "misses", h->cache_misses);
-	kv(o, ",", "hit_permille", hit_permille(h));
-	kv(o, ",", "waste_bytes", h->cache_waste_bytes);
-	kv(o, ",", "evictions", h->cache_evictions);
-	out_str(o, "}}\n");
+	out_str(o, "]");
+	for (enum stat_group g = 0; g < GROUP_COUNT; g++) {
+		if (g == GROUP_GUARD) continue; /* first, above */
+		json_group(o, ",\n", g, v);
+		out_str(o, "}");
+	}
+	out_str(o, "}\n");
+}
+
+/* A table's title, right-aligned in width. */
+static void title(struct out *o, const char *s, size_t width)
+{
+	for (size_t n = strlen(s); n < width; n++) out_str(o, " ");
+	out_str(o, s);
 }
 
 static void report_text(struct out *o, const struct rampart_heap_stats *h)
 {
+	struct figure_value v[FIGURE_COUNT];
+	figure_values(h, v);
 	out_str(o, "rampart ");
 	out_str(o, h->version);
 	out_str(o, " statistics (pid ");
 	out_num(o, (unsigned long)getpid());
 	out_str(o, ", guard backend ");
 	out_str(o, h->guard_backend);
-	out_str(o, ")\nsmall blocks, per size class in use:\n"
-		   "class  slot size      live  quarantined       free   slabs: active  empty  closed      open memory\n");
+	out_str(o, ")\nsmall blocks, per size class in use:\n");
+	title(o, "class", 5);
+#define COL(width, name) title(o, name, width);
+#define COL_BYTES(name) out_str(o, "      " name);
+#define NO_COL
+#define CLASS_TITLE(field, json, xml, text) text
+	RAMPART_CLASS_FIGURES(CLASS_TITLE)
+#undef CLASS_TITLE
+#undef COL
+#undef COL_BYTES
+	out_str(o, "\n");
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
 		if (!k->live && !k->quarantined && !k->slabs_active && !k->slabs_empty && !k->slabs_closed) continue;
 		cell(o, c, 5);
-		cell(o, k->slot_size, 11);
-		cell(o, k->live, 10);
-		cell(o, k->quarantined, 13);
-		cell(o, k->free, 11);
-		cell(o, k->slabs_active, 16);
-		cell(o, k->slabs_empty, 7);
-		cell(o, k->slabs_closed, 8);
-		out_str(o, "      ");
-		bytes(o, k->bytes_open);
+#define COL(width, name) cell(o, value, width);
+#define COL_BYTES(name) (out_str(o, "      "), bytes(o, value));
+#define CLASS_CELL(field, json, xml, text) { unsigned long value = k->field; (void)value; text }
+		RAMPART_CLASS_FIGURES(CLASS_CELL)
+#undef CLASS_CELL
+#undef COL
+#undef COL_BYTES
+#undef NO_COL
 		out_str(o, "\n");
 	}
-	out_str(o, "small total: ");
-	out_num(o, h->slab_live);
-	out_str(o, " live (");
-	bytes(o, h->slab_live_bytes);
-	out_str(o, "), ");
-	out_num(o, h->slab_quarantined);
-	out_str(o, " quarantined, ");
-	bytes(o, h->slab_open_bytes);
-	out_str(o, " open in ");
-	out_num(o, h->slabs_active + h->slabs_empty);
-	out_str(o, " slabs (");
-	out_num(o, h->slabs_empty);
-	out_str(o, " empty), ");
-	out_num(o, h->slabs_closed);
-	out_str(o, " slabs closed; arenas open: ");
-	out_num(o, slab_arenas_open());
-	out_str(o, " of ");
-	out_num(o, ro.slab.arenas);
-	out_str(o, "\nlarge blocks: ");
-	out_num(o, h->large_live);
-	out_str(o, " live (");
-	bytes(o, h->large_live_bytes);
-	out_str(o, "), ");
-	out_num(o, h->large_quarantined);
-	out_str(o, " in quarantine (");
-	bytes(o, h->large_quarantined_bytes);
-	out_str(o, " of address space), ");
-	out_num(o, h->large_cached);
-	out_str(o, " cached (");
-	bytes(o, h->large_cached_bytes);
-	out_str(o, ")\nreuse cache: ");
-	out_num(o, h->cache_hits);
-	out_str(o, " hits, ");
-	out_num(o, h->cache_misses);
-	out_str(o, " misses (");
-	out_fixed(o, hit_permille(h), 1);
-	out_str(o, "% hits), ");
-	bytes(o, h->cache_waste_bytes);
-	out_str(o, " wasted in reused regions, ");
-	out_num(o, h->cache_evictions);
-	out_str(o, " evictions\nguard layer: ");
-	out_str(o, h->guard_backend);
-	out_str(o, " backend, ");
-	out_num(o, h->guard_fallbacks);
-	out_str(o, " fallbacks to mprotect, ");
-	out_num(o, h->guard_latches);
-	out_str(o, " latches, ");
-	out_num(o, h->unmaps_refused);
-	out_str(o, " unmaps refused, ");
-	out_num(o, h->spans_leaked);
-	out_str(o, " spans leaked, ");
-	out_num(o, guard_guards_omitted());
-	out_str(o, " guards left out near the VMA limit\n");
+	for (enum stat_group g = 0; g < GROUP_COUNT; g++) {
+		out_str(o, group_names[g].text);
+		for (size_t i = 0; i < FIGURE_COUNT; i++) {
+			if (figures[i].group != g || !figures[i].text) continue;
+			switch (figures[i].kind) {
+			case FIGURE_NUM: out_num(o, v[i].n); break;
+			case FIGURE_BYTES: bytes(o, v[i].n); break;
+			case FIGURE_PERMILLE: out_fixed(o, v[i].n, 1); break;
+			case FIGURE_STR: out_str(o, v[i].s); break;
+			}
+			out_str(o, figures[i].text);
+		}
+	}
+}
+
+/* After glibc's malloc_info, with rampart's own elements; the totals are glibc's. */
+void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h)
+{
+	struct figure_value v[FIGURE_COUNT];
+	figure_values(h, v);
+	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
+		h->version, h->guard_backend);
+	for (size_t c = 0; c < h->classes; c++) {
+		const struct rampart_class_stats *k = &h->size_class[c];
+		fprintf(fp, "  <class index=\"%zu\"", c);
+#define CLASS_XML(field, json, xml, text) fprintf(fp, " " xml "=\"%zu\"", k->field);
+		RAMPART_CLASS_FIGURES(CLASS_XML)
+#undef CLASS_XML
+		fputs("/>\n", fp);
+	}
+	fputs("</sizes>\n", fp);
+	const char *open = NULL; /* the element being written */
+	for (size_t i = 0; i < FIGURE_COUNT; i++) {
+		if (!figures[i].xml) continue;
+		if (!open || strcmp(open, figures[i].xml)) {
+			if (open) fputs("/>\n", fp);
+			open = figures[i].xml;
+			fprintf(fp, "<%s", open);
+		}
+		if (figures[i].kind == FIGURE_STR) fprintf(fp, " %s=\"%s\"", figures[i].xml_attr, v[i].s);
+		else fprintf(fp, " %s=\"%lu\"", figures[i].xml_attr, v[i].n);
+	}
+	if (open) fputs("/>\n", fp);
+	fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
+		"<system type=\"current\" size=\"%zu\"/>\n"
+		"<aspace type=\"total\" size=\"%zu\"/>\n"
+		"</heap>\n</malloc>\n",
+		h->large_live, h->large_live_bytes, h->slab_open_bytes + h->large_live_bytes,
+		h->slab_open_bytes + h->large_live_bytes);
 }
 
 void stats_report(int fd, int json)
@@ -308,6 +372,34 @@ void stats_report(int fd, int json)
 	if (json) report_json(&o, &h);
 	else report_text(&o, &h);
 	out_flush(&o);
+}
+
+void stats_report_at_exit(void)
+{
+	int saved = errno;
+	int fd = STDERR_FILENO;
+	/* The file is opened only now: programs such as ls and sort close stderr before
+	 * exit, and a file opened at start-up would be a descriptor the program never
+	 * asked for. */
+	if (ro.opt.stats_file[0] && !getauxval(AT_SECURE)) {
+		fd = open(ro.opt.stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd < 0) {
+			if (ro.opt.verbose) {
+				struct out w = {.fd = STDERR_FILENO};
+				out_str(&w, "rampart: stats_file ");
+				out_str(&w, ro.opt.stats_file);
+				out_str(&w, ": ");
+				out_str(&w, "cannot be opened (errno ");
+				out_num(&w, (unsigned long)errno);
+				out_str(&w, "); the report goes to stderr\n");
+				out_flush(&w);
+			}
+			fd = STDERR_FILENO;
+		}
+	}
+	stats_report(fd, ro.opt.stats == STATS_JSON);
+	if (fd != STDERR_FILENO) close(fd);
+	errno = saved;
 }
 
 __attribute__((visibility("default"))) void rampart_get_heap_stats(struct rampart_heap_stats *out)

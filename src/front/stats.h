@@ -1,46 +1,81 @@
 /*
- * stats.h — event counters, kept with relaxed atomics so counting never takes a lock.
+ * stats.h — the heap's figures and the reports of them (text, JSON, malloc_info's XML).
  *
- * Invariants: counters only grow, except the STAT_*_NOW gauges, which go up and down
- * with the state they describe. Reading them is racy by design (a snapshot).
+ * Invariants:
+ *  - RAMPART_CLASS_FIGURES and RAMPART_HEAP_FIGURES are the one list of what the reports
+ *    show, in the order they show it: every report is generated from them, so a figure
+ *    is added, renamed or dropped in one line. The counters themselves are listed once,
+ *    in base/counters.h.
+ *  - Figures are gathered under the allocator's locks, one lock at a time; reports are
+ *    written after, with no lock held.
  */
 #ifndef RAMPART_STATS_H
 #define RAMPART_STATS_H
 
-#include <stdatomic.h>
+#include <stdio.h>
 
 #include "base/common.h"
+#include "base/counters.h"
 
-enum stat_id {
-	STAT_GUARD_FALLBACK,   /* madvise refused a guard; the span used mprotect */
-	STAT_GUARD_LATCH,      /* the madvise backend was latched off (EINVAL) */
-	STAT_UNMAP_REFUSED,    /* munmap refused (VMA limit); region closed instead */
-	STAT_LEAKED,           /* a span could be neither unmapped nor closed */
-	STAT_MAPS,             /* new mappings with guards (guard_map) */
-	STAT_LARGE_LIVE_NOW,   /* live large allocations */
-	STAT_QUARANTINE_NOW,   /* regions in the region quarantine */
-	STAT_QUARANTINE_BYTES_NOW,
-	STAT_CACHE_HITS,       /* large requests served from the reuse cache */
-	STAT_CACHE_MISSES,
-	STAT_CACHE_WASTE_BYTES,/* bytes beyond the request in regions taken from the cache */
-	STAT_CACHE_EVICTIONS,  /* cached regions unmapped (bounds or decay) */
-	STAT_CACHE_NOW,
-	STAT_CACHE_BYTES_NOW,
-	STAT_REALLOC_IN_PLACE, /* large reallocs served without moving */
-	STAT_REALLOC_MOVED,    /* large reallocs that moved the pages with mremap */
-	STAT_COUNT
-};
+/* A size class's figures (struct rampart_class_stats fields), as the reports show them:
+ * X(field, JSON key, XML attribute, text column). The text column is COL(width, title)
+ * (right-aligned), COL_BYTES(title) (a byte count with its unit, last) or NO_COL. */
+#define RAMPART_CLASS_FIGURES(X)                                               \
+	X(slot_size, "slot_size", "size", COL(11, "slot size"))                \
+	X(usable, "usable", "usable", NO_COL)                                  \
+	X(live, "live", "live", COL(10, "live"))                               \
+	X(quarantined, "quarantined", "quarantined", COL(13, "quarantined"))   \
+	X(free, "free", "free", COL(11, "free"))                               \
+	X(slabs_active, "slabs_active", "slabs_active", COL(16, "slabs: active")) \
+	X(slabs_empty, "slabs_empty", "slabs_empty", COL(7, "empty"))          \
+	X(slabs_closed, "slabs_closed", "slabs_closed", COL(8, "closed"))      \
+	X(bytes_open, "bytes_open", "bytes_open", COL_BYTES("open memory"))    \
+	X(bytes_live, "bytes_live", "bytes_live", NO_COL)
 
-extern _Atomic unsigned long stat_counters[STAT_COUNT];
+/* The groups of the heap's figures: X(GROUP, JSON object, start of its text line). */
+#define RAMPART_STAT_GROUPS(X)            \
+	X(SLAB, "slab", "small total: ")   \
+	X(LARGE, "large", "large blocks: ") \
+	X(CACHE, "cache", "reuse cache: ")  \
+	X(GUARD, "guard", "guard layer: ")
 
-static inline void stat_add(enum stat_id s, long n)
-{
-	atomic_fetch_add_explicit(&stat_counters[s], (unsigned long)n, memory_order_relaxed);
-}
-static inline void stat_inc(enum stat_id s) { stat_add(s, 1); }
-static inline void stat_dec(enum stat_id s) { stat_add(s, -1); }
-
-#endif
+/* The heap's figures, in report order within each group:
+ * X(GROUP, kind, value, JSON key, text after the value, XML element, XML attribute).
+ * value is an expression of h (const struct rampart_heap_stats *). kind: NUM; BYTES (a
+ * byte count, with its unit in the text); PERMILLE (tenths of a percent: "12.5" in the
+ * text); STR (a string). NULL: not in that report. */
+#define RAMPART_HEAP_FIGURES(X)                                                                                 \
+	X(SLAB, NUM, h->slab_live, "live", " live (", "slab", "live")                                           \
+	X(SLAB, BYTES, h->slab_live_bytes, "live_bytes", "), ", "slab", "live_bytes")                           \
+	X(SLAB, NUM, h->slab_quarantined, "quarantined", " quarantined, ", "slab", "quarantined")               \
+	X(SLAB, NUM, h->slab_quarantined_bytes, "quarantined_bytes", NULL, "slab", "quarantined_bytes")         \
+	X(SLAB, NUM, h->slab_free_bytes, "free_bytes", NULL, "slab", "free_bytes")                              \
+	X(SLAB, BYTES, h->slab_open_bytes, "open_bytes", " open in ", "slab", "open_bytes")                     \
+	X(SLAB, NUM, h->slabs_active + h->slabs_empty, NULL, " slabs (", NULL, NULL)                            \
+	X(SLAB, NUM, h->slabs_active, "slabs_active", NULL, "slab", "slabs_active")                             \
+	X(SLAB, NUM, h->slabs_empty, "slabs_empty", " empty), ", "slab", "slabs_empty")                         \
+	X(SLAB, NUM, h->slabs_closed, "slabs_closed", " slabs closed; arenas open: ", "slab", "slabs_closed")    \
+	X(SLAB, NUM, stats_arenas_open(), "arenas_open", " of ", NULL, NULL)                                    \
+	X(SLAB, NUM, stats_arenas(), "arenas", "\n", NULL, NULL)                                                \
+	X(LARGE, NUM, h->large_live, "live", " live (", "large", "live")                                        \
+	X(LARGE, BYTES, h->large_live_bytes, "live_bytes", "), ", "large", "bytes")                             \
+	X(LARGE, NUM, h->large_quarantined, "quarantined", " in quarantine (", "quarantine", "count")           \
+	X(LARGE, BYTES, h->large_quarantined_bytes, "quarantined_bytes", " of address space), ", "quarantine",  \
+	  "bytes")                                                                                              \
+	X(LARGE, NUM, h->large_cached, "cached", " cached (", "cache", "count")                                  \
+	X(LARGE, BYTES, h->large_cached_bytes, "cached_bytes", ")\n", "cache", "bytes")                         \
+	X(CACHE, NUM, h->cache_hits, "hits", " hits, ", "cache", "hits")                                        \
+	X(CACHE, NUM, h->cache_misses, "misses", " misses (", "cache", "misses")                                \
+	X(CACHE, PERMILLE, stats_hit_permille(h), "hit_permille", "% hits), ", NULL, NULL)                      \
+	X(CACHE, BYTES, h->cache_waste_bytes, "waste_bytes", " wasted in reused regions, ", "cache", "waste_bytes") \
+	X(CACHE, NUM, h->cache_evictions, "evictions", " evictions\n", "cache", "evictions")                    \
+	X(GUARD, STR, h->guard_backend, "backend", " backend, ", "guard", "backend")                            \
+	X(GUARD, NUM, h->guard_fallbacks, "fallbacks", " fallbacks to mprotect, ", "guard", "fallbacks")        \
+	X(GUARD, NUM, h->guard_latches, "latches", " latches, ", "guard", "latches")                            \
+	X(GUARD, NUM, h->unmaps_refused, "unmaps_refused", " unmaps refused, ", "guard", "unmaps_refused")      \
+	X(GUARD, NUM, h->spans_leaked, "spans_leaked", " spans leaked, ", "guard", "spans_leaked")              \
+	X(GUARD, NUM, stats_guards_omitted(), "guards_omitted", " guards left out near the VMA limit\n", "guard", \
+	  "guards_omitted")
 
 /* --- reports: formatted into a fixed buffer and written with write(2) ----------- */
 
@@ -62,3 +97,10 @@ struct rampart_heap_stats;
 void stats_gather(struct rampart_heap_stats *h);
 /* The report of RAMPART_OPTIONS=stats=text|json, and of malloc_stats(), written to fd. */
 void stats_report(int fd, int json);
+/* RAMPART_OPTIONS=stats=...: the report at exit, appended to stats_file when one is set
+ * (not in AT_SECURE programs), else, or when it cannot be opened, on stderr. */
+void stats_report_at_exit(void);
+/* malloc_info's XML of figures gathered before (stdio may allocate: no lock held). */
+void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h);
+
+#endif

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "os/os.h"
-#include "front/stats.h"
+#include "base/counters.h"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "front/stats.h"
+#include "base/counters.h"
 
 void cache_init(struct region_cache *c, struct cache_entry *storage, size_t max_entries, size_t max_bytes,
 		uint64_t decay_ms)

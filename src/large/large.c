@@ -24,7 +24,7 @@
 #include "large/quarantine.h"
 #include "os/random.h"
 #include "large/refill.h"
-#include "front/stats.h"
+#include "base/counters.h"
 
 enum { ENTRY_LIVE = 1, ENTRY_QUARANTINED = 2 };
 

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #ifndef CONFIG_SLOT_CANARY
-#define CONFIG_SLOT_CANARY 1
+#error "CONFIG_SLOT_CANARY is not set: compile with config.mk's CONFIG_CPPFLAGS"
 #endif
 
 #define SC_COUNT 59u

@@ -64,7 +64,7 @@
 void *pvalloc(size_t size);
 
 #ifndef CONFIG_SMALL_MAX
-#define CONFIG_SMALL_MAX 131072
+#error "CONFIG_SMALL_MAX is not set: compile with config.mk's CONFIG_CPPFLAGS"
 #endif
 /* The largest request served by the slab allocator (as src/front/api.c computes it). */
 #define SMALL_MAX (CONFIG_SMALL_MAX < SC_MAX_REQUEST ? (size_t)CONFIG_SMALL_MAX : SC_MAX_REQUEST)

@@ -1,7 +1,8 @@
 /* introspect.c — glibc's introspection (mallinfo2, mallinfo, malloc_info, malloc_stats,
  * mallopt, malloc_trim) and rampart_get_heap_stats, checked against what this program
  * allocates and frees; the reports of RAMPART_OPTIONS=stats=1|json at exit; the large
- * quarantine and cache bounds set at run time. Re-executes itself for the exit cases. */
+ * quarantine and cache bounds set at run time; stats_file=. Re-executes itself for the exit
+ * cases. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,6 +275,14 @@ static int child_workload(void)
 	return keep[0] ? 0 : 1;
 }
 
+/* Child: the workload, then stderr closed before exit, as ls and sort do. */
+static int child_closed_stderr(void)
+{
+	int status = child_workload();
+	close(2);
+	return status;
+}
+
 /* Child: print the large figures after churn (for the run-time bounds). */
 static int child_bounds(void)
 {
@@ -297,6 +307,36 @@ static void test_exit_reports(const char *self)
 	CHECK(strstr(out, "\"large\":{\"live\":5,\"live_bytes\":15728640,") != NULL, "json: '%s'", out);
 	CHECK(strstr(out, "\"cache\":{\"hits\":") != NULL, "json: '%s'", out);
 
+	/* stats_file=: the report reaches the file though the program closed stderr; it is
+	 * appended to, and a new file is private (0600). */
+	char dir[] = "/tmp/rampart-stats-XXXXXX", path[64], extra[128];
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	snprintf(path, sizeof path, "%s/report", dir);
+	snprintf(extra, sizeof extra, "stats=1,stats_file=%s", path);
+	for (int round = 1; round <= 2; round++) {
+		st = rerun(self, "--closed-stderr", extra, out, sizeof out);
+		CHECK(st == 0 && out[0] == 0, "status %d, stderr '%s'", st, out);
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0, "no %s", path);
+	if (fd >= 0) {
+		struct stat sb;
+		CHECK(fstat(fd, &sb) == 0 && (sb.st_mode & 0777) == 0600, "mode %o", (unsigned)sb.st_mode & 0777);
+		ssize_t n = read(fd, out, sizeof out - 1);
+		out[n > 0 ? n : 0] = 0;
+		close(fd);
+		const char *first = strstr(out, "large blocks: 5 live (15.0 MiB)");
+		CHECK(first && strstr(first + 1, "large blocks: 5 live (15.0 MiB)"), "two reports: '%s'", out);
+		unlink(path);
+	}
+	/* A file that cannot be opened: said under verbose=1, and the report goes to stderr. */
+	snprintf(extra, sizeof extra, "stats=1,verbose=1,stats_file=%s/no/such/dir", dir);
+	st = rerun(self, "--workload", extra, out, sizeof out);
+	CHECK(st == 0 && strstr(out, "/no/such/dir: cannot be opened") &&
+		      strstr(out, "large blocks: 5 live (15.0 MiB)"),
+	      "status %d: '%s'", st, out);
+	rmdir(dir);
+
 	/* The bounds of the large quarantine and cache, at run time. */
 	size_t q = 0, c = 0;
 	st = rerun(self, "--bounds", "large_cache_entries=0", out, sizeof out);
@@ -314,6 +354,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--workload")) return child_workload();
 	if (argc == 2 && !strcmp(argv[1], "--bounds")) return child_bounds();
+	if (argc == 2 && !strcmp(argv[1], "--closed-stderr")) return child_closed_stderr();
 	test_mallinfo();
 	test_malloc_info();
 	test_malloc_stats();

@@ -6,7 +6,7 @@
 #include "../harness.h"
 #include "guard/guard.h"
 #include "os/os.h"
-#include "front/stats.h"
+#include "base/counters.h"
 #include "front/init.h"
 #include "guard/meta.h"
 

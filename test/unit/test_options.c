@@ -248,6 +248,33 @@ START_TEST(test_knobs)
 }
 END_TEST
 
+/* stats_file=PATH is copied into the options (which outlive the text they came from);
+ * a path that does not fit is refused whole, never cut. */
+START_TEST(test_stats_file)
+{
+	char warn[512], text[OPTIONS_PATH_MAX + 64];
+	struct options o = parse_all("stats=json, stats_file = /var/log/app stats ,verbose=1", warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert_str_eq(o.stats_file, "/var/log/app stats");
+	ck_assert(o.stats == STATS_JSON && o.verbose);
+	options_default(&o);
+	ck_assert_str_eq(o.stats_file, "");
+
+	int at = snprintf(text, sizeof text, "stats_file=/tmp/ok,stats_file=/");
+	memset(text + at, 'x', OPTIONS_PATH_MAX - 1); /* one byte too many with the '/' */
+	text[at + OPTIONS_PATH_MAX - 1] = 0;
+	o = parse_all(text, warn, sizeof warn);
+	ck_assert_str_eq(o.stats_file, "/tmp/ok");
+	char most[64];
+	snprintf(most, sizeof most, "for stats_file: too long (at most %d)", OPTIONS_PATH_MAX - 1);
+	ck_assert_msg(strstr(warn, most), "stderr '%s'", warn);
+	text[at + OPTIONS_PATH_MAX - 2] = 0; /* now it fits */
+	o = parse_all(text, warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert_uint_eq(strlen(o.stats_file), OPTIONS_PATH_MAX - 1);
+}
+END_TEST
+
 /* help=1 lists every key, with the defaults of the bounds. */
 START_TEST(test_help)
 {
@@ -271,7 +298,7 @@ START_TEST(test_help)
 	static const char *const keys[] = {"guard=", "check_at_exit=", "stats=", "verbose=", "help=",
 					   "large_quarantine_bytes=", "large_quarantine_entries=",
 					   "large_cache_bytes=", "large_cache_entries=", "large_cache_decay_ms=",
-					   "arenas="};
+					   "arenas=", "stats_file=", "passthrough=", "sized_free=", "on_error="};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
 		ck_assert_msg(strstr(out, keys[i]), "help lacks %s: '%s'", keys[i], out);
 	ck_assert_msg(strstr(out, "(default 64, at most 64)"), "'%s'", out);
@@ -351,6 +378,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_parse_check_at_exit);
 	tcase_add_test(t, test_grammar);
 	tcase_add_test(t, test_knobs);
+	tcase_add_test(t, test_stats_file);
 	tcase_add_test(t, test_help);
 	tcase_add_test(t, test_read_env);
 	tcase_add_test(t, test_at_secure_ignores_env);

@@ -1,0 +1,63 @@
+/*
+ * counters.h — event counters, kept with relaxed atomics so counting never takes a lock.
+ *
+ * Invariants:
+ *  - RAMPART_COUNTERS is the one list of counters: the enum below, the storage, the
+ *    filling of the public struct rampart_stats (include/rampart.h, checked field by
+ *    field against this list at compile time in front/stats.c) and the copy into
+ *    struct rampart_heap_stats are all generated from it.
+ *  - Counters only grow, except the *_NOW gauges, which go up and down with the state
+ *    they describe. Reading them is racy by design (a snapshot).
+ *  - A leaf: includes only system headers and base files.
+ */
+#ifndef RAMPART_COUNTERS_H
+#define RAMPART_COUNTERS_H
+
+#include <stdatomic.h>
+
+#include "base/common.h"
+
+/* X(ID, field, heap, what): STAT_ID counts it; field names it in struct rampart_stats
+ * (in this order: the public struct is filled and checked by name and offset); heap is
+ * IN_HEAP when struct rampart_heap_stats carries it under the same field name, else
+ * NOT_IN_HEAP (the reports show those figures through the heap stats). */
+#define RAMPART_COUNTERS(X)                                                                              \
+	X(GUARD_FALLBACK, guard_fallbacks, IN_HEAP, "madvise refused a guard; the span used mprotect")   \
+	X(GUARD_LATCH, guard_latches, IN_HEAP, "the madvise backend was latched off (EINVAL)")           \
+	X(UNMAP_REFUSED, unmaps_refused, IN_HEAP, "munmap refused (VMA limit); region closed instead")   \
+	X(LEAKED, spans_leaked, IN_HEAP, "a span could be neither unmapped nor closed")                  \
+	X(MAPS, guarded_maps, NOT_IN_HEAP, "new mappings with guards (guard_map)")                       \
+	X(LARGE_LIVE_NOW, large_live_now, NOT_IN_HEAP, "live large allocations")                         \
+	X(QUARANTINE_NOW, quarantine_now, NOT_IN_HEAP, "regions in the region quarantine")               \
+	X(QUARANTINE_BYTES_NOW, quarantine_bytes_now, NOT_IN_HEAP, "their bytes of address space")       \
+	X(CACHE_HITS, cache_hits, IN_HEAP, "large requests served from the reuse cache")                 \
+	X(CACHE_MISSES, cache_misses, IN_HEAP, "large requests the reuse cache could not serve")         \
+	X(CACHE_WASTE_BYTES, cache_waste_bytes, IN_HEAP, "bytes beyond the request in reused regions")   \
+	X(CACHE_EVICTIONS, cache_evictions, IN_HEAP, "cached regions unmapped (bounds or decay)")        \
+	X(CACHE_NOW, cache_now, NOT_IN_HEAP, "regions in the reuse cache")                               \
+	X(CACHE_BYTES_NOW, cache_bytes_now, NOT_IN_HEAP, "their bytes of address space")                 \
+	X(REALLOC_IN_PLACE, realloc_in_place, NOT_IN_HEAP, "large reallocs served without moving")       \
+	X(REALLOC_MOVED, realloc_moved, NOT_IN_HEAP, "large reallocs that moved the pages with mremap")
+
+enum stat_id {
+#define STAT_ENUM(id, field, heap, what) STAT_##id,
+	RAMPART_COUNTERS(STAT_ENUM)
+#undef STAT_ENUM
+	STAT_COUNT
+};
+
+extern _Atomic unsigned long stat_counters[STAT_COUNT];
+
+static inline void stat_add(enum stat_id s, long n)
+{
+	atomic_fetch_add_explicit(&stat_counters[s], (unsigned long)n, memory_order_relaxed);
+}
+static inline void stat_inc(enum stat_id s) { stat_add(s, 1); }
+static inline void stat_dec(enum stat_id s) { stat_add(s, -1); }
+
+static inline unsigned long stat_read(enum stat_id s)
+{
+	return atomic_load_explicit(&stat_counters[s], memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * options.h — the run-time options (RAMPART_OPTIONS and the policy file): one table.
+ *
+ * Invariants:
+ *  - RAMPART_OPTION_TABLE is the one list of options. struct options, options_default,
+ *    the parser's keys (front/options.c), the help=1 text and the option list of the
+ *    rampart(3) man page (pkg/options_man.c, at build time) are generated from it: an
+ *    option is added, documented or given a new default in one line.
+ *  - A default that is a build setting names its CONFIG_ value; the value itself is
+ *    written only in config.mk.
+ *  - struct options is plain data of fixed size (it lives in the read-only roots):
+ *    a PATH option is stored in the struct itself, never as a pointer.
+ *  - A leaf: includes only system headers and base files.
+ */
+#ifndef RAMPART_BASE_OPTIONS_H
+#define RAMPART_BASE_OPTIONS_H
+
+#include "base/common.h"
+
+/* config.mk sets every CONFIG_ value, checked (config-check.mk); C never guesses one. */
+#ifndef CONFIG_POLICY_PATH
+#error "the CONFIG_ values are not set: compile with config.mk's CONFIG_CPPFLAGS"
+#endif
+
+enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
+enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
+/* What a detected error on a free path does: see front/policy.h, policy_tolerate_*. */
+enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
+
+/* Bytes of a PATH value, terminator included. The options live in the roots, which must
+ * fit one page with the largest CONFIG_SLAB_ARENAS (front/init.c checks): hence no more. */
+#define OPTIONS_PATH_MAX 128
+
+/* X(key, kind, default, most, doc): key=value sets the field of struct options named
+ * key. kind: GUARD, BOOL, STATS, ONOFF, ONERROR (words), SIZE (bytes, k/m/g allowed),
+ * COUNT (a whole number), PATH (a file name). most: the largest SIZE or COUNT accepted
+ * (0 for other kinds). doc: one line for help=1 and the man page, without the default,
+ * which both print from the table. */
+#define RAMPART_OPTION_TABLE(X)                                                                           \
+	X(guard, GUARD, GUARD_AUTO, 0, "guard backend; auto probes for madvise guards, else mprotect")     \
+	X(check_at_exit, BOOL, false, 0, "check every live slot's canary at exit")                         \
+	X(stats, STATS, STATS_OFF, 0, "statistics report at exit (1 is text), on stderr or in stats_file") \
+	X(stats_file, PATH, "", 0,                                                                         \
+	  "append the stats report to this file (created mode 0600) instead of stderr; "                   \
+	  "not for set-user-ID programs")                                                                  \
+	X(verbose, BOOL, false, 0, "say at start-up what was chosen")                                      \
+	X(help, BOOL, false, 0, "list the options on stderr")                                              \
+	X(large_quarantine_bytes, SIZE, CONFIG_REGION_QUARANTINE_BYTES, (size_t)1 << 46,                   \
+	  "address space the large-region quarantine holds")                                               \
+	X(large_quarantine_entries, COUNT, CONFIG_REGION_QUARANTINE_FIFO, CONFIG_REGION_QUARANTINE_FIFO,   \
+	  "FIFO entries of the large-region quarantine")                                                   \
+	X(large_cache_bytes, SIZE, CONFIG_CACHE_BYTES, (size_t)1 << 46,                                    \
+	  "address space the large-region reuse cache holds")                                              \
+	X(large_cache_entries, COUNT, CONFIG_CACHE_ENTRIES, CONFIG_CACHE_ENTRIES,                          \
+	  "regions the reuse cache holds (0: no cache)")                                                   \
+	X(large_cache_decay_ms, COUNT, CONFIG_CACHE_DECAY_MS, (size_t)1 << 40,                             \
+	  "milliseconds a cached region may stay idle")                                                    \
+	X(large_refill_bytes, SIZE, CONFIG_LARGE_REFILL_BYTES, (size_t)1 << 46,                            \
+	  "most bytes of new large blocks populated up front, earned by touched ones freed (0: off)")      \
+	X(arenas, COUNT, 0, CONFIG_SLAB_ARENAS,                                                            \
+	  "slab arenas threads are spread over (0: one per CPU the process may run on)")                   \
+	X(passthrough, BOOL, false, 0,                                                                     \
+	  "hand every call to the C library's allocator, for the life of the process "                     \
+	  "(the bare word passthrough means 1)")                                                           \
+	X(sized_free, ONOFF, true, 0, "abort on a sized free or sized delete whose size does not match")   \
+	X(on_error, ONERROR, ON_ERROR_ABORT, 0, "report an invalid, double or mis-sized free and carry on")
+
+/* Each kind: the field's declaration and the values the help text shows. */
+#define OPTION_FIELD_GUARD(name) enum guard_backend name
+#define OPTION_FIELD_BOOL(name) bool name
+#define OPTION_FIELD_STATS(name) enum stats_report name
+#define OPTION_FIELD_ONOFF(name) bool name
+#define OPTION_FIELD_ONERROR(name) enum on_error name
+#define OPTION_FIELD_SIZE(name) size_t name
+#define OPTION_FIELD_COUNT(name) size_t name
+#define OPTION_FIELD_PATH(name) char name[OPTIONS_PATH_MAX]
+
+/* Each kind's check of the table at compile time: a default within the bound. */
+#define OPTION_FITS_GUARD(key, def, most)
+#define OPTION_FITS_BOOL(key, def, most)
+#define OPTION_FITS_STATS(key, def, most)
+#define OPTION_FITS_ONOFF(key, def, most)
+#define OPTION_FITS_ONERROR(key, def, most)
+#define OPTION_FITS_SIZE(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
+#define OPTION_FITS_COUNT(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
+#define OPTION_FITS_PATH(key, def, most) \
+	_Static_assert(sizeof(def) <= OPTIONS_PATH_MAX, "the default of " #key " is too long");
+
+#define OPTION_VALUES_GUARD "auto|madvise|mprotect"
+#define OPTION_VALUES_BOOL "0|1"
+#define OPTION_VALUES_STATS "0|1|text|json"
+#define OPTION_VALUES_ONOFF "on|off"
+#define OPTION_VALUES_ONERROR "abort|report"
+#define OPTION_VALUES_SIZE "SIZE"
+#define OPTION_VALUES_COUNT "N"
+#define OPTION_VALUES_PATH "PATH"
+
+enum option_kind {
+	OPTION_GUARD, OPTION_BOOL, OPTION_STATS, OPTION_ONOFF, OPTION_ONERROR, OPTION_SIZE, OPTION_COUNT,
+	OPTION_PATH
+};
+
+struct options {
+#define OPTION_DECLARE(key, kind, def, most, doc) OPTION_FIELD_##kind(key);
+	RAMPART_OPTION_TABLE(OPTION_DECLARE)
+#undef OPTION_DECLARE
+};
+
+/* The defaults: the table's, which take the build's from config.mk. */
+static inline void options_default(struct options *o)
+{
+	*o = (struct options){
+#define OPTION_DEFAULT(key, kind, def, most, doc) .key = def,
+		RAMPART_OPTION_TABLE(OPTION_DEFAULT)
+#undef OPTION_DEFAULT
+	};
+}
+
+/* The value of an option of kind `kind` at field, as a user writes it (the help text's
+ * and the man page's defaults); digits go to buf. */
+static inline const char *option_value_text(enum option_kind kind, const void *field, char buf[24])
+{
+	size_t n;
+	switch (kind) {
+	case OPTION_GUARD: {
+		static const char *const words[] = {"auto", "madvise", "mprotect"};
+		return words[*(const enum guard_backend *)field];
+	}
+	case OPTION_BOOL: return *(const bool *)field ? "1" : "0";
+	case OPTION_STATS: {
+		static const char *const words[] = {"0", "text", "json"};
+		return words[*(const enum stats_report *)field];
+	}
+	case OPTION_ONOFF: return *(const bool *)field ? "on" : "off";
+	case OPTION_ONERROR: return *(const enum on_error *)field == ON_ERROR_REPORT ? "report" : "abort";
+	case OPTION_PATH: return *(const char *)field ? (const char *)field : "none";
+	case OPTION_SIZE:
+	case OPTION_COUNT: break;
+	}
+	n = *(const size_t *)field;
+	char tmp[24];
+	int i = 0, j = 0;
+	do tmp[i++] = (char)('0' + n % 10); while (n /= 10);
+	while (i) buf[j++] = tmp[--i];
+	buf[j] = 0;
+	return buf;
+}
+
+#endif
