@@ -153,27 +153,34 @@ static bool charge_follows(void)
 }
 
 /* Small blocks are charged too, as glibc's heap is: 512 MiB of 48-byte blocks move
- * Committed_AS by at least 400 MiB (slabs, guard slabs and metadata may add to it). */
+ * Committed_AS by at least 400 MiB (slabs, guard slabs and metadata may add to it).
+ * Other processes move the machine-wide figure too (a build freeing memory meanwhile
+ * hides part of ours): the largest of three tries counts. */
 static bool small_charged(void)
 {
 	enum { N = 8 << 20, SIZE = 48 };
+	const long long want = 400LL << 20;
 	char **v = malloc(N * sizeof *v);
 	if (!v) return false;
-	long long before = meminfo("Committed_AS");
-	for (long i = 0; i < N; i++) {
-		v[i] = malloc(SIZE);
-		if (!v[i]) {
-			printf("FAIL malloc(%d) after %ld blocks\n", SIZE, i);
-			return false;
+	long long best = 0;
+	for (int attempt = 0; attempt < 3 && best < want; attempt++) {
+		long long before = meminfo("Committed_AS");
+		for (long i = 0; i < N; i++) {
+			v[i] = malloc(SIZE);
+			if (!v[i]) {
+				printf("FAIL malloc(%d) after %ld blocks\n", SIZE, i);
+				return false;
+			}
+			v[i][0] = 1;
 		}
-		v[i][0] = 1;
+		long long during = meminfo("Committed_AS");
+		for (long i = 0; i < N; i++) free(v[i]);
+		if (during - before > best) best = during - before;
 	}
-	long long during = meminfo("Committed_AS");
-	for (long i = 0; i < N; i++) free(v[i]);
 	free(v);
 	printf("%d blocks of %d bytes (%d MiB of slots): Committed_AS +%lld MiB\n", N, SIZE, (N >> 20) * 64,
-	       (during - before) >> 20);
-	if (during - before < (400LL << 20)) {
+	       best >> 20);
+	if (best < want) {
 		printf("FAIL: small blocks are not charged like glibc's heap\n");
 		return false;
 	}
