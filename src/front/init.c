@@ -23,11 +23,8 @@
 #include "front/stats.h"
 #include "rampart.h"
 
-/* The roots sit alone on their page so that page can be made read-only. */
-_Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
-union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
+_Static_assert(ROOTS_SLAB_CLASSES == SC_COUNT, "the roots size the nursery's table by the class count");
 
-_Atomic int rampart_state = STATE_NEW;
 static struct lock init_lock; /* all zero: free */
 static bool fork_handlers_registered; /* under init_lock */
 /* This thread is finishing initialisation and everything is usable already. Volatile:

@@ -19,29 +19,7 @@
 #define RAMPART_OPTIONS_H
 
 #include "base/common.h"
-#include "guard/guard.h"
-
-enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
-/* What a detected error on a free path does: see policy.h, policy_tolerate_*. */
-enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
-
-struct options {
-	enum guard_backend guard;   /* guard=auto|madvise|mprotect */
-	bool check_at_exit;         /* check_at_exit=0|1: verify live slots' canaries at exit */
-	enum stats_report stats;    /* stats=0|1|text|json: a report on stderr at exit */
-	bool verbose;               /* verbose=0|1: say at start-up what was chosen */
-	bool help;                  /* help=1: list the options on stderr */
-	size_t large_quarantine_bytes;   /* region quarantine: bytes of address space held */
-	size_t large_quarantine_entries; /* region quarantine: FIFO entries */
-	size_t large_cache_bytes;        /* reuse cache: bytes of address space held */
-	size_t large_cache_entries;      /* reuse cache: regions held */
-	size_t large_cache_decay_ms;     /* reuse cache: idle time before a region is unmapped */
-	size_t large_refill_bytes;       /* most credit for populating new large blocks (refill.h) */
-	size_t arenas;                   /* arenas=N: slab arenas; 0 (default): one per CPU, capped */
-	bool passthrough;           /* passthrough=0|1: every call to the C library's allocator */
-	bool sized_free;            /* sized_free=on|off: check the size of sized frees (default on) */
-	enum on_error on_error;     /* on_error=abort|report: an invalid, double or mis-sized free */
-};
+#include "base/options.h"
 
 /* The defaults: the compile-time configuration. */
 void options_default(struct options *o);

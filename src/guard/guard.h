@@ -20,8 +20,7 @@
 #define RAMPART_GUARD_H
 
 #include "base/common.h"
-
-enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
+#include "base/options.h" /* enum guard_backend */
 
 /* Region flags: how spans are closed and what reopening them takes. */
 enum {

@@ -8,7 +8,7 @@
 #include "guard/meta.h"
 
 #include "guard/guard.h"
-#include "front/init.h"
+#include "base/roots.h"
 #include "os/lock.h"
 #include "os/os.h"
 #include "os/random.h"

@@ -16,7 +16,7 @@
 
 #include "large/cache.h"
 #include "guard/guard.h"
-#include "front/init.h"
+#include "base/roots.h"
 #include "os/lock.h"
 #include "guard/meta.h"
 #include "os/os.h"

@@ -89,7 +89,7 @@
 
 #include "slab/slab.h"
 #include "guard/guard.h"
-#include "front/init.h"
+#include "base/roots.h"
 #include "os/lock.h"
 #include "os/os.h"
 #include "os/random.h"
