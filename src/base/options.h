@@ -13,7 +13,7 @@
 enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
 
 enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
-/* What a detected error on a free path does: see policy.h, policy_tolerate_*. */
+/* What a detected error on a free path does: see report.h, report_go_on. */
 enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 
 struct options {

@@ -1,5 +1,5 @@
 /*
- * policy.c — the per-program policy file and the error policy (see policy.h).
+ * policy.c — the per-program policy file (see policy.h).
  */
 #define _GNU_SOURCE
 #include "front/policy.h"
@@ -11,9 +11,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "front/init.h"
-#include "os/os.h"
-#include "front/stats.h"
+#include "base/text.h"
 
 #ifndef CONFIG_POLICY_PATH
 #define CONFIG_POLICY_PATH ""
@@ -58,17 +56,13 @@ bool policy_match(const char *pattern, size_t plen, const char *exe)
 
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-/* "<path>:<line>" into buf. */
+/* "<path>:<line>" into buf; a long path is cut, the line number kept. */
 static void source_name(char *buf, size_t cap, const char *path, unsigned line)
 {
-	size_t at = 0;
-	while (*path && at + 12 < cap) buf[at++] = *path++;
-	buf[at++] = ':';
-	char tmp[12];
-	int n = 0;
-	do tmp[n++] = (char)('0' + line % 10); while (line /= 10);
-	while (n) buf[at++] = tmp[--n];
-	buf[at] = 0;
+	struct out o = out_string(buf, cap);
+	out_mem(&o, path, cap - 12);
+	out_str(&o, ":");
+	out_num(&o, line);
 }
 
 unsigned policy_apply_text(struct options *o, const char *text, size_t len, const char *exe, const char *path)
@@ -188,7 +182,8 @@ void policy_read(struct options *o, struct policy_status *st)
 
 void policy_say(const struct policy_status *st)
 {
-	struct out w = {.fd = 2};
+	char space[1024];
+	struct out w = out_fd(2, space, sizeof space);
 	if (st->file == POLICY_NO_FILE) {
 		out_str(&w, "rampart: policy file: none in this build\n");
 	} else if (st->file == POLICY_ABSENT) {
@@ -220,19 +215,3 @@ void policy_say(const struct policy_status *st)
 	out_flush(&w);
 }
 
-/* --- the error policy ----------------------------------------------------------- */
-
-bool policy_ignore_bad_free(const char *what, const void *p)
-{
-	if (ro.opt.on_error != ON_ERROR_REPORT) return false;
-	os_report(what, p, "the call was ignored");
-	return true;
-}
-
-bool policy_tolerate_size(const void *p)
-{
-	if (!ro.opt.sized_free) return true;
-	if (ro.opt.on_error != ON_ERROR_REPORT) return false;
-	os_report("sized free with a wrong size or alignment", p, "freed as by free()");
-	return true;
-}

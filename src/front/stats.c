@@ -2,10 +2,10 @@
 #define _GNU_SOURCE
 #include "front/stats.h"
 
-#include <errno.h>
 #include <unistd.h>
 
 #include "rampart.h"
+#include "base/text.h"
 #include "guard/guard.h"
 #include "front/init.h"
 #include "large/large.h"
@@ -21,55 +21,6 @@ __attribute__((visibility("default"))) void rampart_get_stats(struct rampart_sta
 	unsigned long *dst = (unsigned long *)out;
 	for (int i = 0; i < STAT_COUNT; i++)
 		dst[i] = atomic_load_explicit(&stat_counters[i], memory_order_relaxed);
-}
-
-/* --- reports --- */
-
-void out_flush(struct out *o)
-{
-	int saved = errno;
-	for (size_t done = 0; done < o->n;) {
-		ssize_t w = write(o->fd, o->buf + done, o->n - done);
-		if (w < 0 && errno == EINTR) continue;
-		if (w <= 0) break;
-		done += (size_t)w;
-	}
-	o->n = 0;
-	errno = saved;
-}
-
-void out_str(struct out *o, const char *s)
-{
-	for (; *s; s++) {
-		if (o->n == sizeof o->buf) out_flush(o);
-		o->buf[o->n++] = *s;
-	}
-}
-
-void out_num(struct out *o, unsigned long v)
-{
-	char tmp[24];
-	int n = 0;
-	do tmp[n++] = (char)('0' + v % 10); while (v /= 10);
-	char s[24];
-	int i = 0;
-	while (n) s[i++] = tmp[--n];
-	s[i] = 0;
-	out_str(o, s);
-}
-
-void out_fixed(struct out *o, unsigned long v, unsigned decimals)
-{
-	unsigned long scale = 1;
-	for (unsigned i = 0; i < decimals; i++) scale *= 10;
-	out_num(o, v / scale);
-	if (!decimals) return;
-	out_str(o, ".");
-	unsigned long frac = v % scale;
-	for (unsigned long d = scale / 10; d; d /= 10) {
-		char c[2] = {(char)('0' + frac / d % 10), 0};
-		out_str(o, c);
-	}
 }
 
 /* --- the heap's figures and the reports --- */
@@ -304,7 +255,8 @@ void stats_report(int fd, int json)
 {
 	struct rampart_heap_stats h;
 	stats_gather(&h);
-	struct out o = {.fd = fd};
+	char space[2048];
+	struct out o = out_fd(fd, space, sizeof space);
 	if (json) report_json(&o, &h);
 	else report_text(&o, &h);
 	out_flush(&o);
