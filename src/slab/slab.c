@@ -9,7 +9,6 @@
 
 #include <string.h>
 
-
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
 
