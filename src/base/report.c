@@ -144,6 +144,8 @@ void report_warn(enum report_warning w, const char *detail)
  *    process_vm_readv would close that window, but is a system call rampart makes
  *    nowhere else (seccomp filters built from its list would kill the process by
  *    SIGSYS) and qemu-user lacks it.
+ * The list starts at the first return address outside rampart's own code (own_code):
+ * the frames of the call that found the error, and of what it called, are left out.
  * A scan can also show stale return addresses left by earlier calls: the heading says
  * so. The offset is from the module's first mapping (its load base): what
  * addr2line -e module expects for shared objects and PIE programs; a program linked
@@ -152,7 +154,6 @@ void report_warn(enum report_warning w, const char *detail)
 #define TRACE_RANGES 256
 #define TRACE_SCAN (64u * 1024u)
 #define TRACE_NAME 160
-
 
 /* rampart's own code, left out of a trace. The static library moves every code section
  * of its objects into sections of its own, rampart_text and rampart_text_cold (Makefile,
