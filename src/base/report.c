@@ -154,6 +154,10 @@ void report_warn(enum report_warning w, const char *detail)
 #define TRACE_RANGES 256
 #define TRACE_SCAN (64u * 1024u)
 #define TRACE_NAME 160
+/* Candidates kept before rampart's own frames are left out: its frames, and the stale
+ * return addresses among them, are a few dozen words at most. */
+#define TRACE_FOUND (3 * TRACE_FRAMES)
+#define TRACE_STALE_RUN 2
 
 /* rampart's own code, left out of a trace. The static library moves every code section
  * of its objects into sections of its own, rampart_text and rampart_text_cold (Makefile,
@@ -250,6 +254,10 @@ static struct {
 	struct maps_reader m;
 	struct maps_line l;
 	char names[TRACE_FRAMES][TRACE_NAME];
+	struct frame {
+		uintptr_t ra, base;
+		bool own;
+	} found[TRACE_FOUND];
 } trace_space;
 static atomic_flag trace_busy = ATOMIC_FLAG_INIT;
 
@@ -293,28 +301,35 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 
 	/* The scan: words on this thread's stack that return just after a call. Each page
 	 * is asked about before its first word is read (an aligned word never straddles
-	 * two); the stack ends, for the scan, at the first page that cannot be read. The
-	 * innermost frames are rampart's own, up to the call that found the error: left
-	 * out, the list starts with the program's call into rampart. */
-	uintptr_t frames[TRACE_FRAMES], bases[TRACE_FRAMES];
-	size_t nframes = 0;
-	bool inside = true;
+	 * two); the stack ends, for the scan, at the first page that cannot be read. */
+	struct frame *found = trace_space.found;
+	size_t nfound = 0;
 	uintptr_t top = stack_end - sp > TRACE_SCAN ? sp + TRACE_SCAN : stack_end, stack_known = NO_PAGE;
-	for (uintptr_t a = align_up(sp, sizeof(uintptr_t)); a + sizeof(uintptr_t) <= top && nframes < TRACE_FRAMES;
+	for (uintptr_t a = align_up(sp, sizeof(uintptr_t)); a + sizeof(uintptr_t) <= top && nfound < TRACE_FOUND;
 	     a += sizeof(uintptr_t)) {
 		if (!span_readable(a, a + sizeof(uintptr_t), &stack_known)) break;
 		uintptr_t v = *(const uintptr_t *)a;
 		for (size_t i = 0; i < nranges; i++) {
 			if (v < ranges[i].start + 8 || v >= ranges[i].end) continue;
-			if (span_readable(v - 8, v, &known) && after_call(v)) {
-				if (inside && own_code(v, ranges[i].base, own_base)) break;
-				inside = false;
-				frames[nframes] = v;
-				bases[nframes++] = ranges[i].base;
-			}
+			if (span_readable(v - 8, v, &known) && after_call(v))
+				found[nfound++] = (struct frame){v, ranges[i].base, own_code(v, ranges[i].base, own_base)};
 			break;
 		}
 	}
+	/* The innermost frames are rampart's own, down to the call that found the error:
+	 * left out, so that the list starts with the program's call into rampart. Among
+	 * and before them lie stale return addresses left by what ran there earlier (the C
+	 * library's system call wrappers rampart called, which a static program holds in
+	 * its own code; start-up code), one or two in a row: rampart's frames end, for the
+	 * list, at its last one before more than TRACE_STALE_RUN frames in a row outside it. */
+	size_t first = 0, run = 0;
+	bool seen = false;
+	for (size_t i = 0; i < nfound && run <= TRACE_STALE_RUN; i++) {
+		if (found[i].own) first = i + 1, run = 0, seen = true;
+		else if (seen) run++;
+	}
+	found += first;
+	size_t nframes = MIN(nfound - first, (size_t)TRACE_FRAMES);
 	if (!nframes) return;
 
 	/* Pass 2: the module names, then the lines. */
@@ -327,7 +342,7 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 	if (maps_open(mp)) {
 		while (maps_next(mp, lp))
 			for (size_t f = 0; f < nframes; f++)
-				if (frames[f] >= lp->start && frames[f] < lp->end) {
+				if (found[f].ra >= lp->start && found[f].ra < lp->end) {
 					size_t k = 0;
 					for (; lp->path[k] && k < TRACE_NAME - 1; k++) names[f][k] = lp->path[k];
 					names[f][k] = 0;
@@ -340,7 +355,7 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 		out_str(&o, " ");
 		out_str(&o, names[f][0] ? names[f] : "?");
 		out_str(&o, "+");
-		out_hex(&o, frames[f] - bases[f]);
+		out_hex(&o, found[f].ra - found[f].base);
 		out_str(&o, "\n");
 		out_flush(&o);
 	}
