@@ -325,8 +325,13 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 	size_t first = 0, run = 0;
 	bool seen = false;
 	for (size_t i = 0; i < nfound && run <= TRACE_STALE_RUN; i++) {
-		if (found[i].own) first = i + 1, run = 0, seen = true;
-		else if (seen) run++;
+		if (found[i].own) {
+			first = i + 1;
+			run = 0;
+			seen = true;
+		} else if (seen) {
+			run++;
+		}
 	}
 	found += first;
 	size_t nframes = MIN(nfound - first, (size_t)TRACE_FRAMES);
@@ -360,7 +365,6 @@ static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)
 		out_flush(&o);
 	}
 }
-
 
 /* For fatal errors: the storage is never given back (the process aborts). */
 static void print_trace(void)
