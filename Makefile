@@ -67,14 +67,21 @@ $(OUT)/$(SONAME): $(OUT)/librampart.so
 
 # The static library renames its internal symbols (every global one but the interface:
 # those the shared library hides) to __rampart_NAME in every member, so a program that
-# defines its own `fatal`, `lock_wait` or `os_page` still links with it. The unit tests,
-# which call the internals by name, link internal.a: the objects as compiled.
+# defines its own `fatal`, `lock_wait` or `os_page` still links with it. It also moves
+# its code (every section named .text or .text.*) into sections of its own, rampart_text
+# and, for what the compiler marked unlikely (.text.unlikely, clang's .text.unlikely.),
+# rampart_text_cold, whose bounds the linker defines in the program: the callers listed
+# after a fatal error (src/base/report.c) start outside them. The unit tests, which call
+# the internals by name, link internal.a: the objects as compiled.
 OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)
+static_sections = $$(readelf -SW $(1) | awk '{ for (i = 1; i <= NF; i++) if ($$i ~ /^\.text/) { \
+	print "--rename-section", $$i "=" ($$i ~ /^\.text\.unlikely/ ? "rampart_text_cold" : "rampart_text"); next } }')
 $(OUT)/librampart.a: $(OBJS) Makefile
 	$(Q)rm -rf $@ $(OUT)/static && mkdir -p $(OUT)/static
 	$(Q)readelf -sW $(OBJS) | awk '($$5 == "GLOBAL" || $$5 == "WEAK") && $$6 == "HIDDEN" && $$7 != "UND" \
 		{ print $$8, "__rampart_" $$8 }' | sort -u > $(OUT)/static/renames
-	$(Q)for o in $(OBJS); do $(OBJCOPY) --redefine-syms=$(OUT)/static/renames $$o $(OUT)/static/$${o##*/} || exit 1; done
+	$(Q)for o in $(OBJS); do $(OBJCOPY) --redefine-syms=$(OUT)/static/renames $(call static_sections,$$o) \
+		$$o $(OUT)/static/$${o##*/} || exit 1; done
 	$(call say,AR,$@)ar rcs $@ $(addprefix $(OUT)/static/,$(notdir $(OBJS)))
 $(OUT)/obj/internal.a: $(OBJS)
 	$(Q)rm -f $@

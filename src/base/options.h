@@ -24,7 +24,7 @@
 
 enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
 enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
-/* What a detected error on a free path does: see front/policy.h, policy_tolerate_*. */
+/* What a detected error on a free path does: see base/report.h, report_go_on. */
 enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 
 /* Bytes of a PATH value, terminator included. The options live in the roots, which must

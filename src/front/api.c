@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "rampart.h"
+#include "base/report.h"
 #include "front/api.h"
 #include "guard/guard.h"
 #include "front/init.h"
@@ -75,7 +76,7 @@ static void *alloc_or_enomem(size_t size, size_t align)
 
 static noinline cold void release_not_ready(void *p)
 {
-	if (!rampart_passthrough()) fatal("free of a pointer rampart never handed out", p);
+	if (!rampart_passthrough()) report_fatal(OP_FREE, ERR_NEVER_HANDED_OUT, p);
 	passthrough_free(p);
 }
 
@@ -130,7 +131,7 @@ API void *realloc(void *p, size_t size)
 		return NULL;
 	}
 	if (unlikely(!rampart_ready())) {
-		if (!rampart_passthrough()) fatal("realloc of a pointer rampart never handed out", p);
+		if (!rampart_passthrough()) report_fatal(OP_REALLOC, ERR_NEVER_HANDED_OUT, p);
 		return passthrough_realloc(p, size);
 	}
 	if (slab_contains(p)) {
@@ -141,7 +142,7 @@ API void *realloc(void *p, size_t size)
 	}
 	if (size <= SMALL_MAX) {
 		int saved = errno;
-		void *q = realloc_move(p, large_usable_size(p, "realloc of a pointer that is not a live allocation"), size);
+		void *q = realloc_move(p, large_usable_size(p, OP_REALLOC), size);
 		if (likely(q)) return q;
 		/* No slot to move into (its class could not grow: RLIMIT_AS, or a locked
 		 * process at its RLIMIT_MEMLOCK): a shrink still succeeds, in place. */
@@ -225,11 +226,11 @@ API size_t malloc_usable_size(void *p)
 {
 	if (!p) return 0;
 	if (unlikely(!rampart_ready())) {
-		if (!rampart_passthrough()) fatal("malloc_usable_size of a pointer rampart never handed out", p);
+		if (!rampart_passthrough()) report_fatal(OP_USABLE_SIZE, ERR_NEVER_HANDED_OUT, p);
 		return passthrough_usable_size(p);
 	}
 	if (slab_contains(p)) return slab_usable_size(p);
-	return large_usable_size(p, "malloc_usable_size of a pointer that is not a live allocation");
+	return large_usable_size(p, OP_USABLE_SIZE);
 }
 
 API size_t malloc_object_size(const void *p)

@@ -47,6 +47,7 @@
 #include "rampart.h"
 #include "front/api.h"
 #include "base/common.h"
+#include "base/report.h"
 #include "os/os.h"
 
 #define API __attribute__((visibility("default")))
@@ -109,12 +110,12 @@ static noinline cold __attribute__((noreturn)) void throw_bad_alloc(const void *
 	if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
 	void (*thrower)(void) = (void (*)(void))late_libstdcxx_symbol("_ZSt17__throw_bad_allocv");
 	if (thrower) thrower();
-	fatal("operator new failed and std::bad_alloc cannot be thrown (no libstdc++)", caller);
+	report_fatal(OP_NEW, ERR_NO_BAD_ALLOC, caller);
 }
 
-static inline void check_align(size_t align, const void *caller)
+static inline void check_align(size_t align, enum report_op op, const void *caller)
 {
-	if (unlikely(!is_pow2(align))) fatal("C++ aligned new/delete with an alignment that is not a power of two", caller);
+	if (unlikely(!is_pow2(align))) report_fatal(op, ERR_BAD_ALIGNMENT, caller);
 }
 
 static inline void *try_alloc(size_t size, size_t align)
@@ -149,25 +150,25 @@ API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_mall
 
 API void *_ZnwmSt11align_val_t(size_t size, size_t align)
 {
-	check_align(align, CALLER);
+	check_align(align, OP_NEW, CALLER);
 	return new_throwing(size, align, CALLER);
 }
 
 API void *_ZnamSt11align_val_t(size_t size, size_t align)
 {
-	check_align(align, CALLER);
+	check_align(align, OP_NEW, CALLER);
 	return new_throwing(size, align, CALLER);
 }
 
 API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
-	check_align(align, CALLER);
+	check_align(align, OP_NEW, CALLER);
 	return rampart_aligned_alloc(align, size);
 }
 
 API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
-	check_align(align, CALLER);
+	check_align(align, OP_NEW, CALLER);
 	return rampart_aligned_alloc(align, size);
 }
 
@@ -181,8 +182,8 @@ API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_free(p); }
 /* An aligned delete of p: the alignment must be valid and p aligned to it. */
 static inline void check_aligned_ptr(const void *p, size_t align, const void *caller)
 {
-	check_align(align, caller);
-	if (unlikely((uintptr_t)p & (align - 1))) fatal("C++ aligned delete of a pointer without that alignment", p);
+	check_align(align, OP_FREE, caller);
+	if (unlikely((uintptr_t)p & (align - 1))) report_fatal(OP_FREE, ERR_MISALIGNED_DELETE, p);
 }
 
 static inline void delete_aligned(void *p, size_t align, const void *caller)

@@ -10,8 +10,8 @@
 #include "front/init.h"
 
 #include <pthread.h>
-#include <sys/mman.h>
 
+#include "base/report.h"
 #include "guard/guard.h"
 #include "large/large.h"
 #include "os/lock.h"
@@ -22,13 +22,11 @@
 #include "os/random.h"
 #include "slab/slab.h"
 #include "front/stats.h"
+#include "base/text.h"
 #include "rampart.h"
 
-/* The roots sit alone on their page so that page can be made read-only. */
-_Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
-union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
+_Static_assert(ROOTS_SLAB_CLASSES == SC_COUNT, "the roots size the nursery's table by the class count");
 
-_Atomic int rampart_state = STATE_NEW;
 static struct lock init_lock; /* all zero: free */
 static bool fork_handlers_registered; /* under init_lock */
 /* This thread is finishing initialisation and everything is usable already. Volatile:
@@ -73,7 +71,8 @@ static void fork_child(void)
 /* RAMPART_OPTIONS=verbose=1: one line on what start-up chose. */
 static void say_choices(void)
 {
-	struct out o = {.fd = 2};
+	char space[512];
+	struct out o = out_fd(2, space, sizeof space);
 	out_str(&o, "rampart: version " RAMPART_VERSION "; guard backend ");
 	out_str(&o, guard_backend_name());
 	out_str(&o, "; slab arenas ");
@@ -103,7 +102,7 @@ static void say_choices(void)
 static void protect_roots(void)
 {
 	if (os_page != RO_ALIGN) return; /* larger pages: the roots share a page, leave it */
-	if (os_protect(&ro, RO_ALIGN, PROT_READ)) os_warn("cannot make the roots read-only", NULL);
+	if (os_read_only(&ro, RO_ALIGN)) report_warn(WARN_ROOTS_WRITABLE, NULL);
 }
 
 /* Start the modules bottom-up, each handing back its roots, which only this file writes
@@ -137,15 +136,15 @@ static void read_options(void)
 static bool become_passthrough(const struct policy_status *ps)
 {
 	if (!passthrough_available()) {
-		os_warn("passthrough unavailable (no C library allocator to hand calls to: not glibc, or a "
-			"static program); rampart stays", NULL);
+		report_warn(WARN_NO_PASSTHROUGH, NULL);
 		ro.opt.passthrough = false;
 		return false;
 	}
 	protect_roots();
 	if (ro.opt.verbose) {
 		policy_say(ps);
-		struct out o = {.fd = 2};
+		char space[160];
+		struct out o = out_fd(2, space, sizeof space);
 		out_str(&o, "rampart: version " RAMPART_VERSION "; passthrough: every call goes to the C library's "
 			    "allocator\n");
 		out_flush(&o);
@@ -185,7 +184,7 @@ bool rampart_init_slow(void)
 				init_finishing = true;
 				fork_handlers_registered = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 				init_finishing = false;
-				if (!fork_handlers_registered) os_warn("cannot register fork handlers", NULL);
+				if (!fork_handlers_registered) report_warn(WARN_FORK_HANDLERS, NULL);
 			}
 			atomic_store_explicit(&rampart_state, STATE_READY, memory_order_release);
 		}

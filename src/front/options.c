@@ -9,8 +9,8 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "front/stats.h" /* the text writer */
-#include "os/os.h"
+#include "base/report.h"
+#include "base/text.h"
 
 /* The parser's keys, from the table in base/options.h. */
 struct key {
@@ -37,39 +37,23 @@ static bool word_is(const char *s, size_t n, const char *w)
 	return strlen(w) == n && memcmp(s, w, n) == 0;
 }
 
-/* Append s (n bytes, or up to its end when n is SIZE_MAX) to buf at *at. */
-static void put(char *buf, size_t cap, size_t *at, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n && s[i] && *at + 1 < cap; i++) buf[(*at)++] = s[i];
-	buf[*at] = 0;
-}
-
-static void put_num(char *buf, size_t cap, size_t *at, size_t v)
-{
-	char tmp[24];
-	int n = 0;
-	do tmp[n++] = (char)('0' + v % 10); while (v /= 10);
-	while (n) put(buf, cap, at, &tmp[--n], 1);
-}
-
 /* "<source>: <a>'<quoted>'<b>" as one warning line. */
 static void complain(const char *source, const char *a, const char *q, size_t qlen, const char *b, size_t num)
 {
 	char msg[240];
-	size_t at = 0;
-	msg[0] = 0;
-	put(msg, sizeof msg, &at, source, SIZE_MAX);
-	put(msg, sizeof msg, &at, ": ", SIZE_MAX);
-	put(msg, sizeof msg, &at, a, SIZE_MAX);
-	put(msg, sizeof msg, &at, "'", 1);
-	put(msg, sizeof msg, &at, q, MIN(qlen, (size_t)64));
-	put(msg, sizeof msg, &at, "'", 1);
-	put(msg, sizeof msg, &at, b, SIZE_MAX);
+	struct out o = out_string(msg, sizeof msg);
+	out_str(&o, source);
+	out_str(&o, ": ");
+	out_str(&o, a);
+	out_str(&o, "'");
+	out_mem(&o, q, MIN(qlen, (size_t)64));
+	out_str(&o, "'");
+	out_str(&o, b);
 	if (num != SIZE_MAX) {
-		put_num(msg, sizeof msg, &at, num);
-		put(msg, sizeof msg, &at, ")", 1);
+		out_num(&o, num);
+		out_str(&o, ")");
 	}
-	os_warn(msg, " (entry ignored)");
+	report_warn(WARN_OPTION, msg);
 }
 
 /* A decimal count, optionally followed by k, m or g (powers of 1024) for sizes. */
@@ -121,10 +105,11 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		if (word_is(v, vlen, "0")) b = false;
 		else if (word_is(v, vlen, "1")) b = true;
 		else {
-			char what[64] = " for ";
-			size_t at = 5;
-			put(what, sizeof what, &at, key->name, SIZE_MAX);
-			put(what, sizeof what, &at, ": expected 0 or 1", SIZE_MAX);
+			char what[64];
+			struct out w = out_string(what, sizeof what);
+			out_str(&w, " for ");
+			out_str(&w, key->name);
+			out_str(&w, ": expected 0 or 1");
 			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
 		/* A build without canaries has nothing for the exit check to look at: saying so
@@ -140,10 +125,11 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		if (word_is(v, vlen, "on") || word_is(v, vlen, "1")) b = true;
 		else if (word_is(v, vlen, "off") || word_is(v, vlen, "0")) b = false;
 		else {
-			char what[64] = " for ";
-			size_t at = 5;
-			put(what, sizeof what, &at, key->name, SIZE_MAX);
-			put(what, sizeof what, &at, ": expected on or off", SIZE_MAX);
+			char what[64];
+			struct out w = out_string(what, sizeof what);
+			out_str(&w, " for ");
+			out_str(&w, key->name);
+			out_str(&w, ": expected on or off");
 			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
 		memcpy(field, &b, sizeof b);
@@ -167,11 +153,12 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		return;
 	}
 	case OPTION_PATH: {
-		char what[96] = " for ";
-		size_t at = 5;
-		put(what, sizeof what, &at, key->name, SIZE_MAX);
+		char what[96];
+		struct out w = out_string(what, sizeof what);
+		out_str(&w, " for ");
+		out_str(&w, key->name);
 		if (vlen >= OPTIONS_PATH_MAX || memchr(v, 0, vlen)) {
-			put(what, sizeof what, &at, ": too long (at most ", SIZE_MAX);
+			out_str(&w, ": too long (at most ");
 			return complain(src, "bad value ", v, vlen, what, OPTIONS_PATH_MAX - 1);
 		}
 		memcpy(field, v, vlen);
@@ -180,17 +167,17 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 	}
 	case OPTION_SIZE:
 	case OPTION_COUNT: {
-		char what[96] = " for ";
-		size_t at = 5;
-		put(what, sizeof what, &at, key->name, SIZE_MAX);
+		char what[96];
+		struct out w = out_string(what, sizeof what);
+		out_str(&w, " for ");
+		out_str(&w, key->name);
 		if (!parse_number(v, vlen, key->kind == OPTION_SIZE, &num)) {
-			put(what, sizeof what, &at,
-			    key->kind == OPTION_SIZE ? ": expected a byte count, optionally with k, m or g"
-						: ": expected a whole number", SIZE_MAX);
+			out_str(&w, key->kind == OPTION_SIZE ? ": expected a byte count, optionally with k, m or g"
+						: ": expected a whole number");
 			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
 		if (num > key->most) {
-			put(what, sizeof what, &at, ": too big (at most ", SIZE_MAX);
+			out_str(&w, ": too big (at most ");
 			return complain(src, "bad value ", v, vlen, what, key->most);
 		}
 		memcpy(field, &num, sizeof num);
@@ -252,7 +239,8 @@ void options_help(void)
 {
 	struct options d;
 	options_default(&d);
-	struct out o = {.fd = STDERR_FILENO};
+	char buf[3072]; /* the whole list: one write */
+	struct out o = out_fd(STDERR_FILENO, buf, sizeof buf);
 	out_str(&o, "rampart: RAMPART_OPTIONS=key=value[,key=value...] (',' or ':' between entries; "
 		    "SIZE takes k, m or g):\n");
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

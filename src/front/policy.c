@@ -1,5 +1,5 @@
 /*
- * policy.c — the per-program policy file and the error policy (see policy.h).
+ * policy.c — the per-program policy file (see policy.h).
  */
 #define _GNU_SOURCE
 #include "front/policy.h"
@@ -11,9 +11,8 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "front/init.h"
-#include "os/os.h"
-#include "front/stats.h"
+#include "base/report.h"
+#include "base/text.h"
 
 /* --- matching ------------------------------------------------------------------- */
 
@@ -82,30 +81,25 @@ void policy_name_exe(struct policy_exe *exe, const char *kernel_file, const char
 
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-/* "<path>:<line>" into buf. */
+/* "<path>:<line>" into buf; a long path is cut, the line number kept. */
 static void source_name(char *buf, size_t cap, const char *path, unsigned line)
 {
-	size_t at = 0;
-	while (*path && at + 12 < cap) buf[at++] = *path++;
-	buf[at++] = ':';
-	char tmp[12];
-	int n = 0;
-	do tmp[n++] = (char)('0' + line % 10); while (line /= 10);
-	while (n) buf[at++] = tmp[--n];
-	buf[at] = 0;
+	struct out o = out_string(buf, cap);
+	out_mem(&o, path, cap - 12);
+	out_str(&o, ":");
+	out_num(&o, line);
 }
 
 /* "<source>: rule for '<pattern>' has no options" as a warning. */
 static void warn_no_options(const char *source, const char *pat, size_t plen)
 {
 	char msg[256];
-	size_t at = 0, cap = sizeof msg - 1;
-	for (const char *s = source; *s && at < cap;) msg[at++] = *s++;
-	for (const char *s = ": rule for '"; *s && at < cap;) msg[at++] = *s++;
-	for (size_t i = 0; i < MIN(plen, (size_t)100) && at < cap;) msg[at++] = pat[i++];
-	for (const char *s = "' has no options"; *s && at < cap;) msg[at++] = *s++;
-	msg[at] = 0;
-	os_warn(msg, NULL);
+	struct out o = out_string(msg, sizeof msg);
+	out_str(&o, source);
+	out_str(&o, ": rule for '");
+	out_mem(&o, pat, MIN(plen, (size_t)100));
+	out_str(&o, "'");
+	report_warn(WARN_EMPTY_RULE, msg);
 }
 
 unsigned policy_apply_text(struct options *o, const char *text, size_t len, const struct policy_exe *exe,
@@ -241,7 +235,8 @@ void policy_read(struct options *o, struct policy_status *st)
 
 void policy_say(const struct policy_status *st)
 {
-	struct out w = {.fd = 2};
+	char space[1024];
+	struct out w = out_fd(2, space, sizeof space);
 	if (st->file == POLICY_NO_FILE) {
 		out_str(&w, "rampart: policy file: none in this build\n");
 	} else if (st->file == POLICY_ABSENT) {
@@ -287,19 +282,3 @@ void policy_say(const struct policy_status *st)
 	out_flush(&w);
 }
 
-/* --- the error policy ----------------------------------------------------------- */
-
-bool policy_ignore_bad_free(const char *what, const void *p)
-{
-	if (ro.opt.on_error != ON_ERROR_REPORT) return false;
-	os_report(what, p, "the call was ignored");
-	return true;
-}
-
-bool policy_tolerate_size(const void *p)
-{
-	if (!ro.opt.sized_free) return true;
-	if (ro.opt.on_error != ON_ERROR_REPORT) return false;
-	os_report("sized free with a wrong size or alignment", p, "freed as by free()");
-	return true;
-}

@@ -1,6 +1,7 @@
 /*
  * policy.h — the per-program policy file (CONFIG_POLICY_PATH, /etc/rampart.conf by
- * default) and the error policy it and RAMPART_OPTIONS choose.
+ * default). The error policy it and RAMPART_OPTIONS choose (on_error, sized_free) is
+ * applied by base/report.h, report_go_on.
  *
  * The file: one rule a line, `<pattern> <options>`; `#` starts a comment; blank lines
  * are skipped. A pattern with a '/' is matched against a full path, one without
@@ -93,14 +94,5 @@ void policy_apply_file(struct options *o, const char *path, const struct policy_
 void policy_read(struct options *o, struct policy_status *st);
 /* verbose=1: one line on what the policy file did. */
 void policy_say(const struct policy_status *st);
-
-/* The error policy, for the free paths only (abort stays for everything else). Called
- * on the cold path where a check has failed, with no lock held by the caller unless it
- * says so. True: go on (reported if on_error=report); false: the caller aborts.
- *  - an invalid or double free: report and ignore the call (nothing changes state), */
-bool policy_ignore_bad_free(const char *what, const void *p);
-/*  - a sized free whose size does not match: silently with sized_free=off, reported with
- *    on_error=report; the block is then freed as by free(). */
-bool policy_tolerate_size(const void *p);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "rampart.h"
+#include "base/text.h"
 #include "guard/guard.h"
 #include "front/init.h"
 #include "large/large.h"
@@ -32,55 +33,6 @@ __attribute__((visibility("default"))) void rampart_get_stats(struct rampart_sta
 #define STAT_READ(id, field, heap, what) out->field = stat_read(STAT_##id);
 	RAMPART_COUNTERS(STAT_READ)
 #undef STAT_READ
-}
-
-/* --- reports --- */
-
-void out_flush(struct out *o)
-{
-	int saved = errno;
-	for (size_t done = 0; done < o->n;) {
-		ssize_t w = write(o->fd, o->buf + done, o->n - done);
-		if (w < 0 && errno == EINTR) continue;
-		if (w <= 0) break;
-		done += (size_t)w;
-	}
-	o->n = 0;
-	errno = saved;
-}
-
-void out_str(struct out *o, const char *s)
-{
-	for (; *s; s++) {
-		if (o->n == sizeof o->buf) out_flush(o);
-		o->buf[o->n++] = *s;
-	}
-}
-
-void out_num(struct out *o, unsigned long v)
-{
-	char tmp[24];
-	int n = 0;
-	do tmp[n++] = (char)('0' + v % 10); while (v /= 10);
-	char s[24];
-	int i = 0;
-	while (n) s[i++] = tmp[--n];
-	s[i] = 0;
-	out_str(o, s);
-}
-
-void out_fixed(struct out *o, unsigned long v, unsigned decimals)
-{
-	unsigned long scale = 1;
-	for (unsigned i = 0; i < decimals; i++) scale *= 10;
-	out_num(o, v / scale);
-	if (!decimals) return;
-	out_str(o, ".");
-	unsigned long frac = v % scale;
-	for (unsigned long d = scale / 10; d; d /= 10) {
-		char c[2] = {(char)('0' + frac / d % 10), 0};
-		out_str(o, c);
-	}
 }
 
 /* --- the heap's figures and the reports --- */
@@ -368,7 +320,8 @@ void stats_report(int fd, int json)
 {
 	struct rampart_heap_stats h;
 	stats_gather(&h);
-	struct out o = {.fd = fd};
+	char space[2048];
+	struct out o = out_fd(fd, space, sizeof space);
 	if (json) report_json(&o, &h);
 	else report_text(&o, &h);
 	out_flush(&o);
@@ -385,7 +338,8 @@ void stats_report_at_exit(void)
 		fd = open(ro.opt.stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
 		if (fd < 0) {
 			if (ro.opt.verbose) {
-				struct out w = {.fd = STDERR_FILENO};
+				char space[256];
+				struct out w = out_fd(STDERR_FILENO, space, sizeof space);
 				out_str(&w, "rampart: stats_file ");
 				out_str(&w, ro.opt.stats_file);
 				out_str(&w, ": ");

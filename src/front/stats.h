@@ -77,21 +77,6 @@
 	X(GUARD, NUM, stats_guards_omitted(), "guards_omitted", " guards left out near the VMA limit\n", "guard", \
 	  "guards_omitted")
 
-/* --- reports: formatted into a fixed buffer and written with write(2) ----------- */
-
-/* An output buffer flushed to fd when full and at the end. Never allocates; errno is
- * preserved. */
-struct out {
-	int fd;
-	size_t n;
-	char buf[2048];
-};
-void out_str(struct out *o, const char *s);
-void out_num(struct out *o, unsigned long v);
-/* v / 10^decimals with that many decimals (v scaled by the caller). */
-void out_fixed(struct out *o, unsigned long v, unsigned decimals);
-void out_flush(struct out *o);
-
 struct rampart_heap_stats;
 /* Gather the figures (takes each class lock and the large lock in turn). */
 void stats_gather(struct rampart_heap_stats *h);

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/report.h"
 #include "os/os.h"
 #include "base/counters.h"
 
@@ -34,6 +35,9 @@
 #endif
 #ifndef MADV_GUARD_REMOVE
 #define MADV_GUARD_REMOVE 103
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
 #endif
 
 #define RW (PROT_READ | PROT_WRITE)
@@ -87,7 +91,7 @@ void guard_init(enum guard_backend want)
 	 * region would be charged for its guard pages, so keep guards PROT_NONE there. */
 	bool strict = os_read_long("/proc/sys/vm/overcommit_memory") == 2;
 	if (want != GUARD_MPROTECT && !strict && probe_markers()) chosen = GUARD_MADVISE;
-	else if (want == GUARD_MADVISE) os_warn("guard=madvise is not usable here", ", using mprotect");
+	else if (want == GUARD_MADVISE) report_warn(WARN_GUARD_MADVISE, NULL);
 	atomic_store_explicit(&backend, chosen, memory_order_relaxed);
 }
 
@@ -184,7 +188,7 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 	if (replaceable(r)) r->flags |= REGION_STALE;
 	int err = os_protect(p, len, PROT_NONE);
 	if (err) {
-		if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+		if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
 		return false;
 	}
 	r->flags |= REGION_PROTECTED;
@@ -228,7 +232,7 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 			return true;
 		}
 		if (err == EINVAL) markers_refused();
-		else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
 		r->flags &= ~REGION_MARKERS;
 		stat_inc(STAT_GUARD_FALLBACK);
 	}
@@ -242,16 +246,16 @@ bool guard_open(struct guard_region *r, size_t off, size_t len)
 	if (r->flags & REGION_MARKED) {
 		int err = os_advise(p, len, MADV_GUARD_REMOVE);
 		if (err) {
-			if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+			if (!os_is_oom(err)) report_kernel(OP_GUARD_REMOVE, err, p);
 			return false;
 		}
 	}
 	if (r->flags & REGION_PROTECTED) {
 		int err = os_protect(p, len, RW);
 		if (err) {
-			if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+			if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
 			/* Leave it unreachable again: markers were removed above. */
-			if (!guard_close(r, off, len)) fatal("cannot re-close span", p);
+			if (!guard_close(r, off, len)) report_fatal(OP_INTERNAL, ERR_RECLOSE, p);
 			return false;
 		}
 	}
@@ -268,7 +272,7 @@ bool guard_extend(struct guard_region *r, size_t off, size_t len)
 		void *p = (void *)(r->base + off);
 		int err = os_advise(p, n, MADV_GUARD_REMOVE);
 		if (err) {
-			if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+			if (!os_is_oom(err)) report_kernel(OP_GUARD_REMOVE, err, p);
 			return false;
 		}
 		off += n;
@@ -277,7 +281,7 @@ bool guard_extend(struct guard_region *r, size_t off, size_t len)
 	}
 	void *p = (void *)(r->base + off);
 	int err = os_protect(p, len, RW);
-	if (err && !os_is_oom(err)) os_unexpected("mprotect", err, p);
+	if (err && !os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
 	return err == 0;
 }
 
@@ -424,16 +428,16 @@ static bool grow_marked(struct guard_region *r, void *p, size_t len)
 	int err = os_advise(p, len, MADV_GUARD_INSTALL);
 	if (err) {
 		if (err == EINVAL) latch_off();
-		else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
 		r->flags &= ~REGION_MARKERS;
 		return false;
 	}
 	err = os_protect(p, len, RW);
 	if (!err) return true;
-	if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
+	if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
 	/* Still PROT_NONE: drop the markers, which an mprotect alone would not open. */
 	err = os_advise(p, len, MADV_GUARD_REMOVE);
-	if (err) os_unexpected("madvise(MADV_GUARD_REMOVE)", err, p);
+	if (err) report_kernel(OP_GUARD_REMOVE, err, p);
 	return false;
 }
 
@@ -489,7 +493,7 @@ static bool map_fresh(struct guard_region *r, size_t *lead, size_t len, size_t *
 		/* The kernel ran out of other address space: a window's addresses decode as
 		 * slab or metadata pointers, so nothing else may live there. */
 		int err = os_unmap(p, total + slack);
-		if (err) os_unexpected("munmap", err, p);
+		if (err) report_kernel(OP_MUNMAP, err, p);
 		return false;
 	}
 	if (slack) {
@@ -520,9 +524,9 @@ bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, 
 			/* A fresh mapping: simplest to start over, aligned again, under the
 			 * mprotect scheme. */
 			if (err == EINVAL) latch_off();
-			else if (!os_is_oom(err)) os_unexpected("madvise(MADV_GUARD_INSTALL)", err, p);
+			else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
 			stat_inc(STAT_GUARD_FALLBACK);
-			if (os_unmap(p, r->size)) os_unexpected("munmap", EINVAL, p);
+			if (os_unmap(p, r->size)) report_kernel(OP_MUNMAP, EINVAL, p);
 			*lead = want_lead;
 			*trail = want_trail;
 			markers = false;
@@ -533,8 +537,8 @@ bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, 
 		void *p = (void *)(r->base + *lead);
 		int err = os_protect(p, len, RW);
 		if (err) {
-			if (!os_is_oom(err)) os_unexpected("mprotect", err, p);
-			if (os_unmap((void *)r->base, r->size)) os_unexpected("munmap", EINVAL, p);
+			if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
+			if (os_unmap((void *)r->base, r->size)) report_kernel(OP_MUNMAP, EINVAL, p);
 			return false;
 		}
 	}
@@ -550,7 +554,7 @@ static void unmap_part(void *p, size_t len)
 	if (!len) return;
 	int err = os_unmap(p, len);
 	if (!err) return;
-	if (!os_is_oom(err)) os_unexpected("munmap", err, p);
+	if (!os_is_oom(err)) report_kernel(OP_MUNMAP, err, p);
 	stat_inc(STAT_UNMAP_REFUSED);
 	struct guard_region part = {(uintptr_t)p, len, REGION_PROTECTED, 0};
 	if (!close_protected(&part, p, len)) stat_inc(STAT_LEAKED);
@@ -586,7 +590,7 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 		size_t piece = whole ? len - moved : os_one_mapping((void *)(src + moved), len - moved);
 		int err = os_move((void *)(src + moved), piece, (void *)(dst + moved));
 		if (err) {
-			if (!os_is_oom(err)) os_unexpected("mremap", err, (void *)(src + moved));
+			if (!os_is_oom(err)) report_kernel(OP_MREMAP, err, (void *)(src + moved));
 			/* Some kernels unmap the destination before they find they cannot move:
 			 * make it open again. */
 			void *hole = (void *)(dst + moved);
@@ -652,7 +656,7 @@ bool guard_island_room(void)
 	}
 	if (n < max) return true;
 	if (atomic_fetch_add_explicit(&omitted, 1, memory_order_relaxed) == 0 && say_omissions)
-		os_warn("near the VMA limit (vm.max_map_count): new large blocks and slabs get fewer guards", NULL);
+		report_warn(WARN_VMA_LIMIT, NULL);
 	return false;
 }
 
@@ -661,7 +665,7 @@ bool guard_retire(struct guard_region *r)
 	void *p = (void *)r->base;
 	int err = os_map(&p, r->size, OS_CLOSED, OS_REPLACE);
 	if (err) {
-		if (!os_is_oom(err)) os_unexpected("mmap", err, p);
+		if (!os_is_oom(err)) report_kernel(OP_MMAP, err, p);
 		return false;
 	}
 	relabel(r, p, r->size);
@@ -675,13 +679,17 @@ bool guard_unmap(struct guard_region *r)
 		/* The closed page below a growing region goes with it; where the kernel
 		 * refuses (the VMA limit), it stays, closed. */
 		int err = os_unmap((void *)(r->base - os_page), os_page);
-		if (err && !os_is_oom(err)) os_unexpected("munmap", err, (void *)(r->base - os_page));
+		if (err && !os_is_oom(err)) report_kernel(OP_MUNMAP, err, (void *)(r->base - os_page));
 	}
 	int err = os_unmap((void *)r->base, r->size);
 	if (!err) return true;
-	if (!os_is_oom(err)) os_unexpected("munmap", err, (void *)r->base);
+	if (!os_is_oom(err)) report_kernel(OP_MUNMAP, err, (void *)r->base);
 	/* Splitting a merged VMA would pass the limit: drop the memory, keep the range. */
 	stat_inc(STAT_UNMAP_REFUSED);
 	if (!guard_close(r, 0, r->size)) stat_inc(STAT_LEAKED);
 	return false;
 }
+
+int guard_drop_fresh(void *p, size_t len) { return os_advise(p, len, MADV_DONTNEED); }
+int guard_want_huge(void *p, size_t len) { return os_advise(p, len, MADV_HUGEPAGE); }
+int guard_populate(void *p, size_t len) { return os_advise(p, len, MADV_POPULATE_WRITE); }

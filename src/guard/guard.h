@@ -13,7 +13,8 @@
  *  - The backend is chosen once (guard_init) and only ever moves from madvise to
  *    mprotect (the EINVAL latch), never back.
  *  - No function here changes errno. Failures that mean "no memory" return false;
- *    any other kernel error is fatal (os_unexpected).
+ *    any other kernel error is fatal (report_kernel), except for the advice on open
+ *    spans (guard_drop_fresh, guard_want_huge, guard_populate), which only says.
  *  - Callers serialise operations on one region; distinct regions are independent.
  */
 #ifndef RAMPART_GUARD_H
@@ -142,6 +143,15 @@ void guard_verbose(bool on);
  * tables (markers need them), no commit charge, one VMA. Only guard_unmap may follow.
  * False, with the region unchanged, when the kernel will not map it (VMA limit). */
 must_check bool guard_retire(struct guard_region *r);
+/* Advice on an open span of a region, for populating new large blocks (large/refill.h):
+ * each returns 0 or the kernel's error, and a refusal leaves the span as it was, its
+ * pages to come by faults. Drop the pages of a span nobody has seen yet, and with them
+ * its empty page tables where the kernel reclaims those (MADV_DONTNEED): */
+must_check int guard_drop_fresh(void *p, size_t len);
+/* Ask for huge pages there (MADV_HUGEPAGE): */
+must_check int guard_want_huge(void *p, size_t len);
+/* Fill the span with pages now instead of at first touch (MADV_POPULATE_WRITE). */
+must_check int guard_populate(void *p, size_t len);
 /* Give the whole region back. Where the kernel cannot (the split would exceed the
  * VMA limit) the region is closed instead and false is returned: its address space
  * stays reserved but holds no memory. */

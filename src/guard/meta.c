@@ -8,7 +8,8 @@
 #include "guard/meta.h"
 
 #include "guard/guard.h"
-#include "front/init.h"
+#include "base/roots.h"
+#include "base/report.h"
 #include "os/lock.h"
 #include "os/os.h"
 #include "os/random.h"
@@ -119,7 +120,7 @@ void *meta_alloc(size_t bytes)
 		bool markers = !marked && (h->region.flags & REGION_MARKERS);
 		if (guard_extend(&h->region, h->next, markers ? len + os_page : len)) {
 			if (markers && !guard_close(&h->region, h->next + len, os_page))
-				fatal("cannot close metadata guard page", (void *)(h->region.base + h->next + len));
+				report_fatal(OP_INTERNAL, ERR_META_GUARD, (void *)(h->region.base + h->next + len));
 			result = (void *)(h->region.base + h->next);
 			h->next += len + os_page;
 		}

@@ -14,13 +14,13 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "base/report.h"
 #include "large/cache.h"
 #include "guard/guard.h"
-#include "front/init.h"
+#include "base/roots.h"
 #include "os/lock.h"
 #include "guard/meta.h"
 #include "os/os.h"
-#include "front/policy.h"
 #include "large/quarantine.h"
 #include "os/random.h"
 #include "large/refill.h"
@@ -146,7 +146,7 @@ static void retire_region(struct large_state *s, struct guard_region *r)
 static void leave_quarantine(struct large_state *s, struct quarantine_item out, bool reusable)
 {
 	struct large_entry *old = lookup(s, out.key);
-	if (!old || old->state != ENTRY_QUARANTINED) fatal("large metadata inconsistent", (void *)out.key);
+	if (!old || old->state != ENTRY_QUARANTINED) report_fatal(OP_INTERNAL, ERR_LARGE_METADATA, (void *)out.key);
 	struct guard_region gone = old->region;
 	stat_dec(STAT_QUARANTINE_NOW);
 	stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
@@ -285,15 +285,15 @@ void *large_alloc(size_t size, size_t align)
 }
 
 /* The entry of a live allocation, or a fatal report naming what p is — except that a
- * free (op "free ...") under on_error=report is reported and ignored: NULL, with the
- * lock given back. */
-static struct large_entry *live_entry(struct large_state *s, const void *p, const char *op)
+ * free under on_error=report is reported and ignored (report_go_on): NULL, with the lock
+ * given back. */
+static struct large_entry *live_entry(struct large_state *s, const void *p, enum report_op op)
 {
 	struct large_entry *e = lookup(s, (uintptr_t)p);
 	if (likely(e && e->state == ENTRY_LIVE)) return e;
 	lock_give(&s->lock);
-	const char *what = e ? (op[0] == 'f' ? "double free" : "use after free") : op;
-	if (op[0] != 'f' || !policy_ignore_bad_free(what, p)) fatal(what, p);
+	enum report_kind kind = !e ? ERR_NOT_LIVE : op == OP_FREE ? ERR_DOUBLE_FREE : ERR_USE_AFTER_FREE;
+	if (!report_go_on(op, kind, p)) report_fatal(op, kind, p);
 	return NULL;
 }
 
@@ -348,7 +348,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 {
 	struct large_state *s = ro.large;
 	lock_take(&s->lock);
-	struct large_entry *e = live_entry(s, p, "free of a pointer that is not a live allocation");
+	struct large_entry *e = live_entry(s, p, OP_FREE);
 	if (unlikely(!e)) return; /* on_error=report: reported and ignored */
 	if (sized) {
 		/* The exact size asked for (C23 free_sized), not just its pages. Alignments up
@@ -356,9 +356,9 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		 * matches an allocation made without one. */
 		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
 									   : align <= os_page));
-		if ((size != e->requested || !align_ok) && !policy_tolerate_size(p)) {
+		if ((size != e->requested || !align_ok) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p)) {
 			lock_give(&s->lock);
-			fatal("sized free with a wrong size or alignment", p);
+			report_fatal(OP_FREE, ERR_WRONG_SIZE, p);
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
@@ -380,7 +380,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	lock_give(&s->lock);
 }
 
-size_t large_usable_size(const void *p, const char *op)
+size_t large_usable_size(const void *p, enum report_op op)
 {
 	struct large_state *s = ro.large;
 	lock_take(&s->lock);
@@ -432,7 +432,7 @@ void *large_realloc(void *p, size_t size)
 	size_t len;
 	if (size > LARGE_MAX || !page_round(size, &len)) return NULL;
 	lock_take(&s->lock);
-	struct large_entry *e = live_entry(s, p, "realloc of a pointer that is not a live allocation");
+	struct large_entry *e = live_entry(s, p, OP_REALLOC);
 	size_t lead = lead_of(e), end = lead + e->usable;
 	size_t trail = e->region.size - end;
 	uintptr_t result = e->data;
@@ -468,7 +468,7 @@ size_t large_object_size(const void *p)
 	 * idea of the heap is wrong. A live block's guards (one past the end) hold 0 bytes. */
 	if ((e && e->state != ENTRY_LIVE) || (!e && cache_contains(&s->cache, a))) {
 		lock_give(&s->lock);
-		fatal("object size of a pointer into freed memory", p);
+		report_fatal(OP_OBJECT_SIZE, ERR_INTO_FREED, p);
 	}
 	if (e && a - e->data < e->usable) n = e->data + e->usable - a;
 	lock_give(&s->lock);

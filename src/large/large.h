@@ -14,6 +14,7 @@
 #define RAMPART_LARGE_H
 
 #include "base/common.h"
+#include "base/report.h"
 
 struct large_state;
 /* The large allocator's state (the root init.c keeps), or NULL without memory. */
@@ -26,7 +27,7 @@ void large_free(void *p, bool sized, size_t size, size_t align);
 /* Resize; NULL on failure with p still valid. */
 void *large_realloc(void *p, size_t size);
 /* Usable bytes of a live allocation; any other p is fatal, reported as op. */
-size_t large_usable_size(const void *p, const char *op);
+size_t large_usable_size(const void *p, enum report_op op);
 /* Bytes from p to the end of the live allocation containing it; 0 past its end and for
  * pointers that are not rampart's. Fatal inside a freed (quarantined or cached) region. */
 size_t large_object_size(const void *p);

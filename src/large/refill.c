@@ -3,13 +3,9 @@
 
 #include <errno.h>
 #include <stdatomic.h>
-#include <sys/mman.h>
 
+#include "guard/guard.h"
 #include "os/os.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 void refill_init(struct refill *r, size_t cap)
 {
@@ -137,15 +133,15 @@ static void huge_windows(struct refill *r, void *p, size_t len)
 	if (hi <= lo) return;
 	/* Locked memory refuses MADV_DONTNEED (EINVAL), and then gets no mark either: its
 	 * pages are populated at the lock anyway. */
-	int err = os_advise((void *)lo, hi - lo, MADV_DONTNEED);
-	if (!err && mode == OS_HUGE_ASKED) err = os_advise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	int err = guard_drop_fresh((void *)lo, hi - lo);
+	if (!err && mode == OS_HUGE_ASKED) err = guard_want_huge((void *)lo, hi - lo);
 	(void)err; /* refused: the pages come as they would have */
 }
 
 void refill_populate(struct refill *r, void *p, size_t len)
 {
 	huge_windows(r, p, len);
-	int err = os_advise(p, len, MADV_POPULATE_WRITE);
+	int err = guard_populate(p, len);
 	if (!err) {
 		if (!atomic_load_explicit(&r->worked, memory_order_relaxed))
 			atomic_store_explicit(&r->worked, true, memory_order_relaxed);

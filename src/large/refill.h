@@ -43,8 +43,8 @@
  *    kernel's shared zero page) count as used too.
  *  - Populating is advice: a failure leaves the block as it would be without it, and
  *    EINVAL before any success (a kernel before 5.14) switches it off for the process.
- *    EFAULT, or EINVAL after a success, can only mean that the fresh block holds a
- *    closed page: rampart's own bug, fatal (os_unexpected).
+ *    Any other failure is never fatal: a block's pages may carry what a program did to
+ *    them (mlock, a locked mapping's limit, a poisoned page).
  *  - A forked child starts without credit: the parent's frees are not the child's use.
  *  - Protections are unchanged: freed pages are still dropped at free; what is
  *    populated are fresh zero pages of the new block, before the program sees it.

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/report.h"
+
 /* The holder usually leaves within a few hundred cycles: spinning first saves the
  * two system calls of a sleep and a wake. */
 #define SPINS 64
@@ -47,9 +49,7 @@ void lock_owner_init(void)
 
 void lock_reentered(struct lock *l)
 {
-	fatal("allocator re-entered: malloc or free called from a signal handler that interrupted one (this thread "
-	      "holds the lock it asks for)",
-	      l);
+	report_fatal(OP_INTERNAL, ERR_REENTERED, l);
 }
 
 void lock_wait(struct lock *l)

@@ -5,9 +5,11 @@
  *  - Every wrapper leaves errno exactly as it found it and reports failure as a
  *    return code (0 = success, otherwise the errno value the kernel gave).
  *  - Out-of-memory answers (ENOMEM, EAGAIN from a memlock limit) are returned to the
- *    caller. Any other error is returned too, and the caller decides through
- *    os_unexpected() whether it is fatal — that decision lives here, in one place.
- *  - fatal() never allocates and never returns.
+ *    caller. Any other error is returned too, and the caller decides whether it is
+ *    fatal (report_kernel, base/report.h).
+ *  - Memory-changing system calls (mmap, munmap, mprotect, madvise, mremap) are made
+ *    here and in the guard layer only; above it nobody calls them, nor the wrappers
+ *    below that take a protection or an advice.
  */
 #ifndef RAMPART_OS_H
 #define RAMPART_OS_H
@@ -37,6 +39,8 @@ must_check int os_map(void **addr, size_t len, enum os_prot prot, enum os_place 
 must_check int os_unmap(void *addr, size_t len);
 must_check int os_protect(void *addr, size_t len, int prot);
 must_check int os_advise(void *addr, size_t len, int advice);
+/* Make [addr, addr+len) read-only for good (the read-only roots, base/roots.h). */
+must_check int os_read_only(void *addr, size_t len);
 /* Move the pages of [old, old+len) to exactly dst (MREMAP_FIXED|MREMAP_MAYMOVE).
  * Before Linux 6.17 the source must lie in one VMA (see os_one_mapping): a source that
  * crosses VMAs fails with EFAULT *after* the kernel has unmapped [dst, dst+len). */
@@ -100,19 +104,5 @@ int os_huge_pages(size_t *size);
 
 /* An allocation-path failure: true for errors that mean "no memory". */
 static inline bool os_is_oom(int err) { return err == 12 /* ENOMEM */ || err == 11 /* EAGAIN */; }
-
-/* Abort with "rampart: fatal: <what> at <addr>" on stderr. Never allocates. */
-cold __attribute__((noreturn)) void fatal(const char *what, const void *addr);
-/* The same line without aborting, for reports that name several places before the
- * last one goes through fatal(). */
-cold void fatal_report(const char *what, const void *addr);
-/* on_error=report: "rampart: error: <what> at <addr>; <outcome> (on_error=report)" and
- * the callers, without aborting; at most 100 reports a process, then one line saying
- * the rest are not reported. Never allocates; errno unchanged. */
-cold void os_report(const char *what, const void *addr, const char *outcome);
-/* A kernel error that is not "no memory" during an operation that must not fail. */
-cold __attribute__((noreturn)) void os_unexpected(const char *call, int err, const void *addr);
-/* One line on stderr, no allocation. */
-void os_warn(const char *msg, const char *detail);
 
 #endif

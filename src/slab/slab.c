@@ -9,8 +9,6 @@
 
 #include <string.h>
 
-#include "front/policy.h"
-
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
 
@@ -31,7 +29,7 @@ static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 		m = ~s->bits[ww].used;
 		if (m) return (ww << 6) + (uint32_t)__builtin_ctzll(m);
 	}
-	die(k, "slab metadata inconsistent", s);
+	die(k, OP_ALLOC, ERR_SLAB_METADATA, s);
 }
 
 #if CONFIG_WRITE_AFTER_FREE_CHECK
@@ -148,7 +146,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 #if CONFIG_WRITE_AFTER_FREE_CHECK
 	/* The slot is ours alone now (no neighbour check reads a live slot's data), so the
 	 * scan for stale writes runs outside the lock, over what the last free wiped. */
-	if (unlikely(!all_zero(p, wiped))) fatal("write after free", p);
+	if (unlikely(!all_zero(p, wiped))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
 	size_t known_zero = wiped;
 #else
 	/* Without the check a stale pointer may have written since the wipe: calloc must
@@ -162,11 +160,12 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 
 /* Decode a pointer that must be the start of a live slot of k (lock held). */
 /* A pointer that is not a live slot: fatal, except that a free under on_error=report is
- * reported and ignored (policy.h). The class lock is given back either way. */
-static noinline cold struct slab *not_live(struct slab_class *k, const char *what, const void *p, bool on_free)
+ * reported and ignored (report_go_on). The class lock is given back either way. */
+static noinline cold struct slab *not_live(struct slab_class *k, enum report_op op, enum report_kind kind,
+					   const void *p)
 {
 	class_unlock(k);
-	if (!on_free || !policy_ignore_bad_free(what, p)) fatal(what, p);
+	if (!report_go_on(op, kind, p)) report_fatal(op, kind, p);
 	return NULL;
 }
 
@@ -177,25 +176,25 @@ static noinline cold struct slab *not_live(struct slab_class *k, const char *wha
  * allocation's own out-parameter, now gone too). */
 static inline __attribute__((always_inline)) struct slab *
 live_slot(struct slab_class *k, uintptr_t a, const struct area_span *span, uint32_t *pos_out, uint32_t *i_out,
-	  const char *op, bool on_free)
+	  enum report_op op)
 {
 	size_t off = position_offset(span, a);
-	if (unlikely(off == SIZE_MAX)) return not_live(k, op, (void *)a, on_free); /* a guard area */
+	if (unlikely(off == SIZE_MAX)) return not_live(k, op, ERR_NOT_LIVE, (void *)a); /* a guard area */
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
-	if (unlikely(pos >= k->hwm)) return not_live(k, op, (void *)a, on_free);
+	if (unlikely(pos >= k->hwm)) return not_live(k, op, ERR_NOT_LIVE, (void *)a);
 	struct slab *s = desc(k, pos);
 	if (unlikely(s->state != SLAB_ACTIVE)) {
-		if (s->state == SLAB_NONE) return not_live(k, op, (void *)a, on_free); /* a guard slab */
-		return not_live(k, "use of a pointer into a freed slab (double free?)", (void *)a, on_free);
+		if (s->state == SLAB_NONE) return not_live(k, op, ERR_NOT_LIVE, (void *)a); /* a guard slab */
+		return not_live(k, op, ERR_FREED_SLAB, (void *)a);
 	}
 	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
 	uint32_t i = div32(in, k->size, k->slot_magic);
 	if (unlikely(i >= k->slots || i * k->size != in))
-		return not_live(k, "invalid pointer: not the start of a slot", (void *)a, on_free);
+		return not_live(k, op, ERR_NOT_SLOT_START, (void *)a);
 	uint64_t bit = (uint64_t)1 << (i & 63);
 	if (unlikely(!(s->bits[i >> 6].used & bit)))
-		return not_live(k, "slot is not allocated (double free or invalid pointer)", (void *)a, on_free);
-	if (unlikely(s->bits[i >> 6].quar & bit)) return not_live(k, "slot was already freed (double free?)", (void *)a, on_free);
+		return not_live(k, op, ERR_SLOT_NOT_ALLOCATED, (void *)a);
+	if (unlikely(s->bits[i >> 6].quar & bit)) return not_live(k, op, ERR_SLOT_FREED, (void *)a);
 	*pos_out = pos;
 	*i_out = i;
 	return s;
@@ -206,35 +205,36 @@ live_slot(struct slab_class *k, uintptr_t a, const struct area_span *span, uint3
 static inline uint64_t canary_word(uintptr_t end) { return __atomic_load_n((const uint64_t *)end, __ATOMIC_RELAXED); }
 
 #if CONFIG_SLOT_CANARY
-static noinline cold void canary_damaged(struct slab_class *k, const struct slab *s, uintptr_t a, uint64_t v)
+static noinline cold void canary_damaged(struct slab_class *k, const struct slab *s, uintptr_t a, uint64_t v,
+					 enum report_op op)
 {
 #if SLAB_FREE_BATCHES
-	if (v == batched_canary(s)) die(k, "slot was already freed (double free?)", (void *)a);
+	if (v == batched_canary(s)) die(k, op, ERR_SLOT_FREED, (void *)a);
 #else
 	(void)s, (void)v;
 #endif
-	die(k, "slot canary overwritten (heap overflow)", (void *)a);
+	die(k, op, ERR_CANARY, (void *)a);
 }
 #endif
 
-static inline void check_canary(struct slab_class *k, const struct slab *s, uintptr_t a)
+static inline void check_canary(struct slab_class *k, const struct slab *s, uintptr_t a, enum report_op op)
 {
 #if CONFIG_SLOT_CANARY
 	uint64_t v = canary_word(a + k->usable);
-	if (unlikely(v != s->canary)) canary_damaged(k, s, a, v);
+	if (unlikely(v != s->canary)) canary_damaged(k, s, a, v, op);
 #else
-	(void)k, (void)s, (void)a;
+	(void)k, (void)s, (void)a, (void)op;
 #endif
 }
 
 /* A slot live by its bits may wait in a thread's free batch: freed already. (Its canary
  * is checked at its free; a question about its size reads just the mark.) */
-static inline void check_not_batched(struct slab_class *k, const struct slab *s, uintptr_t a)
+static inline void check_not_batched(struct slab_class *k, const struct slab *s, uintptr_t a, enum report_op op)
 {
 #if SLAB_FREE_BATCHES
-	if (k->open_slabs && unlikely(canary_word(a + k->usable) == batched_canary(s))) die(k, "slot was already freed (double free?)", (void *)a);
+	if (k->open_slabs && unlikely(canary_word(a + k->usable) == batched_canary(s))) die(k, op, ERR_SLOT_FREED, (void *)a);
 #else
-	(void)k, (void)s, (void)a;
+	(void)k, (void)s, (void)a, (void)op;
 #endif
 }
 
@@ -248,9 +248,7 @@ static inline uint64_t bit_mask(uint64_t x, uint32_t i) { return -(x >> (i & 63)
 
 static noinline cold void neighbour_damaged(struct slab_class *k, uintptr_t slot, uint64_t live)
 {
-	die(k, live ? "neighbour slot canary overwritten (heap overflow or underflow)"
-		    : "free neighbour slot written (heap overflow, underflow or write after free)",
-	    (void *)slot);
+	die(k, OP_FREE, live ? ERR_NEIGHBOUR_CANARY : ERR_FREED_NEIGHBOUR, (void *)slot);
 }
 
 /* A live neighbour may wait in a thread's free batch: its canary word is marked so. */
@@ -308,9 +306,9 @@ static inline void check_neighbours(struct slab_class *k, const struct slab *s, 
 
 /* A free of a pointer into an arena that never opened: fatal, or under
  * on_error=report reported and ignored. */
-static noinline cold void free_unopened(const char *what, const void *p)
+static noinline cold void free_unopened(const void *p)
 {
-	if (!policy_ignore_bad_free(what, p)) fatal(what, p);
+	if (!report_go_on(OP_FREE, ERR_NOT_LIVE, p)) report_fatal(OP_FREE, ERR_NOT_LIVE, p);
 }
 
 #if SLAB_FREE_BATCHES
@@ -383,12 +381,12 @@ void slab_batched_enter(struct slab_class *k, qentry_t e)
 	/* Live by its bits until now: a free that raced with the batched one (a double
 	 * free in two threads at once) may have put it in the quarantine meanwhile. */
 	if (unlikely(!(s->bits[i >> 6].used & ~s->bits[i >> 6].quar & bit)))
-		die(k, "slot was already freed (double free?)", (void *)a);
+		die(k, OP_FREE, ERR_SLOT_FREED, (void *)a);
 	uint64_t *word = (uint64_t *)(a + k->usable), mark = batched_canary(s), first;
 	if (unlikely(canary_word((uintptr_t)word) != mark))
-		die(k, "freed slot's canary overwritten (heap overflow or write after free)", (void *)a);
+		die(k, OP_FREE, ERR_FREED_CANARY, (void *)a);
 	memcpy(&first, (const void *)a, 8);
-	if (unlikely(first != mark)) die(k, "write after free", (void *)a);
+	if (unlikely(first != mark)) die(k, OP_FREE, ERR_WRITE_AFTER_FREE, (void *)a);
 	memset((void *)a, 0, 8);
 	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
 	check_neighbours(k, s, a, i);
@@ -400,12 +398,11 @@ void slab_batched_enter(struct slab_class *k, qentry_t e)
 
 void slab_free(void *p, bool sized, unsigned c_claimed)
 {
-	static const char what[] = "free of a pointer that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
 	const struct area_span *span;
 	struct slab_class *k = class_at(a, &span);
 	if (unlikely(!k)) {
-		free_unopened(what, p);
+		free_unopened(p);
 		return;
 	}
 #if SLAB_FREE_BATCHES
@@ -413,12 +410,12 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 #endif
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, a, span, &pos, &i, what, true);
+	struct slab *s = live_slot(k, a, span, &pos, &i, OP_FREE);
 	if (unlikely(!s)) return; /* on_error=report: reported and ignored */
-	if (unlikely(sized && c_claimed != k->cls) && !policy_tolerate_size(p))
-		die(k, "sized free with a wrong size or alignment", p);
+	if (unlikely(sized && c_claimed != k->cls) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p))
+		die(k, OP_FREE, ERR_WRONG_SIZE, p);
 	if (k->open_slabs) {
-		check_canary(k, s, a);
+		check_canary(k, s, a, OP_FREE);
 		check_neighbours(k, s, a, i);
 #if CONFIG_ZERO_ON_FREE
 		/* What the program could have written (the canary stays); the extent stays
@@ -438,14 +435,13 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 
 size_t slab_usable_size(const void *p)
 {
-	static const char what[] = "malloc_usable_size of a pointer that is not a live allocation";
 	const struct area_span *span;
 	struct slab_class *k = class_at((uintptr_t)p, &span);
-	if (unlikely(!k)) fatal(what, p);
+	if (unlikely(!k)) report_fatal(OP_USABLE_SIZE, ERR_NOT_LIVE, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, what, false);
-	check_not_batched(k, s, (uintptr_t)p);
+	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, OP_USABLE_SIZE);
+	check_not_batched(k, s, (uintptr_t)p, OP_USABLE_SIZE);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
 	return k->usable;
@@ -453,14 +449,13 @@ size_t slab_usable_size(const void *p)
 
 bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 {
-	static const char what[] = "realloc of a pointer that is not a live allocation";
 	const struct area_span *span;
 	struct slab_class *k = class_at((uintptr_t)p, &span);
-	if (unlikely(!k)) fatal(what, p);
+	if (unlikely(!k)) report_fatal(OP_REALLOC, ERR_NOT_LIVE, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, what, false);
-	if (k->open_slabs) check_canary(k, s, (uintptr_t)p);
+	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, OP_REALLOC);
+	if (k->open_slabs) check_canary(k, s, (uintptr_t)p, OP_REALLOC);
 	bool stays = c_new == k->cls;
 	if (stays) grow_extent(k, s, i, size);
 	*copy = extent_of(k, s, i);
@@ -470,7 +465,6 @@ bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 
 size_t slab_object_size(const void *p)
 {
-	static const char what[] = "malloc_object_size of a pointer into rampart's memory that is not a live allocation";
 	uintptr_t a = (uintptr_t)p;
 	const struct area_span *span;
 	struct slab_class *k = class_at(a, &span);
@@ -483,7 +477,7 @@ size_t slab_object_size(const void *p)
 	 * so that is not rampart's memory. */
 	if (a - g->base >= g->size) {
 		bool page_below = g->size && g->base - a <= os_page;
-		if (unlikely(page_below)) die(k, what, p);
+		if (unlikely(page_below)) die(k, OP_OBJECT_SIZE, ERR_NOT_LIVE_INSIDE, p);
 		class_unlock(k);
 		return 0;
 	}
@@ -493,14 +487,14 @@ size_t slab_object_size(const void *p)
 	 * stale or forged pointer, like a free of one would. Positions count from the span's
 	 * base (below a spill region's own base). */
 	size_t off = position_offset(span, a);
-	if (unlikely(off == SIZE_MAX)) die(k, what, p);
+	if (unlikely(off == SIZE_MAX)) die(k, OP_OBJECT_SIZE, ERR_NOT_LIVE_INSIDE, p);
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
-	if (unlikely(pos >= k->hwm || desc(k, pos)->state != SLAB_ACTIVE)) die(k, what, p);
+	if (unlikely(pos >= k->hwm || desc(k, pos)->state != SLAB_ACTIVE)) die(k, OP_OBJECT_SIZE, ERR_NOT_LIVE_INSIDE, p);
 	struct slab *s = desc(k, pos);
 	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
 	uint32_t i = div32(in, k->size, k->slot_magic), at = in - i * k->size;
-	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, what, p);
-	check_not_batched(k, s, slab_start(k, pos) + (size_t)i * k->size);
+	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, OP_OBJECT_SIZE, ERR_NOT_LIVE_INSIDE, p);
+	check_not_batched(k, s, slab_start(k, pos) + (size_t)i * k->size, OP_OBJECT_SIZE);
 	if (at < k->usable) set_extent(k, s, i, k->usable); /* told it may use all of it */
 	class_unlock(k);
 	/* From the end of the usable part to the end of the slot (the canary) the pointer
@@ -511,8 +505,6 @@ size_t slab_object_size(const void *p)
 /* --- the check at exit (RAMPART_OPTIONS=check_at_exit=1) -------------------------- */
 
 #if CONFIG_SLOT_CANARY
-#define EXIT_CANARY_MSG "live slot canary overwritten, found at exit (heap overflow)"
-
 /* Report every live slot of k whose canary is damaged except the last one found,
  * which is left in *last for the caller to report as it aborts. */
 static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
@@ -530,7 +522,7 @@ static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
 #if SLAB_FREE_BATCHES
 			if (v == batched_canary(s)) continue; /* freed, in another thread's batch */
 #endif
-			if (*last) fatal_report(EXIT_CANARY_MSG, (const void *)*last);
+			if (*last) report_fatal_line(OP_EXIT, ERR_EXIT_CANARY, (const void *)*last);
 			*last = start + (size_t)i * k->size;
 		}
 	}
@@ -552,6 +544,6 @@ __attribute__((destructor)) static void slab_check_at_exit(void)
 	unsigned n = ro.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
 		if (class_is_set_up(r) && r % SC_COUNT) check_class_at_exit(&ro.slab.classes[r], &last);
-	if (last) fatal(EXIT_CANARY_MSG, (void *)last);
+	if (last) report_fatal(OP_EXIT, ERR_EXIT_CANARY, (void *)last);
 #endif
 }

@@ -106,7 +106,7 @@ void slab_fork_prepare(void);
 void slab_fork_parent(void);
 void slab_fork_child(void);
 
-#include "front/init.h"
+#include "base/roots.h"
 
 static inline bool slab_contains(const void *p)
 {

@@ -88,8 +88,9 @@
 #include <stdatomic.h>
 
 #include "slab/slab.h"
+#include "base/report.h"
 #include "guard/guard.h"
-#include "front/init.h"
+#include "base/roots.h"
 #include "os/lock.h"
 #include "os/os.h"
 #include "os/random.h"
@@ -549,10 +550,11 @@ static inline void bits_write(uint64_t *word, uint64_t v)
  * (Unused where neither random slot choice nor the slot quarantine is built: light.) */
 static inline __attribute__((unused)) uint32_t rand16(struct slab_class *k) { return random_u16(k->rnd); }
 
-static inline cold __attribute__((noreturn)) void die(struct slab_class *k, const char *what, const void *p)
+static inline cold __attribute__((noreturn)) void die(struct slab_class *k, enum report_op op, enum report_kind kind,
+							const void *p)
 {
 	class_unlock(k);
-	fatal(what, p);
+	report_fatal(op, kind, p);
 }
 
 /* --- what the parts call of each other ----------------------------------------------- */

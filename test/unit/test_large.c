@@ -79,7 +79,7 @@ START_TEST(test_sizes)
 		ck_assert_uint_eq((uintptr_t)p % pg, 0);
 		size_t u = malloc_usable_size(p);
 		ck_assert_uint_eq(u, pages(n));
-		ck_assert_uint_eq(large_usable_size(p, "test"), u);
+		ck_assert_uint_eq(large_usable_size(p, OP_USABLE_SIZE), u);
 		ck_assert(zero(p, u));
 		check_guarded(p, u);
 		fill(p, u, (unsigned)i);
@@ -285,7 +285,7 @@ START_TEST(test_metadata_lookups)
 		}
 		/* Everything still live is still found. */
 		for (size_t i = 0; i < N; i++)
-			if (blk[i]) ck_assert_uint_eq(large_usable_size(blk[i], "test"), pages(sz[i]));
+			if (blk[i]) ck_assert_uint_eq(large_usable_size(blk[i], OP_USABLE_SIZE), pages(sz[i]));
 	}
 	int local;
 	ck_assert_uint_eq(malloc_object_size(&local), 0);

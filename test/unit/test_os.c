@@ -14,6 +14,7 @@
 
 #include "../harness.h"
 #include "os/lock.h"
+#include "base/report.h"
 #include "os/os.h"
 
 #define SENTINEL 2718
@@ -33,13 +34,13 @@ START_TEST(test_warn_keeps_errno)
 	ck_assert_int_ge(saved, 0);
 	close(STDERR_FILENO); /* the write fails with EBADF */
 	errno = SENTINEL;
-	os_warn("test warning", NULL);
+	report_warn(WARN_OPTION, "test warning");
 	int after = errno;
 	dup2(saved, STDERR_FILENO);
 	close(saved);
 	ck_assert_int_eq(after, SENTINEL);
 	errno = SENTINEL;
-	os_warn("test warning to a live stderr: ", "ignore");
+	report_warn(WARN_OPTION, "test warning to a live stderr: ignore");
 	ck_assert_int_eq(errno, SENTINEL);
 }
 END_TEST

@@ -1,0 +1,33 @@
+/*
+ * procmaps.h — /proc/self/maps line by line, for the questions about the address space
+ * (os.c) and the caller trace (report.c).
+ *
+ * Invariants: no allocation and no C library call that could be interposed or wrapped
+ * (the file is opened with the raw openat system call); nothing is read that the kernel
+ * did not write; errno is the caller's to save (every system call here may set it).
+ */
+#ifndef RAMPART_PROCMAPS_H
+#define RAMPART_PROCMAPS_H
+
+#include "base/common.h"
+
+struct maps_reader {
+	int fd;
+	size_t len, pos;
+	char buf[2048];
+};
+
+struct maps_line {
+	uintptr_t start, end, offset;
+	bool r, x;
+	const char *path; /* points into line[]; "" for anonymous mappings */
+	char line[512];
+};
+
+/* Open the file; false when it cannot be opened. */
+bool maps_open(struct maps_reader *m);
+/* The next line of /proc/self/maps, parsed; false at the end. Long lines are cut. */
+bool maps_next(struct maps_reader *m, struct maps_line *l);
+void maps_close(struct maps_reader *m);
+
+#endif

@@ -1,0 +1,7 @@
+/* roots.c — the storage of the read-only roots and of the start-up state (roots.h). */
+#include "base/roots.h"
+
+/* The roots sit alone on their page so that page can be made read-only. */
+union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
+
+_Atomic int rampart_state = STATE_NEW;

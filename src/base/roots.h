@@ -1,0 +1,75 @@
+/*
+ * roots.h — the read-only roots: every pointer into the metadata region that a global
+ * holds, and the process's options, on a page of their own; and the state of start-up.
+ *
+ * Invariants:
+ *  - Every pointer into the metadata region that is held in a global lives in `ro`,
+ *    and `ro` is made read-only once initialisation finishes (where the page size
+ *    lets it sit alone on a page): an attacker who can write a global cannot
+ *    redirect rampart's tables. Only front/init.c writes it, before that.
+ *  - rampart_state only moves from STATE_NEW to STATE_READY or STATE_PASSTHROUGH, once.
+ *  - Data only: nothing here calls anything; this file includes nothing above base/.
+ */
+#ifndef RAMPART_ROOTS_H
+#define RAMPART_ROOTS_H
+
+#include <stdatomic.h>
+
+#include "base/common.h"
+#include "base/options.h"
+
+struct meta_header;
+struct large_state;
+struct slab_class;
+struct slab_spill;
+struct random_source;
+
+/* The number of slab size classes, SC_COUNT (slab/sizeclass.h lays them out; front/init.c
+ * checks that the two agree): the nursery's table below is sized by it. */
+#define ROOTS_SLAB_CLASSES 59u
+
+/* What the slab fast paths need (see slab.h). */
+struct slab_roots {
+	uintptr_t base;             /* the slab window (set aside, mapped as regions grow) */
+	size_t size;
+	unsigned region_shift;      /* log2 of one (arena, class) region */
+	unsigned arenas;
+	struct slab_class *classes; /* arenas * SC_COUNT, in region order */
+	char *arena_mem;            /* arenas * arena_mem_bytes: each arena's block of its
+				     * classes' first descriptors, directories, quarantines */
+	size_t arena_mem_bytes;
+	/* The nursery: one cell of 2^cell_shift bytes per (arena, class), arena by arena,
+	 * after the regions (cell_shift 0: none). cell_region[] names each cell's (arena,
+	 * class) by its region number (the classes of an arena in a random order): one load
+	 * decodes a pointer there. */
+	uintptr_t nursery;
+	unsigned cell_shift;
+	struct random_source *seeds; /* seeds every class's generator (random.h) */
+	/* Spill regions: nspill more regions after the nursery's (after the classes'
+	 * regions without a nursery), each taken for good by a class whose own region is
+	 * full; the table of who took which lives in the metadata (slab_class.h). */
+	struct slab_spill *spill;
+	unsigned nspill;
+	uint16_t cell_region[CONFIG_SLAB_ARENAS * ROOTS_SLAB_CLASSES + 1]; /* the last: none */
+};
+
+struct rampart_roots {
+	struct meta_header *meta;
+	struct large_state *large;
+	struct slab_roots slab;
+	struct options opt;
+};
+
+#define RO_ALIGN 4096
+union ro_page {
+	struct rampart_roots roots;
+	char pad[RO_ALIGN];
+};
+_Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
+extern union ro_page ro_page;
+#define ro (ro_page.roots)
+
+extern _Atomic int rampart_state;
+enum { STATE_NEW, STATE_READY, STATE_PASSTHROUGH };
+
+#endif

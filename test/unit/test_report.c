@@ -1,0 +1,139 @@
+/* test_report.c — the report module (Check): every kind and every operation has its
+ * words, the on_error decisions follow the options and not the wording, and the text
+ * writer keeps strings terminated and cut where they must be. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/report.h"
+#include "base/roots.h"
+#include "base/text.h"
+
+#define SENTINEL 2718
+
+/* stderr of fn(arg), captured through a pipe into buf. */
+static void capture(void (*fn)(int), int arg, char *buf, size_t size)
+{
+	int fds[2], saved = dup(STDERR_FILENO);
+	ck_assert(saved >= 0 && pipe(fds) == 0);
+	dup2(fds[1], STDERR_FILENO);
+	close(fds[1]);
+	fn(arg);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	ssize_t n = read(fds[0], buf, size - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fds[0]);
+}
+
+static void fatal_line_of(int kind) { report_fatal_line(OP_FREE, (enum report_kind)kind, (void *)0x1234); }
+
+/* Each kind but ERR_KERNEL (report_kernel's) says something of its own, on one line. */
+START_TEST(test_every_kind_has_words)
+{
+	static char seen[ERR_COUNT][256];
+	for (int k = 0; k < ERR_KERNEL; k++) {
+		errno = SENTINEL;
+		capture(fatal_line_of, k, seen[k], sizeof seen[k]);
+		ck_assert_int_eq(errno, SENTINEL);
+		ck_assert_msg(strncmp(seen[k], "rampart: fatal: ", 16) == 0 && strlen(seen[k]) > 16 + 10 + 8,
+			      "kind %d: '%s'", k, seen[k]);
+		ck_assert_msg(strstr(seen[k], " at 0x1234\n") && strchr(seen[k], '\n')[1] == 0, "kind %d: '%s'", k,
+			      seen[k]);
+		for (int j = 0; j < k; j++) ck_assert_msg(strcmp(seen[j], seen[k]), "kinds %d and %d: '%s'", j, k, seen[k]);
+	}
+}
+END_TEST
+
+static void not_live_of(int op) { report_fatal_line((enum report_op)op, ERR_NOT_LIVE, NULL); }
+
+/* Each operation has a name, and the kinds that start with it use it. */
+START_TEST(test_every_op_has_a_name)
+{
+	char out[256];
+	capture(not_live_of, OP_FREE, out, sizeof out);
+	ck_assert_str_eq(out, "rampart: fatal: free of a pointer that is not a live allocation at 0x0\n");
+	capture(not_live_of, OP_USABLE_SIZE, out, sizeof out);
+	ck_assert_str_eq(out, "rampart: fatal: malloc_usable_size of a pointer that is not a live allocation at 0x0\n");
+	for (int op = 0; op < OP_COUNT; op++) {
+		capture(not_live_of, op, out, sizeof out);
+		ck_assert_msg(strncmp(out, "rampart: fatal: ", 16) == 0 && out[16] != ' ' && !strstr(out, "(null)"),
+			      "op %d: '%s'", op, out);
+	}
+}
+END_TEST
+
+static void go_on_of(int kind) { ck_assert(report_go_on(OP_FREE, (enum report_kind)kind, (void *)0x10)); }
+
+/* Only a free goes on, only where the options say so, and only after an error that
+ * leaves nothing changed; the words of the report come from the kind. */
+START_TEST(test_go_on)
+{
+	ro.opt.on_error = ON_ERROR_ABORT;
+	ro.opt.sized_free = true;
+	for (int k = 0; k < ERR_COUNT; k++) ck_assert(!report_go_on(OP_FREE, (enum report_kind)k, NULL));
+	ro.opt.sized_free = false; /* a wrong size alone is forgiven, silently */
+	for (int k = 0; k < ERR_COUNT; k++) ck_assert(report_go_on(OP_FREE, (enum report_kind)k, NULL) == (k == ERR_WRONG_SIZE));
+	ro.opt.sized_free = true;
+	ro.opt.on_error = ON_ERROR_REPORT;
+	static const enum report_kind ignored[] = {ERR_NOT_LIVE,   ERR_NOT_SLOT_START, ERR_SLOT_NOT_ALLOCATED,
+						   ERR_FREED_SLAB, ERR_SLOT_FREED,     ERR_DOUBLE_FREE};
+	char out[4096];
+	for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++) {
+		capture(go_on_of, (int)ignored[i], out, sizeof out);
+		ck_assert_msg(strncmp(out, "rampart: error: ", 16) == 0 &&
+				      strstr(out, " at 0x10; the call was ignored (on_error=report)\n"),
+			      "'%s'", out);
+	}
+	capture(go_on_of, ERR_WRONG_SIZE, out, sizeof out);
+	ck_assert_msg(strstr(out, "rampart: error: sized free with a wrong size or alignment at 0x10; freed as by free() "
+				  "(on_error=report)\n"),
+		      "'%s'", out);
+	/* Damage, and every operation but a free, never go on. */
+	static const enum report_kind never[] = {ERR_CANARY, ERR_WRITE_AFTER_FREE, ERR_FREED_NEIGHBOUR, ERR_USE_AFTER_FREE,
+						 ERR_NEVER_HANDED_OUT, ERR_KERNEL};
+	for (size_t i = 0; i < sizeof never / sizeof *never; i++) ck_assert(!report_go_on(OP_FREE, never[i], NULL));
+	for (int op = 0; op < OP_COUNT; op++)
+		if (op != OP_FREE) ck_assert(!report_go_on((enum report_op)op, ERR_NOT_LIVE, NULL));
+	ro.opt.on_error = ON_ERROR_ABORT;
+}
+END_TEST
+
+START_TEST(test_string_writer)
+{
+	char small[8];
+	struct out o = out_string(small, sizeof small);
+	ck_assert_str_eq(small, "");
+	out_str(&o, "ab");
+	out_num(&o, 305);
+	ck_assert_str_eq(small, "ab305");
+	out_hex(&o, 0xabc); /* cut: seven characters and the terminator */
+	ck_assert_str_eq(small, "ab3050x");
+	char big[64];
+	o = out_string(big, sizeof big);
+	out_mem(&o, "abcdef", 3);
+	out_fixed(&o, 12345, 2);
+	out_str(&o, " ");
+	out_hex(&o, 0);
+	ck_assert_str_eq(big, "abc123.45 0x0");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("report");
+	TCase *t = tcase_create("report");
+	tcase_add_test(t, test_every_kind_has_words);
+	tcase_add_test(t, test_every_op_has_a_name);
+	tcase_add_test(t, test_go_on);
+	tcase_add_test(t, test_string_writer);
+	suite_add_tcase(s, t);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
