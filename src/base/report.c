@@ -374,7 +374,7 @@ static void print_trace(void)
 	print_trace_held();
 }
 
-static __attribute__((noreturn)) void die(struct out *o)
+static __attribute__((noreturn)) void write_and_abort(struct out *o)
 {
 	/* A reader that stops reading stderr (a closed pipe) must not turn the abort into
 	 * a death by SIGPIPE: the writes then fail with EPIPE instead. */
@@ -409,7 +409,7 @@ void report_fatal(enum report_op op, enum report_kind kind, const void *addr)
 	out_str(&o, "rampart: fatal: ");
 	put_what(&o, op, kind, addr);
 	out_str(&o, "\n");
-	die(&o);
+	write_and_abort(&o);
 }
 
 void report_kernel(enum report_op call, int err, const void *addr)
@@ -425,7 +425,7 @@ void report_kernel(enum report_op call, int err, const void *addr)
 	out_str(&o, " at ");
 	out_hex(&o, (uintptr_t)addr);
 	out_str(&o, "\n");
-	die(&o);
+	write_and_abort(&o);
 }
 
 /* on_error=report: the error line and its callers, and the process goes on. The trace's

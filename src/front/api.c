@@ -251,7 +251,7 @@ API int malloc_trim(size_t pad)
 	return slabs || large;
 }
 
-/* --- glibc's introspection (see README, Introspection) ---------------------------- */
+/* --- glibc's introspection (see docs/statistics.md) ------------------------------ */
 
 #ifdef __GLIBC__
 static struct mallinfo2 info_of(const struct rampart_heap_stats *h)

@@ -24,7 +24,7 @@
  * If libstdc++ is not in the process at all, no C++ caller can exist that expects a
  * bad_alloc; we report a fatal error rather than return NULL from a throwing new.
  *
- * Choices where the standard leaves room (documented in the README, section C++):
+ * Choices where the standard leaves room (documented in docs/cxx.md):
  *  - operator new(0) returns malloc(0): a unique non-null pointer to the zero-size
  *    class (never accessible). operator delete(p, 0) on it passes free_sized(p, 0).
  *  - nothrow new makes one allocation attempt and returns NULL on failure, without

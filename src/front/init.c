@@ -37,8 +37,8 @@ static __thread volatile bool init_finishing __attribute__((tls_model("initial-e
 /* Whether the last fork_prepare took every lock. Only when other threads exist: with
  * one thread nobody holds a lock at fork (rampart never forks from inside itself), and
  * every page the handlers write would become a copy in parent and child alike — the
- * cost of a shell's fork + exec (measured: bash running /bin/true 1,000 times made
- * 166,000 page faults under rampart with all locks taken, 93,000 under glibc). */
+ * cost of a shell's fork + exec (taking every lock nearly doubled a shell's page
+ * faults: bench/journal/2026-11-27-figures-from-code-comments.md). */
 static bool fork_locked;
 
 /* Locks in the order they are always taken: meta innermost. */

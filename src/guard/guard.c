@@ -7,7 +7,7 @@
  * closed spans costs no extra VMA and neighbouring regions merge into one VMA.
  * mprotect backend: closed spans are PROT_NONE; every boundary is a VMA.
  *
- * Why the fallbacks look the way they do (kernel 6.18, measured, see DESIGN.md):
+ * Why the fallbacks look the way they do (kernel 6.18, observed; docs/DESIGN.md, "The guard-region layer"):
  *  - MADV_GUARD_INSTALL fails with EINVAL on a VM_LOCKED mapping (any mapping after
  *    mlockall(MCL_CURRENT), new ones after MCL_FUTURE). Such a span is closed with
  *    mprotect instead and the madvise backend is latched off for new mappings.
@@ -420,7 +420,7 @@ void guard_start(struct guard_region *r, uintptr_t base)
  * with the region's open spans, so a class in use costs one VMA instead of three (the
  * closed page below, the open slabs, the closed rest). Each VMA costs every fork and
  * every exit: bash peaks at 61 VMAs instead of 110, a few percent of a fork-heavy shell
- * script (README, "Kernel mappings"). Markers first, then read-write: under mlockall a
+ * script (docs/guard-backends.md, "Kernel mappings of the slab allocator"). Markers first, then read-write: under mlockall a
  * read-write mapping would be populated at once, but the markers are refused before
  * that (EINVAL: the backend latches off and the span stays PROT_NONE). */
 static bool grow_marked(struct guard_region *r, void *p, size_t len)
@@ -563,7 +563,7 @@ static void unmap_part(void *p, size_t len)
 /* Fill the hole a move left at [off, off+len) with a fresh closed mapping, like the rest
  * of the region (a fresh mapping has no anon_vma yet, so it merges with its neighbours
  * again). Never over anything: another thread's mmap may have landed in the hole. */
-static bool refill(struct guard_region *r, size_t off, size_t len)
+static bool fill_moved_hole(struct guard_region *r, size_t off, size_t len)
 {
 	void *p = (void *)(r->base + off);
 	if (markers_on(r)) {
@@ -602,7 +602,7 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 			if (refilled == moved && guard_close(from, from_off + moved, len - moved)) refilled = len;
 			break;
 		}
-		if (refilled == moved && refill(from, from_off + moved, piece)) refilled += piece;
+		if (refilled == moved && fill_moved_hole(from, from_off + moved, piece)) refilled += piece;
 		moved += piece;
 	}
 	*source_kept = refilled == len;

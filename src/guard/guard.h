@@ -143,7 +143,7 @@ void guard_verbose(bool on);
  * tables (markers need them), no commit charge, one VMA. Only guard_unmap may follow.
  * False, with the region unchanged, when the kernel will not map it (VMA limit). */
 must_check bool guard_retire(struct guard_region *r);
-/* Advice on an open span of a region, for populating new large blocks (large/refill.h):
+/* Advice on an open span of a region, for populating new large blocks (large/populate.h):
  * each returns 0 or the kernel's error, and a refusal leaves the span as it was, its
  * pages to come by faults. Drop the pages of a span nobody has seen yet, and with them
  * its empty page tables where the kernel reclaims those (MADV_DONTNEED): */

@@ -15,15 +15,15 @@
 #include <sys/resource.h>
 
 #include "base/report.h"
-#include "large/cache.h"
+#include "large/reuse_cache.h"
 #include "guard/guard.h"
 #include "base/roots.h"
 #include "os/lock.h"
 #include "guard/meta.h"
 #include "os/os.h"
-#include "large/quarantine.h"
+#include "large/region_quarantine.h"
 #include "os/random.h"
-#include "large/refill.h"
+#include "large/populate.h"
 #include "base/counters.h"
 
 enum { ENTRY_LIVE = 1, ENTRY_QUARANTINED = 2 };
@@ -35,8 +35,8 @@ struct large_entry {
 	uint16_t state;
 	uint16_t island;     /* counted in the VMA budget (guard_island_add) while live */
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
-	size_t populated;    /* bytes from data + populated_off that refill_populate filled */
-	size_t populated_off; /* (refill.h) */
+	size_t populated;    /* bytes from data + populated_off that populate_block filled */
+	size_t populated_off; /* (populate.h) */
 	struct guard_region region;
 };
 
@@ -46,16 +46,16 @@ struct large_state {
 	uint64_t hash_mul;
 	struct large_entry *table;
 	size_t cap, used; /* power of two; used includes quarantined entries */
-	struct quarantine quarantine;
-	struct quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
-	struct quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
+	struct region_quarantine quarantine;
+	struct region_quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
+	struct region_quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
 	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
-	struct quarantine huge;
-	struct quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
-	struct quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
-	struct region_cache cache;
-	struct cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
-	struct refill refill;
+	struct region_quarantine huge;
+	struct region_quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
+	struct region_quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
+	struct reuse_cache cache;
+	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
+	struct populate_credit populate;
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,
@@ -138,12 +138,12 @@ static size_t lead_of(const struct large_entry *e) { return e->data - e->region.
 static void retire_region(struct large_state *s, struct guard_region *r)
 {
 	if (r->flags & (REGION_RESIDUE | REGION_STALE)) (void)guard_unmap(r);
-	else cache_put(&s->cache, r, os_now_ms());
+	else reuse_cache_put(&s->cache, r, os_now_ms());
 }
 
 /* A quarantined entry leaves its quarantine for good: its region goes on to the reuse
  * cache (reusable) or is unmapped. */
-static void leave_quarantine(struct large_state *s, struct quarantine_item out, bool reusable)
+static void leave_quarantine(struct large_state *s, struct region_quarantine_item out, bool reusable)
 {
 	struct large_entry *old = lookup(s, out.key);
 	if (!old || old->state != ENTRY_QUARANTINED) report_fatal(OP_INTERNAL, ERR_LARGE_METADATA, (void *)out.key);
@@ -157,11 +157,11 @@ static void leave_quarantine(struct large_state *s, struct quarantine_item out, 
 
 /* Unmap a quarantine's oldest regions until need bytes are given back or it is empty;
  * the bytes given back. */
-static size_t give_back(struct large_state *s, struct quarantine *q, size_t need)
+static size_t give_back(struct large_state *s, struct region_quarantine *q, size_t need)
 {
 	size_t given = 0;
-	struct quarantine_item out;
-	while (given < need && quarantine_drain(q, &out)) {
+	struct region_quarantine_item out;
+	while (given < need && region_quarantine_drain(q, &out)) {
 		leave_quarantine(s, out, false);
 		given += out.bytes;
 	}
@@ -185,7 +185,7 @@ static bool map_region(struct large_state *s, struct guard_region *r, size_t *le
 		       size_t align, bool guarded)
 {
 	if (map_once(r, lead, len, trail, align, guarded)) return true;
-	if (cache_flush(&s->cache) && map_once(r, lead, len, trail, align, guarded)) return true;
+	if (reuse_cache_flush(&s->cache) && map_once(r, lead, len, trail, align, guarded)) return true;
 	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
 	if (need > s->quarantine.bytes + s->huge.bytes) return false;
 	/* Huge regions first: they hold the most address space for the fewest blocks. */
@@ -217,14 +217,14 @@ struct large_state *large_init(void)
 	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
 	struct rlimit as;
 	if (getrlimit(RLIMIT_AS, &as) != 0) as.rlim_cur = RLIM_INFINITY;
-	quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
+	region_quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
 			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
 			held_bound(ro.opt.large_quarantine_bytes, &as));
-	quarantine_init(&s->huge, s->h_slots, CONFIG_HUGE_QUARANTINE_RANDOM, s->h_ring, CONFIG_HUGE_QUARANTINE_FIFO,
+	region_quarantine_init(&s->huge, s->h_slots, CONFIG_HUGE_QUARANTINE_RANDOM, s->h_ring, CONFIG_HUGE_QUARANTINE_FIFO,
 			held_bound(CONFIG_HUGE_QUARANTINE_BYTES, &as));
-	cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
+	reuse_cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(ro.opt.large_cache_bytes, &as), ro.opt.large_cache_decay_ms);
-	refill_init(&s->refill, ro.opt.large_refill_bytes);
+	populate_init(&s->populate, ro.opt.large_refill_bytes);
 	return s;
 }
 
@@ -235,12 +235,12 @@ struct large_state *large_init(void)
  * Aligned requests are not served here. */
 static bool take_cached(struct large_state *s, struct guard_region *r, size_t lead, size_t len, size_t align)
 {
-	cache_decay(&s->cache, os_now_ms());
+	reuse_cache_decay(&s->cache, os_now_ms());
 	if (align > os_page) return false;
 	size_t trail_max = max_guard(len);
 	size_t waste_max = len / 100 * CONFIG_CACHE_MAX_WASTE_PERCENT;
 	size_t trail = random_guard(s, len);
-	if (!cache_take(&s->cache, lead + len + os_page, trail_max - os_page + waste_max, lead + len + trail, r))
+	if (!reuse_cache_take(&s->cache, lead + len + os_page, trail_max - os_page + waste_max, lead + len + trail, r))
 		return false;
 	size_t waste = r->size - MIN(r->size, lead + len + trail_max);
 	stat_add(STAT_CACHE_WASTE_BYTES, (long)waste);
@@ -271,7 +271,7 @@ void *large_alloc(size_t size, size_t align)
 			e.data = e.region.base + lead;
 			e.island = guarded && !(e.region.flags & REGION_MARKERS);
 			if (e.island) guard_island_add();
-			e.populated = populate = refill_take(&s->refill, e.data, len, &populate_off);
+			e.populated = populate = populate_take(&s->populate, e.data, len, &populate_off);
 			e.populated_off = populate_off;
 			place(s, &e);
 			s->used++;
@@ -280,7 +280,7 @@ void *large_alloc(size_t size, size_t align)
 		}
 	}
 	lock_give(&s->lock);
-	if (populate) refill_populate(&s->refill, (char *)result + populate_off, populate);
+	if (populate) populate_block(&s->populate, (char *)result + populate_off, populate);
 	return result;
 }
 
@@ -299,14 +299,14 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, enum
 
 #if CONFIG_REGION_QUARANTINE
 /* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says. */
-static void enter_quarantine(struct large_state *s, struct quarantine *q, struct large_entry *e, bool reusable)
+static void enter_quarantine(struct large_state *s, struct region_quarantine *q, struct large_entry *e, bool reusable)
 {
 	e->state = ENTRY_QUARANTINED;
-	quarantine_push(q, (struct quarantine_item){e->data, e->region.size}, &s->rnd);
+	region_quarantine_push(q, (struct region_quarantine_item){e->data, e->region.size}, &s->rnd);
 	stat_inc(STAT_QUARANTINE_NOW);
 	stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
-	struct quarantine_item out;
-	while (quarantine_evict(q, &out, &s->rnd)) leave_quarantine(s, out, reusable);
+	struct region_quarantine_item out;
+	while (region_quarantine_evict(q, &out, &s->rnd)) leave_quarantine(s, out, reusable);
 }
 #endif
 
@@ -364,7 +364,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	stat_dec(STAT_LARGE_LIVE_NOW);
 	if (e->island) guard_island_remove();
 	e->island = 0;
-	refill_freed(&s->refill, (const void *)e->data, e->usable, e->populated_off, e->populated);
+	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated);
 	/* Close at once: the pages go back and any later access faults. Where even that is
 	 * refused (VMA limit), give the whole region back instead. A huge region is closed
 	 * whole by the quarantine (guard_retire), without markers first. */
@@ -466,7 +466,7 @@ size_t large_object_size(const void *p)
 	}
 	/* Inside a freed region, or one kept for reuse: a stale pointer, so the program's
 	 * idea of the heap is wrong. A live block's guards (one past the end) hold 0 bytes. */
-	if ((e && e->state != ENTRY_LIVE) || (!e && cache_contains(&s->cache, a))) {
+	if ((e && e->state != ENTRY_LIVE) || (!e && reuse_cache_contains(&s->cache, a))) {
 		lock_give(&s->lock);
 		report_fatal(OP_OBJECT_SIZE, ERR_INTO_FREED, p);
 	}
@@ -479,7 +479,7 @@ bool large_trim(void)
 {
 	struct large_state *s = ro.large;
 	lock_take(&s->lock);
-	bool any = cache_flush(&s->cache) > 0;
+	bool any = reuse_cache_flush(&s->cache) > 0;
 	lock_give(&s->lock);
 	return any;
 }
@@ -507,5 +507,5 @@ void large_fork_parent(void) { lock_give(&ro.large->lock); }
 void large_fork_child(bool locked)
 {
 	if (locked) lock_reset(&ro.large->lock);
-	refill_fork_child(&ro.large->refill); /* its generator reseeds on its next draw */
+	populate_fork_child(&ro.large->populate); /* its generator reseeds on its next draw */
 }

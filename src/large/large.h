@@ -5,8 +5,12 @@
  * Invariants:
  *  - A live allocation's bytes [p, p + usable) are open; everything else of its
  *    region is closed. usable is a whole number of pages (0 for a zero-size block).
- *  - Every region is in exactly one place: the table as LIVE, the table as
- *    QUARANTINED (closed), or gone (unmapped).
+ *  - Every region is in exactly one place: the table as LIVE; the table as
+ *    QUARANTINED (closed), waiting in the region quarantine or, at least
+ *    CONFIG_REGION_QUARANTINE_SKIP bytes, in the huge quarantine; the reuse cache
+ *    (closed, out of the table, reused by a later large_alloc); or gone (unmapped).
+ *    A region the kernel would not map afresh at its free (REGION_STALE) is never
+ *    cached: it is unmapped when it leaves the quarantine.
  *  - Lookups are by exact start address: any other pointer is not an allocation.
  *  - All state is guarded by one lock; the meta lock nests inside it.
  */

@@ -2,7 +2,7 @@
  * lock.h — the futex mutex behind every lock of rampart: each slab (arena, class), the
  * large allocator, the metadata region, start-up, the seed source. Uncontended, a take is
  * one atomic (a compare-and-swap) and a give is a plain store, inlined: one atomic read-
- * modify-write per malloc or free (DESIGN.md, "Speed").
+ * modify-write per malloc or free (docs/DESIGN.md, "Speed").
  *
  * Invariants:
  *  - The word is 0 (free) or odd (taken: the holder's mark, lock_owner). Only the holder
@@ -14,8 +14,8 @@
  *    sleep is therefore bounded (LOCK_SLEEP_NS), and a sleeper that wakes on its own
  *    tries again. A lost wake-up costs that sleeper at most one bound; it never hangs.
  *    Without the bound the give would need a second atomic (the exchange that mutex 2
- *    of Drepper's "Futexes are tricky" uses), which measured about 6% of two-thread
- *    churn on an Intel Xeon (0.98 s against 0.92 s).
+ *    of Drepper's "Futexes are tricky" uses), a cost on every contended give
+ *    (bench/journal/2026-11-27-figures-from-code-comments.md).
  *  - errno is preserved: a wait answers EAGAIN (the word changed before the kernel
  *    looked), EINTR (a signal) or ETIMEDOUT (the bound) as a matter of course, and a
  *    wake can fail in the same ways; neither is a failure of the malloc or free that

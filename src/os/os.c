@@ -239,8 +239,8 @@ bool os_range_mapped(uintptr_t lo, uintptr_t hi)
 }
 
 /* Two system calls, where the maps file costs the kernel a formatted line per mapping and
- * its path: measured on Linux 6.18 (x86_64 VM), a start-up window checked in about 20 us
- * through the file, a few us this way. Sanitizers that keep shadow memory
+ * its path, so asking the kernel directly is several times cheaper at start-up
+ * (bench/journal/2026-11-27-figures-from-code-comments.md). Sanitizers that keep shadow memory
  * (ThreadSanitizer, MemorySanitizer, ...) intercept mmap: asked for an address outside
  * the program's part of the address space, they let the kernel place the mapping
  * anywhere, and abort the process if that lands outside it too. Where one is linked in,

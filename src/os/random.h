@@ -27,9 +27,9 @@
 #include "base/common.h"
 #include "os/lock.h"
 
-/* One refill of RANDOM_LANES blocks: a bigger buffer measured no faster, and every
- * size class of every arena carries one (in its arena's metadata block, where a process
- * writes it after fork). */
+/* One refill of RANDOM_LANES blocks: a bigger buffer was no faster, and every size class
+ * of every arena carries one (in its arena's metadata block, where a process writes it
+ * after fork). */
 #define RANDOM_BUF_BYTES (64 * RANDOM_LANES)
 #define RANDOM_LANES 4
 #define RANDOM_DOUBLE_ROUNDS 4 /* ChaCha8 */

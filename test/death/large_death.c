@@ -183,7 +183,7 @@ static void overflow_mlockall_current(void)
 	touch_write(launder(q) + 300 * KiB);
 }
 
-/* Blocks populated with huge pages (src/large/refill.h): a touched 16 MiB block freed makes
+/* Blocks populated with huge pages (src/large/populate.h): a touched 16 MiB block freed makes
  * the next one populated, its 2 MiB-aligned spans with huge pages where the kernel has
  * them. The guards, the cut tail and the freed block must fault all the same. */
 #define HUGE_BLOCK (16 * MiB)

@@ -15,7 +15,7 @@
 
 #include "fake_kernel.h"
 #include "guard/guard.h"
-#include "large/refill.h"
+#include "large/populate.h"
 
 static void efault_on_new_mapping(void)
 {
@@ -64,11 +64,11 @@ static void efault_opening_a_slab(void)
 	(void)p;
 }
 
-/* Touched large blocks freed, so the next large block is populated (src/large/refill.h);
+/* Touched large blocks freed, so the next large block is populated (src/large/populate.h);
  * with the real kernel's answers, so on Linux 5.14+ populating has worked by then. */
 static void earn_credit(void)
 {
-	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+	for (int i = 0; i < POPULATE_PROBE_EVERY; i++) {
 		unsigned char *p = malloc(2 << 20);
 		assert_non_null(p);
 		memset(p, 1, 2 << 20);

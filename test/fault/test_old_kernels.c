@@ -35,7 +35,7 @@
 #include "front/init.h"
 #include "os/os.h"
 #include "rampart.h"
-#include "large/refill.h"
+#include "large/populate.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -258,7 +258,7 @@ static void aligned_after_install_fails(void)
 }
 static void test_aligned_after_install_fails(void **state) { both(aligned_after_install_fails); }
 
-/* --- populating new large blocks (src/large/refill.h) --- */
+/* --- populating new large blocks (src/large/populate.h) --- */
 
 static size_t resident_pages(const void *p, size_t n)
 {
@@ -271,11 +271,11 @@ static size_t resident_pages(const void *p, size_t n)
 	return r;
 }
 
-/* Touched blocks freed until one was measured (src/large/refill.h): whatever state the
+/* Touched blocks freed until one was measured (src/large/populate.h): whatever state the
  * child inherited, the refill now sees a program that uses its large blocks. */
 static void prime(void)
 {
-	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+	for (int i = 0; i < POPULATE_PROBE_EVERY; i++) {
 		unsigned char *p = malloc(256 * KiB);
 		CHECK(p != NULL);
 		memset(p, 1, 256 * KiB);
@@ -311,7 +311,7 @@ static void populate_unknown(void)
 	fk.populate_calls = 0;
 	/* A forked child starts without credit: the first touched free earns some, the
 	 * next block tries to populate, and that is the last try. */
-	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+	for (int i = 0; i < POPULATE_PROBE_EVERY; i++) {
 		unsigned char *p = malloc(256 * KiB);
 		CHECK(p != NULL);
 		memset(p, 1, 256 * KiB);
@@ -347,7 +347,7 @@ static void populate_enomem(void)
 }
 static void test_populate_enomem(void **state) { both(populate_enomem); }
 
-/* Huge pages refused (src/large/refill.c): MADV_DONTNEED as on locked memory (EINVAL), then
+/* Huge pages refused (src/large/populate.c): MADV_DONTNEED as on locked memory (EINVAL), then
  * MADV_HUGEPAGE (ENOMEM). The block is populated all the same, whole, zero, errno
  * untouched; a refused MADV_DONTNEED leaves the span unmarked. The second block of
  * each pair is populated on the first's credit, nearly 8 MiB: that always holds an

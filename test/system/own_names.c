@@ -40,10 +40,10 @@ int meta_alloc(int x);
 int meta_alloc(int x) { return calls++, x ^ 1; }
 int random_u64(void);
 int random_u64(void) { return calls++, 4; } /* chosen by fair dice roll */
-int quarantine_push(int x);
-int quarantine_push(int x) { return calls++, x + 10; }
-int cache_put(int x);
-int cache_put(int x) { return calls++, x + 20; }
+int region_quarantine_push(int x);
+int region_quarantine_push(int x) { return calls++, x + 10; }
+int reuse_cache_put(int x);
+int reuse_cache_put(int x) { return calls++, x + 20; }
 int policy_read(int x);
 int policy_read(int x) { return calls++, x + 30; }
 int rampart_malloc(int x);
@@ -64,7 +64,7 @@ int main(void)
 {
 	CHECK(fatal_report(1) == 2 && out_str(4) == 8 && os_init() == 7 && slab_alloc(5) == 4 &&
 	      slab_free(5) == 7 && large_alloc(2) == 6 && guard_open(3) == -3 && meta_alloc(2) == 3 &&
-	      random_u64() == 4 && quarantine_push(1) == 11 && cache_put(1) == 21 && policy_read(1) == 31 &&
+	      random_u64() == 4 && region_quarantine_push(1) == 11 && reuse_cache_put(1) == 21 && policy_read(1) == 31 &&
 	      rampart_malloc(2) == 42);
 	CHECK(calls == 13);
 

@@ -3,7 +3,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "large/cache.h"
+#include "large/reuse_cache.h"
 #include "guard/guard.h"
 #include "os/os.h"
 #include "../harness.h"
@@ -11,8 +11,8 @@
 #define P ((size_t)4096)
 #define SLOTS 16
 
-static struct cache_entry storage[SLOTS];
-static struct region_cache c;
+static struct reuse_cache_entry storage[SLOTS];
+static struct reuse_cache c;
 static struct guard_region arena;
 static size_t carve_at;
 
@@ -33,7 +33,7 @@ static void setup(void)
 	guard_init(GUARD_AUTO);
 	ck_assert(guard_reserve(&arena, 4096 * P, NULL));
 	carve_at = 0;
-	cache_init(&c, storage, SLOTS, 1024 * P, 1000);
+	reuse_cache_init(&c, storage, SLOTS, 1024 * P, 1000);
 }
 
 START_TEST(takes_smallest_that_fits)
@@ -41,12 +41,12 @@ START_TEST(takes_smallest_that_fits)
 	size_t sizes[] = {120, 100, 105, 110};
 	for (int i = 0; i < 4; i++) {
 		struct guard_region r = carve(sizes[i], false);
-		cache_put(&c, &r, 0);
+		reuse_cache_put(&c, &r, 0);
 	}
 	struct guard_region out;
-	ck_assert(cache_take(&c, 101 * P, 10 * P, 101 * P, &out));
+	ck_assert(reuse_cache_take(&c, 101 * P, 10 * P, 101 * P, &out));
 	ck_assert_uint_eq(out.size, 105 * P); /* smallest at least 101 pages */
-	ck_assert(cache_take(&c, 100 * P, 10 * P, 100 * P, &out));
+	ck_assert(reuse_cache_take(&c, 100 * P, 10 * P, 100 * P, &out));
 	ck_assert_uint_eq(out.size, 100 * P);
 	ck_assert_uint_eq(c.count, 2);
 }
@@ -55,17 +55,17 @@ END_TEST
 START_TEST(waste_bound_is_exact)
 {
 	struct guard_region r = carve(110, false);
-	cache_put(&c, &r, 0);
+	reuse_cache_put(&c, &r, 0);
 	struct guard_region out;
 	/* 110 pages for a 100-page need with 10 pages of slack: exactly at the bound, whole. */
-	ck_assert(cache_take(&c, 100 * P, 10 * P, 100 * P, &out));
+	ck_assert(reuse_cache_take(&c, 100 * P, 10 * P, 100 * P, &out));
 	ck_assert_uint_eq(out.size, 110 * P);
 	ck_assert_uint_eq(c.count, 0);
 
 	/* One page more than the bound: never handed out whole, cut to the split size. */
 	r = carve(111, false);
-	cache_put(&c, &r, 0);
-	ck_assert(cache_take(&c, 100 * P, 10 * P, 104 * P, &out));
+	reuse_cache_put(&c, &r, 0);
+	ck_assert(reuse_cache_take(&c, 100 * P, 10 * P, 104 * P, &out));
 	ck_assert_uint_eq(out.size, 104 * P);
 	ck_assert_uint_eq(c.count, 1);
 	ck_assert_uint_eq(c.entries[0].region.size, 7 * P);
@@ -76,8 +76,8 @@ END_TEST
 START_TEST(miss_when_nothing_is_big_enough)
 {
 	struct guard_region r = carve(50, false), out;
-	cache_put(&c, &r, 0);
-	ck_assert(!cache_take(&c, 51 * P, 100 * P, 51 * P, &out));
+	reuse_cache_put(&c, &r, 0);
+	ck_assert(!reuse_cache_take(&c, 51 * P, 100 * P, 51 * P, &out));
 	ck_assert_uint_eq(c.count, 1);
 }
 END_TEST
@@ -87,7 +87,7 @@ START_TEST(sorted_by_size)
 	size_t sizes[] = {9, 3, 7, 1, 5, 8, 2};
 	for (int i = 0; i < 7; i++) {
 		struct guard_region r = carve(sizes[i], false);
-		cache_put(&c, &r, 0);
+		reuse_cache_put(&c, &r, 0);
 	}
 	for (size_t i = 1; i < c.count; i++)
 		ck_assert_uint_le(c.entries[i - 1].region.size, c.entries[i].region.size);
@@ -97,10 +97,10 @@ END_TEST
 START_TEST(evicts_oldest_over_count)
 {
 	struct guard_region first = carve(3, false);
-	cache_put(&c, &first, 1);
+	reuse_cache_put(&c, &first, 1);
 	for (int i = 0; i < SLOTS; i++) {
 		struct guard_region r = carve(3, false);
-		cache_put(&c, &r, 2 + (uint64_t)i);
+		reuse_cache_put(&c, &r, 2 + (uint64_t)i);
 	}
 	ck_assert_uint_eq(c.count, SLOTS);
 	for (size_t i = 0; i < c.count; i++) ck_assert_uint_ne(c.entries[i].region.base, first.base);
@@ -111,15 +111,15 @@ END_TEST
 
 START_TEST(evicts_over_bytes)
 {
-	cache_init(&c, storage, SLOTS, 10 * P, 1000);
+	reuse_cache_init(&c, storage, SLOTS, 10 * P, 1000);
 	struct guard_region a = carve(6, false), b = carve(6, false);
-	cache_put(&c, &a, 1);
-	cache_put(&c, &b, 2);
+	reuse_cache_put(&c, &a, 1);
+	reuse_cache_put(&c, &b, 2);
 	ck_assert_uint_eq(c.count, 1);
 	ck_assert_uint_eq(c.entries[0].region.base, b.base);
 	ck_assert_uint_le(c.bytes, 10 * P);
 	struct guard_region huge = carve(11, false);
-	cache_put(&c, &huge, 3); /* bigger than the whole cache: unmapped at once */
+	reuse_cache_put(&c, &huge, 3); /* bigger than the whole cache: unmapped at once */
 	ck_assert_uint_eq(c.count, 1);
 }
 END_TEST
@@ -127,16 +127,16 @@ END_TEST
 START_TEST(decays_idle_entries)
 {
 	struct guard_region a = carve(4, false), b = carve(4, false);
-	cache_put(&c, &a, 0);
-	cache_put(&c, &b, 800);
-	cache_decay(&c, 999);
+	reuse_cache_put(&c, &a, 0);
+	reuse_cache_put(&c, &b, 800);
+	reuse_cache_decay(&c, 999);
 	ck_assert_uint_eq(c.count, 2);
-	cache_decay(&c, 1248); /* within a quarter interval of the last look: no scan */
+	reuse_cache_decay(&c, 1248); /* within a quarter interval of the last look: no scan */
 	ck_assert_uint_eq(c.count, 2);
-	cache_decay(&c, 1250);
+	reuse_cache_decay(&c, 1250);
 	ck_assert_uint_eq(c.count, 1);
 	ck_assert_uint_eq(c.entries[0].region.base, b.base);
-	cache_decay(&c, 1800);
+	reuse_cache_decay(&c, 1800);
 	ck_assert_uint_eq(c.count, 0);
 }
 END_TEST
@@ -144,10 +144,10 @@ END_TEST
 START_TEST(joins_touching_regions)
 {
 	struct guard_region a = carve(4, false), b = carve(5, true), d = carve(6, true);
-	cache_put(&c, &a, 0);
-	cache_put(&c, &d, 0);
+	reuse_cache_put(&c, &a, 0);
+	reuse_cache_put(&c, &d, 0);
 	ck_assert_uint_eq(c.count, 2);
-	cache_put(&c, &b, 0); /* fills the gap: one region of 15 pages */
+	reuse_cache_put(&c, &b, 0); /* fills the gap: one region of 15 pages */
 	ck_assert_uint_eq(c.count, 1);
 	ck_assert_uint_eq(c.entries[0].region.base, a.base);
 	ck_assert_uint_eq(c.entries[0].region.size, 15 * P);
@@ -159,9 +159,9 @@ START_TEST(flush_unmaps_everything)
 {
 	for (int i = 0; i < 5; i++) {
 		struct guard_region r = carve(2, false);
-		cache_put(&c, &r, 0);
+		reuse_cache_put(&c, &r, 0);
 	}
-	ck_assert_uint_eq(cache_flush(&c), 5);
+	ck_assert_uint_eq(reuse_cache_flush(&c), 5);
 	ck_assert_uint_eq(c.count, 0);
 	ck_assert_uint_eq(c.bytes, 0);
 }

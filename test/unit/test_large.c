@@ -14,7 +14,7 @@
 #include "../harness.h"
 #include "large/large.h"
 #include "os/os.h"
-#include "large/refill.h"
+#include "large/populate.h"
 #include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
@@ -387,7 +387,7 @@ START_TEST(test_very_large)
 }
 END_TEST
 
-/* --- refill (src/large/refill.h): new blocks populated as far as touched ones were freed --- */
+/* --- refill (src/large/populate.h): new blocks populated as far as touched ones were freed --- */
 
 static size_t resident_pages(const void *p, size_t n)
 {
@@ -414,7 +414,7 @@ static bool kernel_populates(void)
 /* Whatever credit the process had lapses (CONFIG_LARGE_REFILL_MS without a free). */
 /* Does the kernel map huge pages into anonymous memory unasked (THP "always")? Then a
  * touch anywhere in an aligned 2 MiB span brings the whole span in, and populating stops
- * short of such spans (refill.h): page counts can only be bounded, not exact. */
+ * short of such spans (populate.h): page counts can only be bounded, not exact. */
 /* The first line of a sysfs file, "" when it cannot be read. */
 static void sysfs_line(const char *path, char *buf, int size)
 {
@@ -446,11 +446,11 @@ static bool thp_always(void)
 		else ck_assert_msg(got_ == want_, "%zu pages, %zu expected", got_, want_);          \
 	} while (0)
 
-/* The witness at each end of a populated n-byte block (refill.h), and the pages a block
+/* The witness at each end of a populated n-byte block (populate.h), and the pages a block
  * populated on full credit gets: all but its witnesses. */
 static size_t witness(size_t n)
 {
-	size_t w = (n / REFILL_WITNESS_PART / 2) & ~(pg - 1);
+	size_t w = (n / POPULATE_WITNESS_PART / 2) & ~(pg - 1);
 	return w > pg ? w : pg;
 }
 static size_t populated_pages(size_t n) { return (n - 2 * witness(n)) / pg; }
@@ -462,7 +462,7 @@ static void let_credit_lapse(void) { usleep((CONFIG_LARGE_REFILL_MS + 100) * 100
  * lapses. */
 static void prime(void)
 {
-	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+	for (int i = 0; i < POPULATE_PROBE_EVERY; i++) {
 		unsigned char *p = malloc(256 * KiB);
 		ck_assert_ptr_nonnull(p);
 		memset(p, 1, 256 * KiB);
@@ -489,7 +489,7 @@ START_TEST(test_refill_follows_use)
 	/* The freed block stays closed, or (without the region quarantine) is part of c. */
 	ck_assert(inaccessible(b) || (b >= c && b < c + n));
 	/* The credit is spent: the one after that gets only what c's witness left over (if
-	 * that is worth a system call: 16 pages, REFILL_MIN_BYTES). */
+	 * that is worth a system call: 16 pages, POPULATE_MIN_BYTES). */
 	unsigned char *d = malloc(n);
 	size_t left = np - populated_pages(n);
 	if (!thp_always()) ck_assert_uint_eq(resident_pages(d, n), (pop && left >= 16 ? left : 0));
@@ -513,8 +513,8 @@ START_TEST(test_refill_follows_use)
 	}
 	ck_assert_uint_ge(rounds, (pop ? 2 : 0));
 	free(d); /* never touched: the refill now counts the program as a sparse one */
-	/* Used blocks again: within REFILL_PROBE_EVERY frees, populating is back. */
-	for (int i = 0; i < REFILL_PROBE_EVERY; i++) {
+	/* Used blocks again: within POPULATE_PROBE_EVERY frees, populating is back. */
+	for (int i = 0; i < POPULATE_PROBE_EVERY; i++) {
 		unsigned char *t = malloc(n);
 		ck_assert_ptr_nonnull(t);
 		memset(t, 2, n);
@@ -537,7 +537,7 @@ static void touched_free(size_t n)
 	free(a);
 }
 
-/* The witnesses (refill.h): a block populated on full credit, then used all but skip_head
+/* The witnesses (populate.h): a block populated on full credit, then used all but skip_head
  * bytes at its start and skip_tail at its end, and freed; the pages populated in the next
  * block of its size. */
 static size_t populated_after(size_t n, size_t skip_head, size_t skip_tail)
@@ -562,8 +562,8 @@ START_TEST(test_refill_witness)
 {
 	bool pop = kernel_populates();
 	size_t n = 4 * MiB, w = witness(n), p = n - 2 * w, left = n - p; /* a's credit beyond b */
-	size_t seen = left + ((2 * w + p - p / REFILL_TAX_SEEN) & ~(pg - 1));
-	size_t unseen = left + ((w + p - p / REFILL_TAX_UNSEEN) & ~(pg - 1));
+	size_t seen = left + ((2 * w + p - p / POPULATE_TAX_SEEN) & ~(pg - 1));
+	size_t unseen = left + ((w + p - p / POPULATE_TAX_UNSEEN) & ~(pg - 1));
 	ck_assert_pages(populated_after(n, 0, 0), (pop ? MIN(seen, p) / pg : 0));
 	size_t top = populated_after(n, w, 0), prefix = populated_after(n, 0, w);
 	if (thp_always()) {

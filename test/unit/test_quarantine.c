@@ -5,23 +5,23 @@
 #include <string.h>
 
 #include "os/os.h"
-#include "large/quarantine.h"
+#include "large/region_quarantine.h"
 #include "os/random.h"
 
 #define MAXCAP 256
 
-static struct quarantine_item slots[MAXCAP], ring[MAXCAP + 1];
+static struct region_quarantine_item slots[MAXCAP], ring[MAXCAP + 1];
 static struct random_state rnd;
 
-static void setup(size_t rcap, size_t fcap, size_t bytes_max, struct quarantine *q)
+static void setup(size_t rcap, size_t fcap, size_t bytes_max, struct region_quarantine *q)
 {
 	memset(slots, 0, sizeof slots);
 	memset(ring, 0, sizeof ring);
 	random_reseed(&rnd);
-	quarantine_init(q, slots, rcap, ring, fcap, bytes_max);
+	region_quarantine_init(q, slots, rcap, ring, fcap, bytes_max);
 }
 
-static void check_invariants(const struct quarantine *q)
+static void check_invariants(const struct region_quarantine *q)
 {
 	size_t in_array = 0, bytes = 0;
 	for (size_t i = 0; i < q->random_cap; i++)
@@ -32,12 +32,12 @@ static void check_invariants(const struct quarantine *q)
 }
 
 /* Push, then evict whatever must leave; record who left. */
-static size_t push_evict(struct quarantine *q, uintptr_t key, size_t bytes, uintptr_t *left, size_t max_left)
+static size_t push_evict(struct region_quarantine *q, uintptr_t key, size_t bytes, uintptr_t *left, size_t max_left)
 {
-	quarantine_push(q, (struct quarantine_item){key, bytes}, &rnd);
+	region_quarantine_push(q, (struct region_quarantine_item){key, bytes}, &rnd);
 	size_t n = 0;
-	struct quarantine_item out;
-	while (quarantine_evict(q, &out, &rnd)) {
+	struct region_quarantine_item out;
+	while (region_quarantine_evict(q, &out, &rnd)) {
 		ck_assert_uint_ne(out.key, 0);
 		ck_assert_uint_lt(n, max_left);
 		left[n++] = out.key;
@@ -51,7 +51,7 @@ static size_t push_evict(struct quarantine *q, uintptr_t key, size_t bytes, uint
 /* One random slot: the array is a one-item delay, so eviction order is push order. */
 START_TEST(test_fifo_order)
 {
-	struct quarantine q;
+	struct region_quarantine q;
 	setup(1, 16, (size_t)-1, &q);
 	uintptr_t next_out = 1, left[4];
 	for (uintptr_t k = 1; k <= 1000; k++) {
@@ -64,8 +64,8 @@ START_TEST(test_fifo_order)
 		}
 		ck_assert_uint_eq(q.count, k < 17 ? k : 17);
 	}
-	struct quarantine_item out;
-	while (quarantine_drain(&q, &out)) ck_assert_uint_eq(out.key, next_out++);
+	struct region_quarantine_item out;
+	while (region_quarantine_drain(&q, &out)) ck_assert_uint_eq(out.key, next_out++);
 	ck_assert_uint_eq(next_out, 1001);
 	ck_assert_uint_eq(q.count, 0);
 	ck_assert_uint_eq(q.bytes, 0);
@@ -77,7 +77,7 @@ END_TEST
 START_TEST(test_count_bound_and_lifetimes)
 {
 	enum { R = 32, F = 64, N = 20000 };
-	struct quarantine q;
+	struct region_quarantine q;
 	setup(R, F, (size_t)-1, &q);
 	static size_t pushed_at[N + 1];
 	static bool gone[N + 1];
@@ -108,9 +108,9 @@ START_TEST(test_count_bound_and_lifetimes)
 	/* Lifetimes beyond the ring are geometric with mean R: both short and long stays occur. */
 	ck_assert_uint_gt(hist[0], 0);
 	ck_assert_uint_gt(max_life, F + 1 + 2 * R);
-	struct quarantine_item out;
+	struct region_quarantine_item out;
 	size_t drained = 0;
-	while (quarantine_drain(&q, &out)) {
+	while (region_quarantine_drain(&q, &out)) {
 		ck_assert(!gone[out.key]);
 		gone[out.key] = true;
 		drained++;
@@ -125,7 +125,7 @@ END_TEST
 START_TEST(test_byte_bound)
 {
 	enum { N = 5000 };
-	struct quarantine q;
+	struct region_quarantine q;
 	setup(8, 32, 1 << 20, &q);
 	static bool gone[N + 1];
 	memset(gone, 0, sizeof gone);
@@ -142,8 +142,8 @@ START_TEST(test_byte_bound)
 		total_left += n;
 		ck_assert(q.bytes <= (1 << 20) || q.count == 0);
 	}
-	struct quarantine_item out;
-	while (quarantine_drain(&q, &out)) {
+	struct region_quarantine_item out;
+	while (region_quarantine_drain(&q, &out)) {
 		ck_assert(!gone[out.key]);
 		gone[out.key] = true;
 		total_left++;
@@ -160,14 +160,14 @@ START_TEST(test_random_eviction)
 	enum { R = 8, TRIALS = 400 };
 	size_t chosen[R + 1] = {0};
 	for (int t = 0; t < TRIALS; t++) {
-		struct quarantine q;
+		struct region_quarantine q;
 		setup(R, 0, 100, &q);
 		/* Fill every slot directly (ring empty), each item 20 bytes: 160 > 100. */
-		for (size_t i = 0; i < R; i++) slots[i] = (struct quarantine_item){i + 1, 20};
+		for (size_t i = 0; i < R; i++) slots[i] = (struct region_quarantine_item){i + 1, 20};
 		q.count = R;
 		q.bytes = 20 * R;
-		struct quarantine_item out;
-		ck_assert(quarantine_evict(&q, &out, &rnd));
+		struct region_quarantine_item out;
+		ck_assert(region_quarantine_evict(&q, &out, &rnd));
 		ck_assert(out.key >= 1 && out.key <= R);
 		ck_assert_uint_eq(slots[out.key - 1].key, 0);
 		chosen[out.key]++;
@@ -175,7 +175,7 @@ START_TEST(test_random_eviction)
 		ck_assert_uint_eq(q.bytes, 20 * (R - 1));
 		/* Evicts until back under the bound: 8 * 20 -> 5 * 20 = 100. */
 		size_t more = 0;
-		while (quarantine_evict(&q, &out, &rnd)) more++;
+		while (region_quarantine_evict(&q, &out, &rnd)) more++;
 		ck_assert_uint_eq(more, 2);
 		ck_assert_uint_eq(q.bytes, 100);
 		check_invariants(&q);
@@ -187,11 +187,11 @@ END_TEST
 
 START_TEST(test_nothing_leaves_under_bounds)
 {
-	struct quarantine q;
+	struct region_quarantine q;
 	setup(4, 4, 1000, &q);
-	struct quarantine_item out;
-	ck_assert(!quarantine_evict(&q, &out, &rnd));
-	ck_assert(!quarantine_drain(&q, &out));
+	struct region_quarantine_item out;
+	ck_assert(!region_quarantine_evict(&q, &out, &rnd));
+	ck_assert(!region_quarantine_drain(&q, &out));
 	uintptr_t left[4];
 	for (uintptr_t k = 1; k <= 4; k++) ck_assert_uint_eq(push_evict(&q, k, 10, left, 4), 0);
 	ck_assert_uint_eq(q.count, 4);

@@ -1,38 +1,38 @@
-/* quarantine.c — random-swap array + FIFO ring; see quarantine.h for the contract. */
-#include "large/quarantine.h"
+/* region_quarantine.c — random-swap array + FIFO ring; see region_quarantine.h for the contract. */
+#include "large/region_quarantine.h"
 
-void quarantine_init(struct quarantine *q, struct quarantine_item *slots, size_t random_cap,
-		     struct quarantine_item *ring, size_t fifo_cap, size_t bytes_max)
+void region_quarantine_init(struct region_quarantine *q, struct region_quarantine_item *slots, size_t random_cap,
+		     struct region_quarantine_item *ring, size_t fifo_cap, size_t bytes_max)
 {
-	*q = (struct quarantine){.slots = slots, .ring = ring, .random_cap = random_cap,
+	*q = (struct region_quarantine){.slots = slots, .ring = ring, .random_cap = random_cap,
 				 .fifo_cap = fifo_cap, .bytes_max = bytes_max};
 }
 
-static void ring_put(struct quarantine *q, struct quarantine_item it)
+static void ring_put(struct region_quarantine *q, struct region_quarantine_item it)
 {
 	q->ring[(q->head + q->ring_count) % (q->fifo_cap + 1)] = it;
 	q->ring_count++;
 }
 
-static struct quarantine_item ring_take(struct quarantine *q)
+static struct region_quarantine_item ring_take(struct region_quarantine *q)
 {
-	struct quarantine_item it = q->ring[q->head];
+	struct region_quarantine_item it = q->ring[q->head];
 	q->head = (q->head + 1) % (q->fifo_cap + 1);
 	q->ring_count--;
 	return it;
 }
 
-void quarantine_push(struct quarantine *q, struct quarantine_item it, struct random_state *rnd)
+void region_quarantine_push(struct region_quarantine *q, struct region_quarantine_item it, struct random_state *rnd)
 {
 	size_t j = random_below(rnd, q->random_cap);
-	struct quarantine_item out = q->slots[j];
+	struct region_quarantine_item out = q->slots[j];
 	q->slots[j] = it;
 	q->count++;
 	q->bytes += it.bytes;
 	if (out.key) ring_put(q, out);
 }
 
-bool quarantine_evict(struct quarantine *q, struct quarantine_item *out, struct random_state *rnd)
+bool region_quarantine_evict(struct region_quarantine *q, struct region_quarantine_item *out, struct random_state *rnd)
 {
 	if (q->ring_count > q->fifo_cap || (q->ring_count && q->bytes > q->bytes_max)) {
 		*out = ring_take(q);
@@ -50,7 +50,7 @@ bool quarantine_evict(struct quarantine *q, struct quarantine_item *out, struct 
 	return true;
 }
 
-bool quarantine_drain(struct quarantine *q, struct quarantine_item *out)
+bool region_quarantine_drain(struct region_quarantine *q, struct region_quarantine_item *out)
 {
 	if (q->ring_count) {
 		*out = ring_take(q);

@@ -1,5 +1,5 @@
-/* refill.c — populate new large blocks with the credit of touched ones freed; see refill.h. */
-#include "large/refill.h"
+/* populate.c — populate new large blocks with the credit of touched ones freed; see populate.h. */
+#include "large/populate.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -7,17 +7,17 @@
 #include "guard/guard.h"
 #include "os/os.h"
 
-void refill_init(struct refill *r, size_t cap)
+void populate_init(struct populate_credit *r, size_t cap)
 {
-	*r = (struct refill){.cap = cap & ~(os_page - 1)};
+	*r = (struct populate_credit){.cap = cap & ~(os_page - 1)};
 }
 
 /* The smallest span worth a system call to populate. */
-#define REFILL_MIN_BYTES ((size_t)16 * os_page)
+#define POPULATE_MIN_BYTES ((size_t)16 * os_page)
 
 /* The huge page size when new blocks get huge pages, else 0; asks the kernel once (and
  * again after a transient failure). Threads racing here get the same answer. */
-static size_t huge_size(struct refill *r, int *mode)
+static size_t huge_size(struct populate_credit *r, int *mode)
 {
 	size_t h = atomic_load_explicit(&r->huge, memory_order_relaxed);
 	if (!h) {
@@ -31,7 +31,7 @@ static size_t huge_size(struct refill *r, int *mode)
 	return h & ~(size_t)3;
 }
 
-void refill_freed(struct refill *r, const void *p, size_t len, size_t off, size_t populated)
+void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated)
 {
 	if (!len || !r->cap || atomic_load_explicit(&r->off, memory_order_relaxed)) return;
 	if (!r->dense && r->skip) {
@@ -47,9 +47,9 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t off, size_
 	/* Pages rampart populated look like any other resident page, and nothing of the
 	 * block is read to see what was written (the program may have protected it). So
 	 * they earn credit again less a tax, and the witnesses rampart left unpopulated at
-	 * both ends of the block (refill_take) say which: where the program touched at
+	 * both ends of the block (populate_take) say which: where the program touched at
 	 * least half of each, it likely used what lies between too, and the tax is small
-	 * (REFILL_TAX_SEEN), so a block that keeps being used is populated nearly whole.
+	 * (POPULATE_TAX_SEEN), so a block that keeps being used is populated nearly whole.
 	 * Otherwise (a program that fills only a prefix, or only the top of a stack, or
 	 * nothing) the tax is a quarter, and credit nobody uses shrinks by a quarter of
 	 * every block it populates. Pages beyond the populated range are surely the
@@ -67,18 +67,18 @@ void refill_freed(struct refill *r, const void *p, size_t len, size_t off, size_
 		bool seen = off && tail && ends_in[0] >= off / 2 && ends_in[1] >= tail / 2;
 		size_t theirs = MIN(resident, ends_in[0] + ends_in[1]);
 		ours = MIN(ours, resident - theirs);
-		used = theirs + ours - ours / (seen ? REFILL_TAX_SEEN : REFILL_TAX_UNSEEN);
+		used = theirs + ours - ours / (seen ? POPULATE_TAX_SEEN : POPULATE_TAX_UNSEEN);
 	}
 	r->dense = used >= len / 2;
 	if (!r->dense) {
-		r->skip = REFILL_PROBE_EVERY - 1;
+		r->skip = POPULATE_PROBE_EVERY - 1;
 		return;
 	}
 	r->until_ms = now + CONFIG_LARGE_REFILL_MS;
 	r->credit = MIN(r->cap, r->credit + (used & ~(os_page - 1)));
 }
 
-size_t refill_take(struct refill *r, uintptr_t p, size_t len, size_t *off)
+size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t *off)
 {
 	if (!r->credit) return 0;
 	if (atomic_load_explicit(&r->off, memory_order_relaxed)) {
@@ -90,8 +90,8 @@ size_t refill_take(struct refill *r, uintptr_t p, size_t len, size_t *off)
 		return 0;
 	}
 	/* Both ends of the block stay unpopulated, the witnesses of its use: whether the
-	 * program touches them is what refill_freed judges the populated part by. */
-	size_t w = MAX(os_page, (len / REFILL_WITNESS_PART / 2) & ~(os_page - 1));
+	 * program touches them is what populate_freed judges the populated part by. */
+	size_t w = MAX(os_page, (len / POPULATE_WITNESS_PART / 2) & ~(os_page - 1));
 	if (len <= 2 * w) return 0;
 	uintptr_t start = p + w, end = start + (MIN(len - 2 * w, r->credit) & ~(os_page - 1));
 	/* Under THP "always" a fault anywhere in a huge-page span inside the block brings
@@ -106,7 +106,7 @@ size_t refill_take(struct refill *r, uintptr_t p, size_t len, size_t *off)
 		if (end < start) end = start;
 	}
 	size_t take = end - start;
-	if (take < REFILL_MIN_BYTES) return 0; /* a fault or two cost less than the call */
+	if (take < POPULATE_MIN_BYTES) return 0; /* a fault or two cost less than the call */
 	r->credit -= take; /* take <= credit: rounding only shrinks it */
 	*off = start - p;
 	return take;
@@ -124,7 +124,7 @@ size_t refill_take(struct refill *r, uintptr_t p, size_t len, size_t *off)
  * address space after the block is freed (under the madvise backend; the mprotect
  * backend's close maps the span anew, without it). Both are advice: whatever fails
  * leaves the pages to come one by one, as before. */
-static void huge_windows(struct refill *r, void *p, size_t len)
+static void huge_windows(struct populate_credit *r, void *p, size_t len)
 {
 	int mode;
 	size_t size = huge_size(r, &mode);
@@ -138,7 +138,7 @@ static void huge_windows(struct refill *r, void *p, size_t len)
 	(void)err; /* refused: the pages come as they would have */
 }
 
-void refill_populate(struct refill *r, void *p, size_t len)
+void populate_block(struct populate_credit *r, void *p, size_t len)
 {
 	huge_windows(r, p, len);
 	int err = guard_populate(p, len);
@@ -156,7 +156,7 @@ void refill_populate(struct refill *r, void *p, size_t len)
 		atomic_store_explicit(&r->off, true, memory_order_relaxed);
 }
 
-void refill_fork_child(struct refill *r)
+void populate_fork_child(struct populate_credit *r)
 {
 	/* What the parent freed is the parent's: a child forked within the credit's
 	 * lifetime must not populate it again (a pre-forking server would multiply it). */

@@ -1,5 +1,5 @@
 /*
- * cache.h — closed large regions kept for reuse instead of being unmapped.
+ * reuse_cache.h — closed large regions kept for reuse instead of being unmapped.
  *
  * Invariants:
  *  - Every cached region is closed from end to end (guard markers or PROT_NONE):
@@ -17,39 +17,39 @@
  *    the decay interval leave. Leaving means unmapping (guard_unmap).
  *  - Not locked: the large allocator's lock covers it.
  */
-#ifndef RAMPART_CACHE_H
-#define RAMPART_CACHE_H
+#ifndef RAMPART_REUSE_CACHE_H
+#define RAMPART_REUSE_CACHE_H
 
 #include "base/common.h"
 #include "guard/guard.h"
 
-struct cache_entry {
+struct reuse_cache_entry {
 	struct guard_region region;
 	uint64_t idle_since_ms;
 };
 
-struct region_cache {
-	struct cache_entry *entries; /* max_entries, sorted by region.size */
+struct reuse_cache {
+	struct reuse_cache_entry *entries; /* max_entries, sorted by region.size */
 	size_t count, max_entries;
 	size_t bytes, max_bytes;
 	uint64_t decay_ms, last_decay_ms;
 };
 
-void cache_init(struct region_cache *c, struct cache_entry *storage, size_t max_entries, size_t max_bytes,
+void reuse_cache_init(struct reuse_cache *c, struct reuse_cache_entry *storage, size_t max_entries, size_t max_bytes,
 		uint64_t decay_ms);
 /* Keep a closed region; over the bounds the oldest entries are unmapped. A region
  * the cache cannot take (bigger than max_bytes) is unmapped at once. */
-void cache_put(struct region_cache *c, const struct guard_region *r, uint64_t now_ms);
+void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, uint64_t now_ms);
 /* Take the smallest region of at least need bytes, cut to split bytes when it is bigger
  * than need + slack; false if no cached region is big enough. */
-must_check bool cache_take(struct region_cache *c, size_t need, size_t slack, size_t split,
+must_check bool reuse_cache_take(struct reuse_cache *c, size_t need, size_t slack, size_t split,
 			   struct guard_region *out);
 /* Unmap regions idle longer than the decay interval (cheap when nothing is due). */
-void cache_decay(struct region_cache *c, uint64_t now_ms);
+void reuse_cache_decay(struct reuse_cache *c, uint64_t now_ms);
 /* Is a inside a cached region? (Linear: for error paths and introspection only.) */
-bool cache_contains(const struct region_cache *c, uintptr_t a);
+bool reuse_cache_contains(const struct reuse_cache *c, uintptr_t a);
 /* Unmap everything; returns how many regions went. */
-size_t cache_flush(struct region_cache *c);
+size_t reuse_cache_flush(struct reuse_cache *c);
 
 
 #endif

@@ -1,14 +1,13 @@
 /*
- * refill.h — new large blocks populated up front, as far as the program recently gave
+ * populate.h — new large blocks populated up front, as far as the program recently gave
  * touched pages back.
  *
  * A freed large block's pages go back to the kernel at once (its region closes), so
  * the next large block takes one page fault per page the program writes. When the
  * freed blocks were touched, the next ones will likely be too, and populating a block
- * with one MADV_POPULATE_WRITE costs about half of faulting it in page by page
- * (measured 1.75x faster on Linux 6.18, x86_64, 2 MiB blocks; a later measurement on
- * the same VM: 0.83 ms against 5.1 ms), and its spans aligned to the huge page size can
- * take one huge page each (0.08 ms per 2 MiB; README "Large allocations").
+ * with one MADV_POPULATE_WRITE costs a fraction of faulting it in page by page, and its
+ * spans aligned to the huge page size can take one huge page each (docs/large.md;
+ * the figures: bench/journal/2026-11-27-figures-from-code-comments.md).
  *
  * Invariants:
  *  - Credit comes only from pages found resident (mincore) in large blocks as they are
@@ -17,7 +16,7 @@
  *    frees. The credit is capped (large_refill_bytes) and lapses after
  *    CONFIG_LARGE_REFILL_MS without a free.
  *  - Only blocks the program mostly used (at least half their pages) earn credit. While
- *    the freed blocks are used less than that, only one free in REFILL_PROBE_EVERY is
+ *    the freed blocks are used less than that, only one free in POPULATE_PROBE_EVERY is
  *    measured, so a program with sparse large blocks pays no system call for this on
  *    most frees.
  *  - Pages rampart populated earn credit again less a tax (whether the program wrote
@@ -48,32 +47,31 @@
  *  - A forked child starts without credit: the parent's frees are not the child's use.
  *  - Protections are unchanged: freed pages are still dropped at free; what is
  *    populated are fresh zero pages of the new block, before the program sees it.
- *  - refill_freed and refill_take run under the caller's lock; refill_populate does
+ *  - populate_freed and populate_take run under the caller's lock; populate_block does
  *    not need it (it runs after the lock is given back).
  */
-#ifndef RAMPART_REFILL_H
-#define RAMPART_REFILL_H
+#ifndef RAMPART_POPULATE_H
+#define RAMPART_POPULATE_H
 
 #include <stdatomic.h>
 
 #include "base/common.h"
 
-#define REFILL_PROBE_EVERY 16
+#define POPULATE_PROBE_EVERY 16
 /* Pages rampart populated earn credit again less a tax: a sixty-fourth where the program
- * touched at least half of each unpopulated end, a quarter otherwise (refill_freed).
- * Measured on the large benchmark (4,000 iterations, Linux 6.18 x86_64 VM, huge pages,
- * medians of 3 interleaved runs): a quarter for all left about 20% of each block to page
- * faults and ran 1.6x glibc's time, a sixteenth for all 0.88x, a sixty-fourth for all
- * 0.70x (but credit nobody uses would take 44 blocks to die out), a witness at the end
- * 0.63x, witnesses at both ends the same (so that a program that touches only the top
- * of its blocks, like a stack, does not keep its credit). */
-#define REFILL_TAX_SEEN 64
-#define REFILL_TAX_UNSEEN 4
+ * touched at least half of each unpopulated end, a quarter otherwise (populate_freed).
+ * A small tax for all would keep credit nobody uses alive for dozens of blocks; a
+ * quarter for all leaves a used block's pages to page faults. Witnesses at both ends,
+ * not one, so that a program that touches only the top of its blocks (like a stack)
+ * does not keep its credit. The tax values were chosen on the large benchmark
+ * (bench/journal/2026-11-27-figures-from-code-comments.md). */
+#define POPULATE_TAX_SEEN 64
+#define POPULATE_TAX_UNSEEN 4
 /* A populated block's first and last 1/128 (at least a page each) are left to the
  * program: the witnesses of its use (1/64 in all). */
-#define REFILL_WITNESS_PART 64
+#define POPULATE_WITNESS_PART 64
 
-struct refill {
+struct populate_credit {
 	size_t credit;     /* bytes that may be populated */
 	size_t cap;        /* most credit held; 0: refill off */
 	uint64_t until_ms; /* the credit lapses then */
@@ -86,16 +84,16 @@ struct refill {
 	_Atomic size_t huge;
 };
 
-void refill_init(struct refill *r, size_t cap);
+void populate_init(struct populate_credit *r, size_t cap);
 /* A large block [p, p + len) is about to be freed, [p + off, p + off + populated)
- * filled by refill_populate: its resident pages become credit. Never reads the block. */
-void refill_freed(struct refill *r, const void *p, size_t len, size_t off, size_t populated);
+ * filled by populate_block: its resident pages become credit. Never reads the block. */
+void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated);
 /* Bytes (whole pages) to populate in a new block [p, p + len), from p + *off (set
  * only when the answer is not 0). */
-size_t refill_take(struct refill *r, uintptr_t p, size_t len, size_t *off);
+size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t *off);
 /* Populate [p, p + len) of a block no one else has seen yet; errno unchanged. */
-void refill_populate(struct refill *r, void *p, size_t len);
+void populate_block(struct populate_credit *r, void *p, size_t len);
 /* In the child after fork (no other thread exists there). */
-void refill_fork_child(struct refill *r);
+void populate_fork_child(struct populate_credit *r);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * cache.c — the large-region reuse cache: a size-sorted array with a hard waste bound.
+ * reuse_cache.c — the large-region reuse cache: a size-sorted array with a hard waste bound.
  *
  * Why a hard bound: Scudo's secondary cache also retrieves by an "optimal fit" with a
  * 10% figure, but there the 10% only decides when the search may stop early; what a
@@ -9,21 +9,21 @@
  * no region beyond that is returned, and cached regions are closed.
  */
 #define _GNU_SOURCE
-#include "large/cache.h"
+#include "large/reuse_cache.h"
 
 #include <string.h>
 
 #include "base/counters.h"
 
-void cache_init(struct region_cache *c, struct cache_entry *storage, size_t max_entries, size_t max_bytes,
+void reuse_cache_init(struct reuse_cache *c, struct reuse_cache_entry *storage, size_t max_entries, size_t max_bytes,
 		uint64_t decay_ms)
 {
-	*c = (struct region_cache){.entries = storage, .max_entries = max_entries, .max_bytes = max_bytes,
+	*c = (struct reuse_cache){.entries = storage, .max_entries = max_entries, .max_bytes = max_bytes,
 				   .decay_ms = decay_ms};
 }
 
 /* First index whose region is at least size bytes. */
-static size_t lower_bound(const struct region_cache *c, size_t size)
+static size_t lower_bound(const struct reuse_cache *c, size_t size)
 {
 	size_t lo = 0, hi = c->count;
 	while (lo < hi) {
@@ -34,7 +34,7 @@ static size_t lower_bound(const struct region_cache *c, size_t size)
 	return lo;
 }
 
-static struct guard_region remove_at(struct region_cache *c, size_t i)
+static struct guard_region remove_at(struct reuse_cache *c, size_t i)
 {
 	struct guard_region r = c->entries[i].region;
 	memmove(&c->entries[i], &c->entries[i + 1], (c->count - i - 1) * sizeof c->entries[0]);
@@ -45,14 +45,14 @@ static struct guard_region remove_at(struct region_cache *c, size_t i)
 	return r;
 }
 
-static void evict_at(struct region_cache *c, size_t i)
+static void evict_at(struct reuse_cache *c, size_t i)
 {
 	struct guard_region r = remove_at(c, i);
 	(void)guard_unmap(&r);
 	stat_inc(STAT_CACHE_EVICTIONS);
 }
 
-static size_t oldest(const struct region_cache *c)
+static size_t oldest(const struct reuse_cache *c)
 {
 	size_t best = 0;
 	for (size_t i = 1; i < c->count; i++)
@@ -61,11 +61,11 @@ static size_t oldest(const struct region_cache *c)
 }
 
 /* Insert keeping the size order; the caller has made room. */
-static void insert(struct region_cache *c, const struct guard_region *r, uint64_t idle_since_ms)
+static void insert(struct reuse_cache *c, const struct guard_region *r, uint64_t idle_since_ms)
 {
 	size_t i = lower_bound(c, r->size);
 	memmove(&c->entries[i + 1], &c->entries[i], (c->count - i) * sizeof c->entries[0]);
-	c->entries[i] = (struct cache_entry){*r, idle_since_ms};
+	c->entries[i] = (struct reuse_cache_entry){*r, idle_since_ms};
 	c->count++;
 	c->bytes += r->size;
 	stat_inc(STAT_CACHE_NOW);
@@ -74,7 +74,7 @@ static void insert(struct region_cache *c, const struct guard_region *r, uint64_
 
 /* Join r with cached regions that touch it: fewer, larger entries, and address space
  * handed back later as one piece instead of leaving holes between neighbours. */
-static void coalesce(struct region_cache *c, struct guard_region *r)
+static void coalesce(struct reuse_cache *c, struct guard_region *r)
 {
 	for (size_t i = 0; i < c->count;) {
 		const struct guard_region *n = &c->entries[i].region;
@@ -90,7 +90,7 @@ static void coalesce(struct region_cache *c, struct guard_region *r)
 	}
 }
 
-void cache_put(struct region_cache *c, const struct guard_region *r, uint64_t now_ms)
+void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, uint64_t now_ms)
 {
 	struct guard_region joined = *r;
 	coalesce(c, &joined);
@@ -103,7 +103,7 @@ void cache_put(struct region_cache *c, const struct guard_region *r, uint64_t no
 	insert(c, &joined, now_ms);
 }
 
-bool cache_take(struct region_cache *c, size_t need, size_t slack, size_t split, struct guard_region *out)
+bool reuse_cache_take(struct reuse_cache *c, size_t need, size_t slack, size_t split, struct guard_region *out)
 {
 	size_t i = lower_bound(c, need);
 	if (i == c->count) {
@@ -124,7 +124,7 @@ bool cache_take(struct region_cache *c, size_t need, size_t slack, size_t split,
 	}
 	return true;
 }
-void cache_decay(struct region_cache *c, uint64_t now_ms)
+void reuse_cache_decay(struct reuse_cache *c, uint64_t now_ms)
 {
 	/* Look at most four times per interval: the scan is linear, the lookups are not. */
 	if (now_ms - c->last_decay_ms < c->decay_ms / 4) return;
@@ -133,14 +133,14 @@ void cache_decay(struct region_cache *c, uint64_t now_ms)
 		if (now_ms - c->entries[i].idle_since_ms >= c->decay_ms) evict_at(c, i);
 }
 
-size_t cache_flush(struct region_cache *c)
+size_t reuse_cache_flush(struct reuse_cache *c)
 {
 	size_t n = c->count;
 	while (c->count) evict_at(c, c->count - 1);
 	return n;
 }
 
-bool cache_contains(const struct region_cache *c, uintptr_t a)
+bool reuse_cache_contains(const struct reuse_cache *c, uintptr_t a)
 {
 	for (size_t i = 0; i < c->count; i++)
 		if (a - c->entries[i].region.base < c->entries[i].region.size) return true;
