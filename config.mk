@@ -114,6 +114,10 @@ CONFIG_META_RESERVE ?= 17179869184
 # The per-program policy file (rampart.conf(5)), read once at start-up and trusted only
 # when owned by root and writable by nobody else; empty: no policy file. No spaces.
 CONFIG_POLICY_PATH ?= /etc/rampart.conf
+# Check the conditions the code states with invariant() (base/common.h); a broken one is
+# fatal. For the check-* builds (test/check.mk turns it on), not for a release: 0 compiles
+# them out.
+CONFIG_INVARIANTS ?= 0
 
 ifeq ($(VARIANT),light)
 CONFIG_SLOT_RANDOM := 0
