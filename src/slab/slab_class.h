@@ -5,8 +5,8 @@
  * only: nothing here calls into a file of the slab. Private to src/slab/; the rest of
  * rampart sees slab.h.
  *
- * The parts, bottom-up. Each includes and calls only the parts above it in this list
- * (a part's interface is its own header), never one below:
+ * The parts, bottom-up: each includes and calls only parts listed before it (a part's
+ * interface is its own header), never one listed after it:
  *   slab_class.{h,c}        data, locking, decoding (the .c: the arena and set-up bits)
  *   slot_check.h            judging a slot: live, its canary, its neighbours
  *   slab_setup.{h,c}        start-up, a class's set-up, spill regions, opening arenas
@@ -24,7 +24,8 @@
  *    slab_class_setup under the lock, before the class's bit in slab_set_up_classes is
  *    set (release): a thread that took the lock since, or saw the bit, may read it.
  *  - Every pointer into the window is decoded by class_at and decode_slot, and nowhere
- *    else; every slot's address is slot_start's.
+ *    else; a slot's address is slot_start's (prefetch_free_slots alone steps through a
+ *    slab from slab_start).
  *  - One path reads class state without the lock: a free from another arena's thread
  *    (slab_batch_free, batched_free.c) reads the spans, hwm, dir and the slot's word of
  *    bits, which change while it reads. Those are written whole: atomic stores
@@ -37,7 +38,7 @@
  *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened | unmapped ]
  *
  * The guard area is never mapped; the slab area is mapped (PROT_NONE) from its start
- * as it grows (grow_region) and opened slab by slab.
+ * as it grows (grow_for) and opened slab by slab.
  *
  * The nursery (the window's last region) holds a cell per (arena, class):
  *
@@ -156,13 +157,14 @@ _Static_assert(SLAB_MAX_SLOTS <= 1u << QENTRY_SLOT_BITS, "a slot index fits its 
 _Static_assert(32 + QENTRY_SLOT_BITS < 64, "an entry holds any position and slot index");
 static inline qentry_t qentry(uint32_t pos, uint32_t i)
 {
+	invariant(i < 1u << QENTRY_SLOT_BITS);
 	return ((qentry_t)pos << QENTRY_SLOT_BITS | i) + 1;
 }
 
 static inline uint32_t qentry_pos(qentry_t e) { return (uint32_t)((e - 1) >> QENTRY_SLOT_BITS); }
 static inline uint32_t qentry_slot(qentry_t e) { return (uint32_t)(e - 1) & ((1u << QENTRY_SLOT_BITS) - 1); }
 
-/* A pointer's page index in its region is 32 bits (live_slot), with pages of 4 KiB or more. */
+/* A pointer's page index in its region is 32 bits (decode_slot), with pages of 4 KiB or more. */
 _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in 32 bits");
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
 #define MIN_REGION_SHIFT 26u
@@ -319,8 +321,8 @@ _Static_assert(offsetof(struct slab_class, dir) + sizeof(void *) <= 64, "the geo
 _Static_assert(offsetof(struct slab_class, first) + sizeof(void *) <= 2 * 64, "what decoding reads fills line 1");
 _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields fill the first three lines");
 /* Decoding finds a class by its index: at 512 bytes that is a shift. With the deferred
- * entries of 64 bits the struct grew to 576 (an index took a multiply-add and a shift:
- * 2 instructions more in small churn's malloc-free pair), until chunk 0's set bitmaps
+ * entries of 64 bits the struct grew to 576 (an index took a multiply-add and a shift
+ * in every malloc and free), until chunk 0's set bitmaps
  * moved to the metadata (set0_of) and the used bits of an empty slab (tail_word) were
  * worked out instead of stored. Builds without the slot quarantine have no deferred
  * entries and a smaller struct. */
@@ -539,6 +541,7 @@ decode_slot(const struct slab_class *k, const struct area_span *sp, uintptr_t a,
 	struct slot_place p = {NULL, 0, 0, 0};
 	size_t off = position_offset(sp, a);
 	if (unlikely(off == SIZE_MAX)) return p;
+	invariant(off >> k->page_shift <= UINT32_MAX); /* positions_cap */
 	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
 	if (unlikely(pos >= (by == NO_LOCK ? __atomic_load_n(&k->hwm, __ATOMIC_ACQUIRE) : k->hwm))) return p;
 	invariant(off >= (size_t)pos * k->slab_bytes);

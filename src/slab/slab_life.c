@@ -88,7 +88,7 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 #define CHUNK_HEAD_BYTES 64u
 _Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
 
-/* Every position below the high-water mark must have a descriptor: live_slot reads it. */
+/* Every position below the high-water mark must have a descriptor: decode_slot reads it. */
 static bool have_desc(struct slab_class *k, uint32_t pos)
 {
 	if (pos < FIRST_POSITIONS) return true;
@@ -188,7 +188,7 @@ static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
 	if (pos >= k->home_pos) {
 		/* A spill region has room for a closed page past its last position. The
 		 * class's last one may end early, at positions_cap: what it maps and
-		 * decodes stops there, so that no offset past it reaches live_slot, whose
+		 * decodes stops there, so that no offset past it reaches decode_slot, whose
 		 * page index would wrap. */
 		struct slab_spill *sp = spill_of(k, pos);
 		size_t positions = MIN((size_t)k->seg_pos * k->slab_bytes, (size_t)k->max_pos * k->slab_bytes - sp->span.lo);

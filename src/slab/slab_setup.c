@@ -77,7 +77,7 @@ static size_t arena_mem_bytes(void)
 
 /* Most positions class k may number, home and spill regions together: MAX_POSITIONS,
  * and no more than keep a pointer's page index from the span's base (position * pages
- * + page, which live_slot divides as 32 bits) below 2^32. Only a window with regions
+ * + page, which decode_slot divides as 32 bits) below 2^32. Only a window with regions
  * and spill regions far above the defaults reaches the second bound (65 regions of
  * 64 GiB are 2^30 pages). */
 static uint32_t positions_cap(const struct slab_class *k)
@@ -88,7 +88,7 @@ static uint32_t positions_cap(const struct slab_class *k)
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
  * geometry, a random guard area, its share of the arena's metadata, its generator.
  * Until then it is all zero: an unlocked lock, no region (a pointer decoding into it is
- * no live block: live_slot finds it outside the region), no open slabs (the decay
+ * no live block: decode_slot finds it outside the region), no open slabs (the decay
  * sweep passes it by). So a process writes the structs and takes the random draws of
  * the classes it uses only, not of all SC_COUNT (setting them all up at once cost every
  * start-up time and page faults). */
