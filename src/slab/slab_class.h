@@ -16,7 +16,8 @@
  *   slot_alloc.c            malloc and free of a slot (slab.h): choice, checks, wipe
  *   slab_stats.c            figures and trim (slab.h)
  *   slab_fork.c             the fork handlers (slab.h)
- * The last three call none of each other. sizeclass.{h,c} (the geometry) is below all.
+ * The last three call none of each other. Below them all: slab.h (the public face, whose
+ * functions the parts define) and sizeclass.{h,c} (the geometry).
  *
  * Invariants (beside slab.h's):
  *  - A class's state (lists, sets, budget, descriptors, generator, quarantine arrays)
