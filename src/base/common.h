@@ -32,7 +32,7 @@
 /* invariant(cond): a condition the code around it relies on. Built with
  * CONFIG_INVARIANTS=1 (the check-* builds), a false one is a fatal report naming the
  * condition and its place; otherwise it is compiled out, its condition never evaluated
- * but still type-checked, so that it cannot rot. Keep them cheap: a check build runs the
+ * but still compiled (behind a constant false), so that it cannot rot. Keep them cheap: a check build runs the
  * whole suite with them. The report is fatal() (os/os.h): a file that states an
  * invariant includes that; this macro is the one place that names it. */
 #define INVARIANT_STR(x) #x
@@ -43,7 +43,7 @@
 		if (unlikely(!(cond))) fatal("invariant broken: " #cond " (" INVARIANT_AT(__LINE__) ")", NULL); \
 	} while (0)
 #else
-#define invariant(cond) ((void)sizeof(!(cond)))
+#define invariant(cond) ((void)(0 && (cond)))
 #endif
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))

@@ -85,6 +85,24 @@ START_TEST(decode_every_class)
 }
 END_TEST
 
+/* invariant() (base/common.h): a fatal report where built with CONFIG_INVARIANTS=1 (the
+ * check-* builds), compiled out elsewhere, its condition not even evaluated. */
+static int invariant_evaluations;
+static bool count_evaluation(void) { return ++invariant_evaluations > 0; }
+static void break_invariant(void *p) { invariant(p == NULL); }
+START_TEST(invariant_checked_only_when_built_in)
+{
+	invariant(count_evaluation());
+#if CONFIG_INVARIANTS
+	ck_assert_int_eq(invariant_evaluations, 1);
+	ck_assert(fatal_in_child(break_invariant, &invariant_evaluations));
+#else
+	ck_assert_int_eq(invariant_evaluations, 0);
+	ck_assert(!fatal_in_child(break_invariant, &invariant_evaluations));
+#endif
+}
+END_TEST
+
 /* The one decoder (class_at, then decode_slot, locked or not) and its inverse
  * (slot_start): a block's first and last byte decode to its slot, at offsets 0 and
  * size - 1, in every class; addresses just outside what its area maps decode to no
@@ -1029,6 +1047,7 @@ int main(int argc, char **argv)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, decode_every_class);
 	tcase_add_test(t, decode_slot_round_trip);
+	tcase_add_test(t, invariant_checked_only_when_built_in);
 	tcase_add_test(t, bitmaps_hand_out_distinct_slots);
 	tcase_add_test(t, quarantine_holds_freed_slot);
 	tcase_add_test(t, released_slot_goes_to_next_allocation);
