@@ -115,6 +115,10 @@ CONFIG_META_RESERVE ?= 17179869184
 # The per-program policy file (rampart.conf(5)), read once at start-up and trusted only
 # when owned by root and writable by nobody else; empty: no policy file. No spaces.
 CONFIG_POLICY_PATH ?= /etc/rampart.conf
+# Check the conditions the code states with invariant() (base/common.h); a broken one is
+# fatal. For the check-* builds (test/check.mk turns it on), not for a release: 0 compiles
+# them out.
+CONFIG_INVARIANTS ?= 0
 
 ifeq ($(VARIANT),light)
 CONFIG_SLOT_RANDOM := 0
@@ -173,7 +177,8 @@ CONFIG_RULES := \
 	CONFIG_ZERO_ON_FREE:flag \
 	CONFIG_LABEL_MEMORY:flag \
 	CONFIG_META_RESERVE:16777216:70368744177664 \
-	CONFIG_POLICY_PATH:path
+	CONFIG_POLICY_PATH:path \
+	CONFIG_INVARIANTS:flag
 # A switch that only works with another one on: NAME:NEEDED.
 CONFIG_NEEDS := CONFIG_WRITE_AFTER_FREE_CHECK:CONFIG_ZERO_ON_FREE
 

@@ -23,6 +23,12 @@
 #   make check-configs the suite built with each config.mk switch turned off on its own
 #   make check         all of the above that exist
 #
+# Every build of a check-* target into an OUT of its own checks the invariants the code
+# states (CONFIG_INVARIANTS=1, base/common.h): a broken one is fatal, so the suite fails.
+# The test run gets it in its environment too, so that a make it runs (the packaging
+# check) sees the same configuration and rebuilds nothing.
+CHECK_INVARIANTS := CONFIG_INVARIANTS=1
+
 # A sanitizer build puts its flags into CC and CXX (library, tests, the demo and the
 # links alike). CHECK_TEST_CFLAGS adds flags for the test programs only;
 # CHECK_CXXFLAGS for the C++ test programs.
@@ -38,7 +44,7 @@ LIGHT_TEST_CFLAGS += -fno-builtin $(CHECK_TEST_CFLAGS)
 CXX_TEST_FLAGS += -fno-builtin $(CHECK_TEST_CFLAGS) $(CHECK_CXXFLAGS)
 
 # The suite of `make test`, for a build in another OUT.
-CHECK_RUN = OUT=$(1) sh test/run.sh
+CHECK_RUN = OUT=$(1) $(CHECK_INVARIANTS) sh test/run.sh
 
 .PHONY: check-seccomp check-seccomp-readme seccomp-table
 .PHONY: check-real
@@ -113,7 +119,7 @@ static-build: $(STATIC_BINS)
 # C++ tests ask for 2^40 and 48-byte alignments on purpose, which clang warns about.
 CLANG_CXXFLAGS := -fsized-deallocation -Wno-builtin-assume-aligned-alignment -Wno-non-power-of-two-alignment
 check-clang:
-	$(MAKE) --no-print-directory OUT=out-clang CC=clang CXX=clang++ \
+	$(MAKE) --no-print-directory OUT=out-clang CC=clang CXX=clang++ $(CHECK_INVARIANTS) \
 		CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
 	$(call CHECK_RUN,out-clang)
 
@@ -125,7 +131,7 @@ check-clang:
 # check in the test programs (the library keeps it).
 UBSAN := -fsanitize=undefined -fsanitize-minimal-runtime -fno-sanitize-recover=all
 check-ubsan:
-	$(MAKE) --no-print-directory OUT=out-ubsan CC='clang $(UBSAN)' CXX='clang++ $(UBSAN)' \
+	$(MAKE) --no-print-directory OUT=out-ubsan CC='clang $(UBSAN)' CXX='clang++ $(UBSAN)' $(CHECK_INVARIANTS) \
 		CHECK_TEST_CFLAGS=-fno-sanitize=object-size CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
 	$(call CHECK_RUN,out-ubsan)
 
@@ -138,7 +144,7 @@ $(TEST_OUT)/tsan/%: test/tsan/%.c $(TSAN_OBJS) $(wildcard src/*/*.h)
 tsan-build: $(TSAN_BINS)
 
 check-tsan:
-	$(MAKE) --no-print-directory OUT=out-tsan CC='clang -fsanitize=thread' tsan-build
+	$(MAKE) --no-print-directory OUT=out-tsan CC='clang -fsanitize=thread' $(CHECK_INVARIANTS) tsan-build
 	@set -e; for b in out-tsan/test/tsan/*; do for g in madvise mprotect; do \
 		echo "tsan: $${b##*/} guard=$$g"; \
 		TSAN_OPTIONS=halt_on_error=1:exitcode=66 RAMPART_OPTIONS=guard=$$g $$b; \
@@ -146,7 +152,7 @@ check-tsan:
 
 # musl: musl-gcc (Debian's musl-tools) wraps gcc with musl's headers and libc.
 check-musl:
-	$(MAKE) --no-print-directory OUT=out-musl CC=musl-gcc lib static-build
+	$(MAKE) --no-print-directory OUT=out-musl CC=musl-gcc $(CHECK_INVARIANTS) lib static-build
 	sh test/run-bins.sh musl out-musl/test/static
 
 # arm64 under qemu-user, which accepts MADV_GUARD_INSTALL and ignores it: the probe
@@ -161,7 +167,7 @@ ARM64_CC := aarch64-linux-gnu-gcc
 ARM64_CONFIG := CONFIG_SLAB_REGION_SHIFT=28 CONFIG_META_RESERVE=1073741824
 QEMU_ARM64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
 check-arm64:
-	$(MAKE) --no-print-directory OUT=out-arm64 CC=$(ARM64_CC) $(ARM64_CONFIG) lib static-build
+	$(MAKE) --no-print-directory OUT=out-arm64 CC=$(ARM64_CC) $(ARM64_CONFIG) $(CHECK_INVARIANTS) lib static-build
 	@printf 'int main(void) { return 0; }\n' | $(ARM64_CC) -static -x c - -o out-arm64/emu_probe
 	@if ! $(QEMU_ARM64) out-arm64/emu_probe; then \
 		echo "check-arm64: SKIPPED: $(QEMU_ARM64) cannot run an arm64 program here"; exit 0; fi; \
@@ -250,7 +256,7 @@ $(OUT)/fuzz/fuzz_ops: $(OUT)/fuzz/fuzz_ops.o $(OUT)/librampart.a
 fuzz-build: lib $(OUT)/fuzz/fuzz_ops
 
 fuzz:
-	@$(MAKE) --no-print-directory OUT=out-fuzz CC='$(FUZZ_CC)' fuzz-build
+	@$(MAKE) --no-print-directory OUT=out-fuzz CC='$(FUZZ_CC)' $(CHECK_INVARIANTS) fuzz-build
 	@sh test/fuzz/run.sh out-fuzz/fuzz/fuzz_ops out-fuzz $(FUZZ_SECONDS) $(FUZZ_MAX_LEN)
 check-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
@@ -272,7 +278,7 @@ REAL_JOBS ?= 2
 REAL_ARGS ?=
 REAL_SET := $(if $(REAL_SHORT),short,broad)
 check-real:
-	$(MAKE) --no-print-directory OUT=out-real lib
+	$(MAKE) --no-print-directory OUT=out-real $(CHECK_INVARIANTS) lib
 	python3 test/real/python_check.py --lib out-real/librampart.so \
 		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS) $(REAL_ARGS)
 
@@ -300,8 +306,8 @@ check-configs:
 		name=$${c%%:*}; vars=$$(echo "$${c#*:}" | tr , ' '); \
 		case " $(CONFIGS) " in *" $$name "*) ;; *) continue ;; esac; \
 		echo "=== check-configs: $$name ($$vars)"; \
-		$(MAKE) --no-print-directory OUT=out-configs/$$name $$vars test-build && \
-			OUT=out-configs/$$name sh test/run.sh || failed="$$failed $$name"; \
+		$(MAKE) --no-print-directory OUT=out-configs/$$name $$vars $(CHECK_INVARIANTS) test-build && \
+			OUT=out-configs/$$name $(CHECK_INVARIANTS) sh test/run.sh || failed="$$failed $$name"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "check-configs: failed:$$failed"; exit 1; fi; echo "check-configs: all passed"
 

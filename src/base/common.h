@@ -8,6 +8,8 @@
  *    rampart never allocates through itself, so no path can recurse.
  *  - Every function that may fail returns a value the caller must check
  *    (warn_unused_result); failure of an allocation path means ENOMEM.
+ *  - invariant(cond) states what the code relies on; it is checked only in builds with
+ *    CONFIG_INVARIANTS=1, and a broken one is fatal.
  */
 #ifndef RAMPART_COMMON_H
 #define RAMPART_COMMON_H
@@ -26,6 +28,23 @@
 #define hidden __attribute__((visibility("hidden")))
 #define noinline __attribute__((noinline))
 #define cold __attribute__((cold))
+
+/* invariant(cond): a condition the code around it relies on. Built with
+ * CONFIG_INVARIANTS=1 (the check-* builds), a false one is a fatal report naming the
+ * condition and its place (report_invariant, base/report.c); otherwise it is compiled
+ * out, its condition never evaluated but still compiled (behind a constant false), so
+ * that it cannot rot. Keep them cheap: a check build runs the whole suite with them. */
+#define INVARIANT_STR(x) #x
+#define INVARIANT_AT(line) __FILE__ ":" INVARIANT_STR(line)
+#if CONFIG_INVARIANTS
+cold __attribute__((noreturn)) void report_invariant(const char *what);
+#define invariant(cond) \
+	do { \
+		if (unlikely(!(cond))) report_invariant(#cond " (" INVARIANT_AT(__LINE__) ")"); \
+	} while (0)
+#else
+#define invariant(cond) ((void)(0 && (cond)))
+#endif
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

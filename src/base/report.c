@@ -412,6 +412,18 @@ void report_fatal(enum report_op op, enum report_kind kind, const void *addr)
 	write_and_abort(&o);
 }
 
+#if CONFIG_INVARIANTS
+void report_invariant(const char *what)
+{
+	char line[256];
+	struct out o = out_fd(STDERR_FILENO, line, sizeof line);
+	out_str(&o, "rampart: fatal: invariant broken: ");
+	out_str(&o, what);
+	out_str(&o, "\n");
+	write_and_abort(&o);
+}
+#endif
+
 void report_kernel(enum report_op call, int err, const void *addr)
 {
 	char line[256];

@@ -1,34 +1,45 @@
 /*
  * slab_class.h — what the parts of the slab allocator share: the class struct, the slab
- * descriptor, and the inline decoding every part uses. Private to slab*.c and
- * slot_quarantine.c; the rest of rampart sees slab.h.
+ * descriptor, and decoding (a pointer into its class, slab and slot: class_at, then
+ * decode_slot; a slot back into its address; a quarantine entry). Data and decoding
+ * only: nothing here calls into a file of the slab. Private to src/slab/; the rest of
+ * rampart sees slab.h.
  *
- * The parts, bottom-up: slab_setup.c (start-up, a class's set-up, arenas, fork),
- * slab_life.c (a slab's life: fresh, active, empty, closed; the empty-slab budget),
- * slot_quarantine.c (freed slots held back), slab.c (malloc and free of a slot: its
- * choice, the checks, the wipe), slab_batch.c (a thread's frees into other arenas,
- * kept until they enter the quarantine), slab_stats.c (figures and trim).
+ * The parts, bottom-up: each includes and calls only parts listed before it (a part's
+ * interface is its own header), never one listed after it:
+ *   slab_class.{h,c}        data, locking, decoding (the .c: the arena and set-up bits)
+ *   slot_check.h            judging a slot: live, its canary, its neighbours
+ *   slab_setup.{h,c}        start-up, a class's set-up, spill regions, opening arenas
+ *   slab_life.{h,c}         a slab's life: fresh, active, empty, closed; the budget
+ *   slot_quarantine.{h,c}   freed slots held back before their slab gets them again
+ *   batched_free.{h,c}      a thread's frees into other arenas: no lock, by batch
+ *   slot_alloc.c            malloc and free of a slot (slab.h): choice, checks, wipe
+ *   slab_stats.c            figures and trim (slab.h)
+ *   slab_fork.c             the fork handlers (slab.h)
+ * The last three call none of each other. Below them all: slab.h (the public face, whose
+ * functions the parts define) and sizeclass.{h,c} (the geometry).
  *
  * Invariants (beside slab.h's):
  *  - A class's state (lists, sets, budget, descriptors, generator, quarantine arrays)
  *    is read and written under its lock. Its geometry is written once, by
  *    slab_class_setup under the lock, before the class's bit in slab_set_up_classes is
  *    set (release): a thread that took the lock since, or saw the bit, may read it.
- *  - The parts call each other only through the functions declared at the end of this
- *    file, and those of slab_life.c and slot_quarantine.c run with the lock held.
+ *  - Every pointer into the window is decoded by class_at and decode_slot, and nowhere
+ *    else; a slot's address is slot_start's (prefetch_free_slots alone steps through a
+ *    slab from slab_start).
  *  - One path reads class state without the lock: a free from another arena's thread
- *    (slab_batch_free) reads the spans, hwm, dir and the slot's word of bits, which
- *    change while it reads. Those are written whole: atomic stores (spans_update,
- *    fresh_slab, dir_room, have_desc) and aligned word stores (bits_write, atomic under
- *    ThreadSanitizer); a directory is never unmapped. Everything else it reads was
- *    written before the slot it frees was handed out.
+ *    (slab_batch_free, batched_free.c) reads the spans, hwm, dir and the slot's word of
+ *    bits, which change while it reads. Those are written whole: atomic stores
+ *    (spans_update, fresh_slab, dir_room, have_desc) and aligned word stores (bits_write,
+ *    atomic under ThreadSanitizer); a directory is never unmapped. Everything else it
+ *    reads was written before the slot it frees was handed out.
  *
  * Layout of one (arena, class) region (2^region_shift bytes of the slab window):
  *
  *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened | unmapped ]
  *
  * The guard area is never mapped; the slab area is mapped (PROT_NONE) from its start
- * as it grows (grow_region) and opened slab by slab.
+ * as it grows (grow_for) and opened slab by slab.
  *
  * The nursery (the window's last region) holds a cell per (arena, class):
  *
@@ -38,9 +49,9 @@
  * Positions below nursery_bytes / slab_bytes are the cell's, mapped all at once at the
  * class's first slab (closed until opened); the region takes over from there, its own
  * first positions never opened. Each class would otherwise need page tables of its own
- * from its very first slab (regions are 64 GiB apart): a shell with 30 classes in use
- * kept 71 page-table pages, which every fork copies and every exit frees (VmPTE 284
- * against 84 KiB with the nursery; the shell benchmark 1.41 -> 1.31 s, 5 rounds).
+ * from its very first slab (regions are far apart), which every fork copies and every
+ * exit frees: a shell that uses a few slabs in each of many classes forks faster with
+ * them under a few page tables.
  *
  * Spill regions (after the nursery's region) continue a class whose region is full:
  *
@@ -100,7 +111,7 @@
 #endif
 
 /* Frees from another arena's thread are collected per thread and class and enter the
- * slot quarantine a batch at a time (slab_batch.c). A slot's place in a batch is
+ * slot quarantine a batch at a time (batched_free.c). A slot's place in a batch is
  * marked in its own canary word, so they need canaries; and there is a quarantine to
  * enter. */
 #if CONFIG_SLOT_QUARANTINE && CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
@@ -148,13 +159,14 @@ _Static_assert(SLAB_MAX_SLOTS <= 1u << QENTRY_SLOT_BITS, "a slot index fits its 
 _Static_assert(32 + QENTRY_SLOT_BITS < 64, "an entry holds any position and slot index");
 static inline qentry_t qentry(uint32_t pos, uint32_t i)
 {
+	invariant(i < 1u << QENTRY_SLOT_BITS);
 	return ((qentry_t)pos << QENTRY_SLOT_BITS | i) + 1;
 }
 
 static inline uint32_t qentry_pos(qentry_t e) { return (uint32_t)((e - 1) >> QENTRY_SLOT_BITS); }
 static inline uint32_t qentry_slot(qentry_t e) { return (uint32_t)(e - 1) & ((1u << QENTRY_SLOT_BITS) - 1); }
 
-/* A pointer's page index in its region is 32 bits (live_slot), with pages of 4 KiB or more. */
+/* A pointer's page index in its region is 32 bits (decode_slot), with pages of 4 KiB or more. */
 _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in 32 bits");
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
 #define MIN_REGION_SHIFT 26u
@@ -182,9 +194,8 @@ enum { SET_CLOSED, SET_EMPTY };
 /* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
  * (every class from 64 bytes up but three with 71 to 85) keeps all an allocation or a
  * free reads of it, but the extents, in the descriptor's first cache line. (With an
- * array per state the quarantine bits were in the second line: callgrind's cache model
- * of small churn counted 1.3 first-level misses more per free, for 14 instructions
- * fewer per malloc and free.) */
+ * array per state the quarantine bits were in the second line: a free then missed the
+ * cache more often than the fewer instructions saved.) */
 struct slot_bits {
 	uint64_t used;  /* handed out or quarantined; bits past `slots` are set */
 	uint64_t quar;  /* in the slot quarantine */
@@ -222,8 +233,8 @@ struct slab_class {
 	 * first slab), and the directory. Written almost never after set-up, so a thread of
 	 * another arena that frees into the class (slab_batch_free, no lock) reads it from
 	 * its own cache: the lock, which the class's own threads write at every call, has a
-	 * line of its own (line 2). With the lock here, producer/consumer's allocating
-	 * thread waited on its own lock word's line (a fifth of slab_alloc's samples). */
+	 * line of its own (line 2). With the lock here, a class's allocating thread waited
+	 * on its own lock word's line while other arenas' threads read the geometry. */
 	uint32_t size, usable, slots, pages;
 	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
 	size_t slab_bytes;
@@ -312,8 +323,8 @@ _Static_assert(offsetof(struct slab_class, dir) + sizeof(void *) <= 64, "the geo
 _Static_assert(offsetof(struct slab_class, first) + sizeof(void *) <= 2 * 64, "what decoding reads fills line 1");
 _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields fill the first three lines");
 /* Decoding finds a class by its index: at 512 bytes that is a shift. With the deferred
- * entries of 64 bits the struct grew to 576 (an index took a multiply-add and a shift:
- * 2 instructions more in small churn's malloc-free pair), until chunk 0's set bitmaps
+ * entries of 64 bits the struct grew to 576 (an index took a multiply-add and a shift
+ * in every malloc and free), until chunk 0's set bitmaps
  * moved to the metadata (set0_of) and the used bits of an empty slab (tail_word) were
  * worked out instead of stored. Builds without the slot quarantine have no deferred
  * entries and a smaller struct. */
@@ -354,7 +365,7 @@ _Static_assert(CONFIG_SLAB_SPILL_REGIONS <= UINT16_MAX, "seg[] holds spill table
 /* Arena 0 is opened at start-up, the others by the first thread sent there
  * (slab_arena_open). Bit a of slab_open_arenas: arena a is open, its classes may be set up
  * (each on its first slab). A pointer decoding into a class never set up is no live
- * block: its region is empty. (Defined in slab_setup.c.) */
+ * block: its region is empty. (Defined in slab_class.c; set by slab_setup.c.) */
 extern _Atomic uint32_t slab_open_arenas;
 /* Bit c of slab_set_up_classes[a]: class c of arena a is set up (slab_class_setup). Sweeps
  * over all classes (decay, trim, exit checks, figures) read this instead of the structs,
@@ -388,7 +399,9 @@ static inline void class_unlock(struct slab_class *k) { lock_give(&k->lock); }
 static inline uint32_t div32(uint32_t n, uint32_t d, uint64_t magic)
 {
 	if (d == 1) return n;
-	return (uint32_t)(((unsigned __int128)magic * n) >> 64);
+	uint32_t q = (uint32_t)(((unsigned __int128)magic * n) >> 64);
+	invariant(q == n / d);
+	return q;
 }
 
 static inline struct slab *desc(const struct slab_class *k, uint32_t pos)
@@ -464,17 +477,17 @@ static inline struct slab_class *spill_class_at(size_t j, const struct area_span
  * its arena never opened or a is in no region, no cell and no spill region taken: then
  * nothing there was ever handed out, and no class struct is to be read. Both answers
  * of region and cell are worked out and one is picked by mask (small churn frees into
- * both areas at random, so a branch would mispredict). Measured: this, a branch, and a
- * table-free cell order all cost small churn about 3%; a build without a nursery
- * compiles the single-area decode of before. Spill regions follow the nursery's region
- * in the window: a pointer there takes the branch that was taken for none before. */
+ * both areas at random, so a branch would mispredict). Any decode of two areas costs
+ * small churn some: a build without a nursery compiles the single-area decode instead.
+ * Spill regions follow the nursery's region in the window: a pointer there takes the
+ * branch that was taken for none before. */
 static inline struct slab_class *class_at(uintptr_t a, const struct area_span **span)
 {
 	const size_t n = (size_t)CONFIG_SLAB_ARENAS * SC_COUNT;
 	size_t r = (a - ro.slab.base) >> ro.slab.region_shift;
 #if !CONFIG_SLAB_NURSERY_PAGES
-	/* Built without a nursery: the regions alone, and the decode costs what it did
-	 * before there was one (small churn 2-3% less), but for the spill regions' test. */
+	/* Built without a nursery: the regions alone, the cheaper decode, but for the
+	 * spill regions' test. */
 	if (unlikely(r >= n)) return spill_class_at(r - n, span);
 	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
 	*span = k ? &k->span[AREA_REGION] : NULL;
@@ -495,12 +508,81 @@ static inline struct slab_class *class_at(uintptr_t a, const struct area_span **
 
 /* a's offset from position 0 of the area whose span sp is, or SIZE_MAX when a is not
  * among that area's positions (the nursery's below nursery_bytes, the region's from
- * there up to home_pos, a spill region's own) or beyond what the area has mapped. */
+ * there up to home_pos, a spill region's own) or beyond what the area has mapped.
+ * Relaxed loads (plain loads on every target): a batched free reads the span unlocked
+ * (spans_update). */
 static inline size_t position_offset(const struct area_span *sp, uintptr_t a)
 {
-	size_t off = a - sp->base;
-	return off - sp->lo < sp->hi - sp->lo ? off : SIZE_MAX;
+	size_t lo = __atomic_load_n(&sp->lo, __ATOMIC_RELAXED), off = a - __atomic_load_n(&sp->base, __ATOMIC_RELAXED);
+	return off - lo < __atomic_load_n(&sp->hi, __ATOMIC_RELAXED) - lo ? off : SIZE_MAX;
 }
+
+/* Where an address lies among its class's slabs (decode_slot). */
+struct slot_place {
+	struct slab *s; /* its slab's descriptor; NULL: among no slab in use (outside the
+			 * area's positions or past what it mapped, at or past the high-water
+			 * mark, or in a chunk an unlocked reader does not see yet) */
+	uint32_t pos;   /* the slab's position */
+	uint32_t i;     /* the slot's index in the slab: slots or more in the slab's tail */
+	uint32_t at;    /* the address's offset in the slot: 0 at its start */
+};
+
+/* Who decodes: the class lock's holder, or a batched free without it, which reads the
+ * high-water mark and the directory with acquire loads (fresh_slab, dir_room and
+ * have_desc store them with release) and sees no slab in a chunk not there yet. */
+enum decode_by { LOCK_HELD, NO_LOCK };
+
+/* The one decoding of address a, in class k and its area's span sp (class_at), into its
+ * slab and slot: two multiply-shift divisions. What the slab's state and the slot's bits
+ * say of it is the caller's to judge (slot_check.h). Always inlined, `by` a constant:
+ * out of line, its answer would live on the stack, and the stack protector would then
+ * guard every free. */
+static inline __attribute__((always_inline)) struct slot_place
+decode_slot(const struct slab_class *k, const struct area_span *sp, uintptr_t a, enum decode_by by)
+{
+	struct slot_place p = {NULL, 0, 0, 0};
+	size_t off = position_offset(sp, a);
+	if (unlikely(off == SIZE_MAX)) return p;
+	invariant(off >> k->page_shift <= UINT32_MAX); /* positions_cap */
+	uint32_t pos = div32((uint32_t)(off >> k->page_shift), k->pages, k->pages_magic);
+	if (unlikely(pos >= (by == NO_LOCK ? __atomic_load_n(&k->hwm, __ATOMIC_ACQUIRE) : k->hwm))) return p;
+	invariant(off >= (size_t)pos * k->slab_bytes);
+	invariant(by == NO_LOCK || pos < k->max_pos); /* max_pos is the lock's */
+	if (by == NO_LOCK && pos >= FIRST_POSITIONS) {
+		struct slab *chunk = __atomic_load_n(&__atomic_load_n(&k->dir, __ATOMIC_ACQUIRE)[pos >> CHUNK_SHIFT],
+						     __ATOMIC_ACQUIRE);
+		if (!chunk) return p;
+		p.s = &chunk[pos & (CHUNK - 1)];
+	} else {
+		invariant(desc_exists(k, pos));
+		p.s = desc(k, pos);
+	}
+	uint32_t in = (uint32_t)(off - (size_t)pos * k->slab_bytes);
+	invariant(in < k->slab_bytes);
+	p.pos = pos;
+	p.i = div32(in, k->size, k->slot_magic);
+	p.at = in - p.i * k->size;
+	invariant(p.at < k->size);
+	return p;
+}
+
+/* The address of slot i of the slab at pos: decode_slot's inverse. */
+static inline uintptr_t slot_start(const struct slab_class *k, uint32_t pos, uint32_t i)
+{
+	invariant(i < k->slots);
+	return slab_start(k, pos) + (size_t)i * k->size;
+}
+
+#if SLAB_FREE_BATCHES
+/* The canary word of a slot waiting in a thread's free batch (batched_free.c): the
+ * slab's canary with every byte but the leading (zero) one flipped. Swapped in by one
+ * compare-and-swap when the slot is freed, so of two frees of a slot, from any threads,
+ * exactly one succeeds; the other finds this value and reports a double free. Put back
+ * when the batch enters the quarantine. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the canary's leading byte is its lowest");
+#define BATCHED_FLIP (~(uint64_t)0xff)
+static inline uint64_t batched_canary(const struct slab *s) { return s->canary ^ BATCHED_FLIP; }
+#endif
 
 /* The mapping behind a class's span (slab_object_size). */
 static inline const struct guard_region *span_region(const struct slab_class *k, const struct area_span *sp)
@@ -532,8 +614,8 @@ static inline void spans_update(struct slab_class *k)
  * change: it needs the word written whole, which an aligned 64-bit store is on every
  * target (x86_64, arm64). Under ThreadSanitizer the store is atomic too, so that the
  * detector sees the intent; elsewhere a plain store lets the compiler keep the update a
- * single read-modify-write instruction (atomic stores took about 7 instructions more
- * per malloc and free pair of small churn, in cachegrind). */
+ * single read-modify-write instruction (atomic stores cost every malloc and free a few
+ * instructions more). */
 #ifndef __has_feature
 #define __has_feature(x) 0
 #endif
@@ -556,130 +638,5 @@ static inline cold __attribute__((noreturn)) void die(struct slab_class *k, enum
 	class_unlock(k);
 	report_fatal(op, kind, p);
 }
-
-/* --- what the parts call of each other ----------------------------------------------- */
-
-/* slab_setup.c */
-/* Open arena a (numbered from 0) for the first thread sent there. */
-void slab_arena_open(unsigned a);
-/* Set up class k (its lock held) at its first slab. */
-void slab_class_setup(struct slab_class *k);
-/* Its home region full, class k (lock held) takes one more spill region for good: its
- * positions from max_pos on. False when every spill region is taken, or the class has
- * all the positions it can number (MAX_POSITIONS, or fewer for slabs of many pages:
- * positions_cap). */
-bool slab_spill_add(struct slab_class *k);
-
-/* slab_life.c (lock held) */
-/* A slab with a free slot, put at the head of the partial list; false on OOM. */
-bool slab_new(struct slab_class *k);
-/* Put a slab at the head of the partial list, or take it off (it is full). */
-void slab_partial_push(struct slab_class *k, uint32_t pos, struct slab *s);
-void slab_partial_remove(struct slab_class *k, struct slab *s);
-/* The last slot of a slab went back: keep it open within the budget, or close a slab. */
-void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s);
-/* A slot goes back to its slab for good (it left the quarantine, or there is none).
- * Inline: every quarantine release runs it, and its common case touches the slab alone. */
-static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
-{
-	uint64_t bit = (uint64_t)1 << (i & 63);
-	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used & ~bit);
-	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
-	bool was_full = s->nused == k->slots;
-	s->nused--;
-	if (!s->nused) {
-		if (!was_full) slab_partial_remove(k, s);
-		slab_emptied(k, pos, s);
-	} else if (was_full) {
-		slab_partial_push(k, pos, s);
-	}
-}
-/* Close the highest empty slab; false when the kernel cannot now. */
-bool slab_close_highest_empty(struct slab_class *k);
-
-#if CONFIG_SLOT_QUARANTINE
-/* slot_quarantine.c (lock held) */
-/* Slot i of the slab at pos, freed (wiped, marked quarantined), enters the quarantine;
- * an older one may leave it for its slab. */
-void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i);
-/* The same for a slot named by its entry (qentry): a batched or deferred slot enters as
- * it is, not decoded and built again. Two functions rather than one of either kind:
- * building the entry in slab_free cost small churn 0.2% more instructions, and decoding
- * a batched or deferred one for slot_quarantine_put cost producer/consumer 1.4%
- * (bench/journal/2026-11-27-positions.md). */
-void slot_quarantine_put_entry(struct slab_class *k, qentry_t e);
-/* The slots freed by other arenas' threads enter the quarantine, in the order they were
- * freed. */
-void slot_quarantine_drain(struct slab_class *k);
-/* The slot that last left the quarantine (k->released) goes back to its slab (trim). */
-void slot_quarantine_let_go(struct slab_class *k);
-/* The slot that last left the quarantine, taken for an allocation: false when there is
- * none. It was handed out before and is still used in its slab; only its quarantine
- * bit goes. */
-static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t *pos, uint32_t *i)
-{
-	qentry_t e = k->released;
-	if (!e) return false;
-	k->released = 0;
-	*pos = qentry_pos(e);
-	*i = qentry_slot(e);
-	uint64_t *quar = &desc(k, *pos)->bits[*i >> 6].quar;
-	bits_write(quar, *quar & ~((uint64_t)1 << (*i & 63)));
-	return true;
-}
-/* A free from a thread of another arena: the slot is already wiped and marked
- * quarantined (a second free of it is caught at once, as in one thread), but it enters
- * the quarantine later, when a thread of the class's own arena allocates from it, or when
- * DEFERRED_MAX more wait. The quarantine's lines (its arrays, the generator, the
- * descriptors of the slot that leaves it and of its slab's neighbours on the partial
- * list) then stay with the threads that use the class instead of moving to every core
- * that frees into it. Measured on larson (four threads freeing each other's blocks):
- * 0.84-0.87 s against 0.79-0.81 s; producer/consumer, where every free is another
- * arena's, unchanged (1.01-1.11 s against 1.00-1.12 s). A slot waits in the quarantine
- * itself as long as ever once it enters it. */
-static inline void slot_quarantine_defer(struct slab_class *k, qentry_t e)
-{
-	if (k->ndeferred == DEFERRED_MAX) slot_quarantine_drain(k);
-	k->deferred[k->ndeferred++] = e;
-}
-#endif
-
-#if SLAB_FREE_BATCHES
-/* The canary word of a slot waiting in a thread's free batch: the slab's canary with
- * every byte but the leading (zero) one flipped. Swapped in by one compare-and-swap when
- * the slot is freed, so of two frees of a slot, from any threads, exactly one succeeds;
- * the other finds this value and reports a double free. Put back when the batch enters
- * the quarantine. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the canary's leading byte is its lowest");
-#define BATCHED_FLIP (~(uint64_t)0xff)
-static inline uint64_t batched_canary(const struct slab *s) { return s->canary ^ BATCHED_FLIP; }
-
-/* One thread's frees into one (arena, class) that wait to enter its quarantine. */
-struct free_batch {
-	uint16_t r1; /* the class's region number + 1; 0: empty */
-	uint16_t n;  /* entries */
-	qentry_t e[CONFIG_SLAB_FREE_BATCH]; /* qentry() */
-};
-
-/* slab_batch.c: the calling thread's batch for region r with room for an entry (a
- * batch full, or of another arena, was taken into its quarantine first); NULL when the
- * thread does not batch (it is exiting, or its batches cannot be had): then it takes
- * the class lock as any free. No lock may be held. */
-struct free_batch *slab_batch_for(unsigned r);
-/* slab.c, lock held: a batched slot enters the quarantine (its checks, then the same
- * way as any free from another arena). */
-void slab_batched_enter(struct slab_class *k, qentry_t e);
-/* slab_batch.c: every batch of the calling thread enters its quarantine (malloc_trim). */
-void slab_batch_flush_mine(void);
-/* slab_batch.c: fork handlers, called from slab_setup.c's: the pool lock is taken first
- * and given back last; in the child the batches of every other thread enter their
- * quarantines (those threads do not exist there). */
-void slab_batch_fork_prepare(void);
-/* slab_batch.c: where its pool state lives (in metadata, on the seed source's page). */
-struct batch_pool;
-struct batch_pool *slab_batch_pool(void);
-void slab_batch_fork_parent(void);
-void slab_batch_fork_child(void);
-#endif
 
 #endif

@@ -2,18 +2,21 @@
  * slab_life.c — a slab's life: taken fresh (the high-water mark, guard slabs, the region
  * growing), active on the partial list, empty within a budget that follows use, closed
  * through the guard layer into the slab quarantine and then the closed set. See the
- * lists in slab_class.h. Every function here runs under the class lock.
+ * lists in slab_class.h and the invariants in slab_life.h. Every function here runs
+ * under the class lock.
  */
-#include "slab/slab_class.h"
+#include "slab/slab_life.h"
 
 #include <string.h>
 
 #include "guard/meta.h"
+#include "slab/slab_setup.h"
 
 /* --- lists ----------------------------------------------------------------------- */
 
 void slab_partial_push(struct slab_class *k, uint32_t pos, struct slab *s)
 {
+	invariant(s->state == SLAB_ACTIVE && s->nused < k->slots && !s->next && !s->prev && k->partial != pos + 1);
 	s->prev = 0;
 	s->next = k->partial;
 	if (k->partial) desc(k, k->partial - 1)->prev = pos + 1;
@@ -22,6 +25,7 @@ void slab_partial_push(struct slab_class *k, uint32_t pos, struct slab *s)
 
 void slab_partial_remove(struct slab_class *k, struct slab *s)
 {
+	invariant(s->prev ? desc(k, s->prev - 1)->next != 0 : k->partial && desc(k, k->partial - 1) == s);
 	if (s->prev) desc(k, s->prev - 1)->next = s->next;
 	else k->partial = s->next;
 	if (s->next) desc(k, s->next - 1)->prev = s->prev;
@@ -84,7 +88,7 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 #define CHUNK_HEAD_BYTES 64u
 _Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
 
-/* Every position below the high-water mark must have a descriptor: live_slot reads it. */
+/* Every position below the high-water mark must have a descriptor: decode_slot reads it. */
 static bool have_desc(struct slab_class *k, uint32_t pos)
 {
 	if (pos < FIRST_POSITIONS) return true;
@@ -116,6 +120,7 @@ static inline uint32_t *set_count(struct slab_class *k, unsigned set)
 static void set_add(struct slab_class *k, unsigned set, uint32_t pos)
 {
 	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
+	invariant(pos < k->hwm && !(set_bits(k, set, c)[i >> 6] & (uint64_t)1 << (i & 63)));
 	set_bits(k, set, c)[i >> 6] |= (uint64_t)1 << (i & 63);
 	k->set_chunks[set][c >> 6] |= (uint64_t)1 << (c & 63);
 	++*set_count(k, set);
@@ -125,6 +130,7 @@ static void set_remove(struct slab_class *k, unsigned set, uint32_t pos)
 {
 	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
 	uint64_t *bits = set_bits(k, set, c), any = 0;
+	invariant(*set_count(k, set) && (bits[i >> 6] & (uint64_t)1 << (i & 63)));
 	bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
 	for (uint32_t w = 0; w < CHUNK / 64; w++) any |= bits[w];
 	if (!any) k->set_chunks[set][c >> 6] &= ~((uint64_t)1 << (c & 63));
@@ -182,7 +188,7 @@ static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
 	if (pos >= k->home_pos) {
 		/* A spill region has room for a closed page past its last position. The
 		 * class's last one may end early, at positions_cap: what it maps and
-		 * decodes stops there, so that no offset past it reaches live_slot, whose
+		 * decodes stops there, so that no offset past it reaches decode_slot, whose
 		 * page index would wrap. */
 		struct slab_spill *sp = spill_of(k, pos);
 		size_t positions = MIN((size_t)k->seg_pos * k->slab_bytes, (size_t)k->max_pos * k->slab_bytes - sp->span.lo);
@@ -371,6 +377,7 @@ static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 		k->sq_count--;
 		set_add(k, SET_CLOSED, old);
 	}
+	invariant(k->sq_count < CONFIG_SLAB_QUARANTINE);
 	k->sq[(k->sq_head + k->sq_count) % CONFIG_SLAB_QUARANTINE] = pos;
 	k->sq_count++;
 #else
@@ -434,6 +441,7 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
  * but for the canaries of slots handed out). */
 void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
+	invariant(k->nactive && !s->nused && !s->next && !s->prev);
 	k->nactive--;
 	if (k->open_slabs) {
 		uint64_t now = os_now_ms();

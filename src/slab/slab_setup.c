@@ -1,18 +1,17 @@
 /*
  * slab_setup.c — the slab window at start-up, each arena's metadata block and the
  * places of its classes' shares in it, a class's set-up at its first slab (geometry,
- * guard area, nursery cell, generator), opening arenas, and the fork handlers.
+ * guard area, nursery cell, generator), the spill regions a full class takes, and
+ * opening arenas. The invariants are slab_setup.h's.
  */
 #define _GNU_SOURCE
-#include "slab/slab_class.h"
+#include "slab/slab_setup.h"
 
 #include <string.h>
 
 #include "guard/meta.h"
 
-_Atomic uint32_t slab_open_arenas;
-_Atomic uint64_t slab_set_up_classes[CONFIG_SLAB_ARENAS];
-static struct lock arena_lock; /* serialises opening; taken before any class lock */
+struct lock slab_arena_lock; /* serialises opening; taken before any class lock */
 
 /* The multiplier for div32 (slab_class.h). */
 static uint64_t magic_of(uint32_t d) { return d > 1 ? UINT64_MAX / d + 1 : 0; }
@@ -40,15 +39,15 @@ static uint32_t slot_q_half(uint32_t size)
 /* Metadata bytes of class c in its arena's block, in two parts. What every malloc and
  * free writes, its generator and its slot quarantine, beside every other class's: a
  * process that frees into a dozen classes after fork copies the few pages they fill
- * together rather than one page for each (bash: about ten of the faults per command
- * substitution were quarantine arrays spread between the directories). Whole lines,
+ * together rather than one page for each (a shell's command substitutions faulted on
+ * quarantine arrays spread between the directories). Whole lines,
  * so that classes under different locks never share one. */
 #define GENERATOR_BYTES align_up(sizeof(struct random_state), 64)
 static size_t class_hot_bytes(unsigned c)
 {
 	/* The size alone, not sc_geometry: slab_class_setup adds this up for the classes below
-	 * its own, and the geometry's search took about 6 us for all classes (perf: 0.7% of
-	 * `tr` in a pipeline). */
+	 * its own, and the geometry's search for all of them is a cost a short-lived
+	 * process notices. */
 	return GENERATOR_BYTES + align_up(2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
 }
 
@@ -78,7 +77,7 @@ static size_t arena_mem_bytes(void)
 
 /* Most positions class k may number, home and spill regions together: MAX_POSITIONS,
  * and no more than keep a pointer's page index from the span's base (position * pages
- * + page, which live_slot divides as 32 bits) below 2^32. Only a window with regions
+ * + page, which decode_slot divides as 32 bits) below 2^32. Only a window with regions
  * and spill regions far above the defaults reaches the second bound (65 regions of
  * 64 GiB are 2^30 pages). */
 static uint32_t positions_cap(const struct slab_class *k)
@@ -89,10 +88,10 @@ static uint32_t positions_cap(const struct slab_class *k)
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
  * geometry, a random guard area, its share of the arena's metadata, its generator.
  * Until then it is all zero: an unlocked lock, no region (a pointer decoding into it is
- * no live block: live_slot finds it outside the region), no open slabs (the decay
+ * no live block: decode_slot finds it outside the region), no open slabs (the decay
  * sweep passes it by). So a process writes the structs and takes the random draws of
- * the classes it uses only, not of all SC_COUNT (measured: start-up 43 us and 11 page
- * faults for every class set up at once, Linux 6.18 in a VM). */
+ * the classes it uses only, not of all SC_COUNT (setting them all up at once cost every
+ * start-up time and page faults). */
 noinline void slab_class_setup(struct slab_class *k)
 {
 	unsigned r = (unsigned)(k - ro.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
@@ -221,9 +220,9 @@ bool slab_spill_add(struct slab_class *k)
  * few hundred KiB per process). */
 noinline void slab_arena_open(unsigned a)
 {
-	lock_take(&arena_lock);
+	lock_take(&slab_arena_lock);
 	atomic_fetch_or_explicit(&slab_open_arenas, (uint32_t)1 << a, memory_order_release);
-	lock_give(&arena_lock);
+	lock_give(&slab_arena_lock);
 }
 
 unsigned slab_arenas_open(void)
@@ -270,9 +269,8 @@ static void nursery_place(struct slab_roots *sr, unsigned nregions)
 
 /* One arena per CPU the process may run on: at most one thread per CPU runs at a time,
  * so that many arenas keep most running threads off each other's locks, and every
- * arena more holds its own partial slabs, quarantines and empty slabs (larson, four
- * threads on two CPUs, four arenas against two: peak RSS 8.2 against 5.6 MiB, time
- * 1.34 against 1.39 s). The affinity mask is read once, at start-up. */
+ * arena more holds its own partial slabs, quarantines and empty slabs: more arenas than
+ * CPUs cost memory and gain no time. The affinity mask is read once, at start-up. */
 static unsigned arenas_wanted(void)
 {
 	if (ro.opt.arenas) return (unsigned)ro.opt.arenas;
@@ -299,7 +297,7 @@ bool slab_init(struct slab_roots *roots)
 	size_t per_arena = arena_mem_bytes();
 	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
 	char *mem = meta_alloc(arenas * per_arena);
-	/* A page: the rest of it holds slab_batch.c's pool state (slab_batch_pool). */
+	/* A page: the rest of it holds batched_free.c's pool state (slab_batch_pool). */
 	struct random_source *seeds = meta_alloc(sizeof *seeds);
 	struct slab_spill *spill = CONFIG_SLAB_SPILL_REGIONS ? meta_alloc(CONFIG_SLAB_SPILL_REGIONS * sizeof *spill) : NULL;
 	if (!classes || !mem || !seeds || (CONFIG_SLAB_SPILL_REGIONS && !spill)) {
@@ -318,44 +316,4 @@ bool slab_init(struct slab_roots *roots)
 	nursery_place(roots, nregions);
 	slab_arena_open(0);
 	return true;
-}
-
-/* Only open arenas have locks anyone can hold (arena_lock keeps one from opening
- * meanwhile), so only theirs are taken, and unopened arenas stay untouched. */
-void slab_fork_prepare(void)
-{
-#if SLAB_FREE_BATCHES
-	slab_batch_fork_prepare();
-#endif
-	lock_take(&arena_lock);
-	unsigned n = ro.slab.arenas * SC_COUNT;
-	for (unsigned r = 0; r < n; r++)
-		if (arena_is_open(r / SC_COUNT)) class_lock(&ro.slab.classes[r]);
-	lock_take(&ro.slab.seeds->lock); /* a leaf: taken inside class locks */
-}
-
-void slab_fork_parent(void)
-{
-	lock_give(&ro.slab.seeds->lock);
-	unsigned n = ro.slab.arenas * SC_COUNT;
-	for (unsigned r = n; r-- > 0;)
-		if (arena_is_open(r / SC_COUNT)) class_unlock(&ro.slab.classes[r]);
-	lock_give(&arena_lock);
-#if SLAB_FREE_BATCHES
-	slab_batch_fork_parent();
-#endif
-}
-
-void slab_fork_child(void)
-{
-	unsigned n = ro.slab.arenas * SC_COUNT;
-	for (unsigned r = 0; r < n; r++) {
-		if (!arena_is_open(r / SC_COUNT)) continue;
-		lock_reset(&ro.slab.classes[r].lock);
-	}
-	lock_reset(&ro.slab.seeds->lock);
-	lock_reset(&arena_lock);
-#if SLAB_FREE_BATCHES
-	slab_batch_fork_child();
-#endif
 }

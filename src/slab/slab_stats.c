@@ -6,6 +6,10 @@
  */
 #include "slab/slab_class.h"
 
+#include "slab/batched_free.h"
+#include "slab/slab_life.h"
+#include "slab/slot_quarantine.h"
+
 static void class_figures_locked(const struct slab_class *k, struct slab_class_figures *f)
 {
 	for (uint32_t pos = 0; pos < k->hwm; pos++) {

@@ -2,13 +2,16 @@
  * slot_quarantine.c — freed slots held back before their slab gets them again: a random
  * array in front of a FIFO ring per (arena, class), with entries of 64 bits (qentry),
  * and the deferred list of frees from other arenas' threads. The region quarantine of
- * large blocks (quarantine.c) follows the same policy over items with sizes.
+ * large blocks (large/quarantine.c) follows the same policy over items with sizes.
  *
  * A slot in the quarantine, in the deferred list or held for the next allocation
  * (k->released) is used and quarantined in its slab's bits: not live, so a free of it,
- * a realloc or a size question is fatal, and the neighbour checks expect it wiped.
+ * a realloc or a size question is fatal, and the neighbour checks expect it wiped
+ * (slot_quarantine.h's invariants).
  */
-#include "slab/slab_class.h"
+#include "slab/slot_quarantine.h"
+
+#include "slab/slab_life.h"
 
 #if CONFIG_SLOT_QUARANTINE
 
@@ -24,7 +27,7 @@ static inline __attribute__((always_inline)) void release_entry(struct slab_clas
  * the random array is full it is filled in order: nothing leaves it before then (drawn
  * at random, an early entry could be pushed out by the next free), and a short-lived
  * process writes the first page of each class's array, not a page wherever a draw
- * lands (tr under bash took a dozen page faults here before). */
+ * lands (each a page fault of its own). */
 static inline __attribute__((always_inline)) void put_entry(struct slab_class *k, qentry_t e)
 {
 	if (unlikely(k->qfill <= k->qmask)) {
@@ -40,16 +43,16 @@ static inline __attribute__((always_inline)) void put_entry(struct slab_class *k
 		k->qhead = (k->qhead + 1) & k->qmask;
 		k->qcount--;
 		/* In churn the next allocation mostly took this very slot anyway: its
-		 * slab had no other free one (callgrind: a slab filled up on 65% of
-		 * small-churn allocations). Held here, it goes to that allocation without
-		 * the slab going back onto the partial list and off it again, and without
-		 * a slot draw (small churn 7% fewer instructions, sqlite -9%). The rest of
+		 * slab had no other free one (in small churn most allocations fill their
+		 * slab). Held here, it goes to that allocation without the slab going back
+		 * onto the partial list and off it again, and without a slot draw. The rest of
 		 * the time the next allocation used to draw among its slab's free slots;
 		 * now it gets this one: reuse order is the quarantine's alone (README,
 		 * "How long a freed slot waits"). */
 		if (!k->released) k->released = old;
 		else release_entry(k, old);
 	}
+	invariant(k->qcount <= k->qmask);
 	k->qring[(k->qhead + k->qcount) & k->qmask] = out;
 	k->qcount++;
 }

@@ -16,6 +16,7 @@
 #include "rampart.h"
 #include "slab/sizeclass.h"
 #include "slab/slab.h"
+#include "slab/batched_free.h"
 #include "slab/slab_class.h"
 #include "front/init.h"
 #include "os/os.h"
@@ -84,6 +85,63 @@ START_TEST(decode_every_class)
 }
 END_TEST
 
+/* invariant() (base/common.h): a fatal report where built with CONFIG_INVARIANTS=1 (the
+ * check-* builds), compiled out elsewhere, its condition not even evaluated. */
+static int invariant_evaluations;
+static bool count_evaluation(void) { return ++invariant_evaluations > 0; }
+static void break_invariant(void *p) { invariant(p == NULL); }
+START_TEST(invariant_checked_only_when_built_in)
+{
+	invariant(count_evaluation());
+#if CONFIG_INVARIANTS
+	ck_assert_int_eq(invariant_evaluations, 1);
+	ck_assert(fatal_in_child(break_invariant, &invariant_evaluations));
+#else
+	ck_assert_int_eq(invariant_evaluations, 0);
+	ck_assert(!fatal_in_child(break_invariant, &invariant_evaluations));
+#endif
+}
+END_TEST
+
+/* The one decoder (class_at, then decode_slot, locked or not) and its inverse
+ * (slot_start): a block's first and last byte decode to its slot, at offsets 0 and
+ * size - 1, in every class; addresses just outside what its area maps decode to no
+ * slab. */
+START_TEST(decode_slot_round_trip)
+{
+	for (unsigned c = 1; c < SC_COUNT; c++) {
+		char *p = malloc(sc_usable(c));
+		ck_assert_ptr_nonnull(p);
+		const struct area_span *span;
+		struct slab_class *k = class_at((uintptr_t)p, &span);
+		ck_assert_ptr_nonnull(k);
+		ck_assert_uint_eq(k->cls, c);
+		class_lock(k);
+		struct slot_place a = decode_slot(k, span, (uintptr_t)p, LOCK_HELD);
+		struct slot_place z = decode_slot(k, span, (uintptr_t)p + k->size - 1, LOCK_HELD);
+		struct slot_place u = decode_slot(k, span, (uintptr_t)p, NO_LOCK);
+		struct slot_place below = decode_slot(k, span, span->base + span->lo - 1, LOCK_HELD);
+		struct slot_place above = decode_slot(k, span, span->base + span->hi, LOCK_HELD);
+		class_unlock(k);
+		ck_assert_ptr_nonnull(a.s);
+		ck_assert_int_eq(a.s->state, SLAB_ACTIVE);
+		ck_assert_uint_lt(a.i, k->slots);
+		ck_assert_uint_eq(a.at, 0);
+		ck_assert_ptr_eq((void *)slot_start(k, a.pos, a.i), p);
+		ck_assert_ptr_eq(z.s, a.s);
+		ck_assert_uint_eq(z.pos, a.pos);
+		ck_assert_uint_eq(z.i, a.i);
+		ck_assert_uint_eq(z.at, k->size - 1);
+		ck_assert_ptr_eq(u.s, a.s);
+		ck_assert_uint_eq(u.pos, a.pos);
+		ck_assert_uint_eq(u.i, a.i);
+		ck_assert_ptr_null(below.s);
+		ck_assert_ptr_null(above.s);
+		free(p);
+	}
+}
+END_TEST
+
 /* Bitmaps: thousands of live slots of one class are distinct and each decodes alone. */
 START_TEST(bitmaps_hand_out_distinct_slots)
 {
@@ -133,7 +191,7 @@ static char *released_slot(struct slab_class *k)
 {
 	if (!k->released) return NULL;
 	uint32_t pos = qentry_pos(k->released), i = qentry_slot(k->released);
-	return (char *)slab_start(k, pos) + (size_t)i * k->size;
+	return (char *)slot_start(k, pos, i);
 }
 
 /* The held slot: the one held already (a free since the last allocation may have
@@ -988,6 +1046,8 @@ int main(int argc, char **argv)
 	TCase *t = tcase_create("core");
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, decode_every_class);
+	tcase_add_test(t, decode_slot_round_trip);
+	tcase_add_test(t, invariant_checked_only_when_built_in);
 	tcase_add_test(t, bitmaps_hand_out_distinct_slots);
 	tcase_add_test(t, quarantine_holds_freed_slot);
 	tcase_add_test(t, released_slot_goes_to_next_allocation);

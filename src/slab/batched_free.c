@@ -1,8 +1,9 @@
 /*
- * slab_batch.c — where a thread keeps the frees it makes into other arenas' classes
- * until they enter the slot quarantine: a block of one batch per class, taken from a
- * pool at the thread's first such free and given back when the thread exits. The free
- * itself (checks, claim, wipe) and a batch's entry into the quarantine are slab.c's.
+ * batched_free.c — the frees a thread makes into other arenas' classes, without the
+ * class lock: the free itself (checks, claim, wipe: slab_batch_free), the batches that
+ * keep them until they enter the slot quarantine (a block of one batch per class, taken
+ * from a pool at the thread's first such free and given back when the thread exits),
+ * and a batch's entry into the quarantine under the lock (slab_batched_enter).
  *
  * Why: a thread that frees blocks another arena's threads allocated (a server whose
  * workers free what the acceptor allocated, a producer and a consumer) took that
@@ -17,7 +18,7 @@
  *    lock held across fork keeps the registry whole; a batch's count is stored after
  *    its entry).
  *  - A slot in a batch is used and not quarantined in its slab's bits, and its canary
- *    word holds batched_canary(): not live to any path that checks (slab.c).
+ *    word holds batched_canary(): not live to any path that checks (slot_check.h).
  *  - Every block in use is on the registry; a thread's block goes back to the pool, its
  *    batches empty, when the thread exits (a pthread key's destructor). After that the
  *    thread takes the class lock for every free, as it does when no block or key can
@@ -25,14 +26,24 @@
  *  - The pool lock is taken with no class lock held, and meta's lock inside it.
  */
 #define _GNU_SOURCE
-#include "slab/slab_class.h"
+#include "slab/batched_free.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "guard/meta.h"
+#include "slab/slot_check.h"
+#include "slab/slot_quarantine.h"
 
 #if SLAB_FREE_BATCHES
+
+/* One thread's frees into one (arena, class) that wait to enter its quarantine. */
+struct free_batch {
+	uint16_t r1; /* the class's region number + 1; 0: empty */
+	uint16_t n;  /* entries */
+	qentry_t e[CONFIG_SLAB_FREE_BATCH]; /* qentry() */
+};
 
 struct batches {
 	struct free_batch b[SC_COUNT];     /* by class: one (arena, class) at a time each */
@@ -74,6 +85,31 @@ static __thread struct batches *tls_batches __attribute__((tls_model("initial-ex
 /* Set once the thread's exit destructor ran (or batching failed for it): its frees
  * take the lock from then on. A new thread's TLS starts zero. */
 static __thread bool tls_no_batches __attribute__((tls_model("initial-exec")));
+
+/* Lock held: a batched slot enters the quarantine (its checks, then the same way as any
+ * free from another arena). */
+static void slab_batched_enter(struct slab_class *k, qentry_t e)
+{
+	uint32_t pos = qentry_pos(e), i = qentry_slot(e);
+	struct slab *s = desc(k, pos);
+	uintptr_t a = slot_start(k, pos, i);
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	/* Live by its bits until now: a free that raced with the batched one (a double
+	 * free in two threads at once) may have put it in the quarantine meanwhile. */
+	if (unlikely(!(s->bits[i >> 6].used & ~s->bits[i >> 6].quar & bit)))
+		die(k, OP_FREE, ERR_SLOT_FREED, (void *)a);
+	uint64_t *word = (uint64_t *)(a + k->usable), mark = batched_canary(s), first;
+	if (unlikely(canary_word((uintptr_t)word) != mark))
+		die(k, OP_FREE, ERR_FREED_CANARY, (void *)a);
+	memcpy(&first, (const void *)a, 8);
+	if (unlikely(first != mark)) die(k, OP_FREE, ERR_WRITE_AFTER_FREE, (void *)a);
+	memset((void *)a, 0, 8);
+	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
+	check_neighbours(k, s, a, i);
+	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);
+	if (k->defer_frees) slot_quarantine_defer(k, e);
+	else slot_quarantine_put_entry(k, e);
+}
 
 static void batch_flush(struct free_batch *b)
 {
@@ -166,7 +202,11 @@ static noinline struct batches *block_take(void)
 	return t;
 }
 
-struct free_batch *slab_batch_for(unsigned r)
+/* The calling thread's batch for region r with room for an entry (a batch full, or of
+ * another arena, was taken into its quarantine first); NULL when the thread does not
+ * batch (it is exiting, or its batches cannot be had): then it takes the class lock as
+ * any free. No lock may be held. */
+static struct free_batch *slab_batch_for(unsigned r)
 {
 	struct batches *t = tls_batches;
 	if (unlikely(!t)) {
@@ -179,6 +219,56 @@ struct free_batch *slab_batch_for(unsigned r)
 	}
 	return b;
 }
+
+/* A free from a thread of another arena, without the class lock: the slot is checked
+ * to be live, claimed by swapping its canary for the batched mark (one atomic), wiped,
+ * and put in the thread's batch for its class; the batch enters the quarantine under one
+ * acquisition of the lock (slab_batched_enter). False, having changed nothing, for
+ * anything but a clean free of a live slot: the locked path then judges it, with its
+ * exact report (a double free of a batched slot finds the mark there). Reads what the
+ * lock guards as slab_class.h's invariants allow. */
+noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct area_span *sp, bool sized,
+			      unsigned c_claimed)
+{
+	if (!k->open_slabs || (sized && c_claimed != k->cls)) return false;
+	/* Decoded without the lock: a directory that holds the slot's position is seen with
+	 * the hwm that covers it (fresh_slab), even for a pointer whose free races with the
+	 * class's growth. */
+	struct slot_place pl = decode_slot(k, sp, a, NO_LOCK);
+	if (!pl.s || pl.s->state != SLAB_ACTIVE || pl.i >= k->slots || pl.at) return false;
+	struct slab *s = pl.s;
+	uint32_t pos = pl.pos, i = pl.i;
+	/* The batch first: a full one enters the quarantine now, and this very slot may be
+	 * in it (a second free by this thread), which the bits below must then show. */
+	struct free_batch *fb = slab_batch_for((unsigned)(k - ro.slab.classes));
+	if (!fb) return false;
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	const struct slot_bits *b = &s->bits[i >> 6];
+	if (!(__atomic_load_n(&b->used, __ATOMIC_RELAXED) & ~__atomic_load_n(&b->quar, __ATOMIC_RELAXED) & bit))
+		return false;
+	uint64_t expect = s->canary, mark = batched_canary(s);
+	if (!__atomic_compare_exchange_n((uint64_t *)(a + k->usable), &expect, mark, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return false; /* freed already (the mark), or the canary is damaged */
+	/* Ours alone now against any other batched free, and a neighbour's check takes it
+	 * for live (its bits say so), reading none of its data. A free under the lock in
+	 * another thread at this very moment (a double free in two threads at once) does
+	 * not write the canary and can have passed too: the mark in the slot's first word
+	 * makes that slot, in the quarantine meanwhile, fail the check of whoever next
+	 * looks at its data (its reuse's write-after-free scan, a neighbour's free, this
+	 * batch's entry into the quarantine). */
+#if CONFIG_ZERO_ON_FREE
+	memset((void *)a, 0, extent_of(k, s, i));
+#endif
+	memcpy((void *)a, &mark, 8);
+	invariant(fb->n < CONFIG_SLAB_FREE_BATCH);
+	fb->e[fb->n] = qentry(pos, i);
+	/* Release: a fork child reading the batch of a thread that does not exist there
+	 * sees the entry before the count that covers it. */
+	__atomic_store_n(&fb->n, (uint16_t)(fb->n + 1), __ATOMIC_RELEASE);
+	return true;
+}
+
 
 void slab_batch_flush_mine(void)
 {

@@ -1,0 +1,123 @@
+/*
+ * slot_check.h — judging a slot: is it live, is its canary intact, has a bug in it
+ * damaged its neighbours. Inline, since every free, realloc and size question runs some
+ * of it; the reports are cold and out of line. Included by slot_alloc.c and
+ * batched_free.c.
+ *
+ * Invariants:
+ *  - Called with the class lock held (a live neighbour's canary is stamped then).
+ *  - A check only reads a slot's state; a damaged one is a fatal report (die) with the
+ *    class lock given back. Nothing here calls into another file of the slab.
+ */
+#ifndef RAMPART_SLOT_CHECK_H
+#define RAMPART_SLOT_CHECK_H
+
+#include <string.h>
+
+#include "slab/slab_class.h"
+
+/* A slot's canary word (8-aligned): read atomically, since another thread's batched
+ * free may swap it at the same moment (slab_batch_free, batched_free.c). */
+static inline uint64_t canary_word(uintptr_t end) { return __atomic_load_n((const uint64_t *)end, __ATOMIC_RELAXED); }
+
+#if CONFIG_SLOT_CANARY
+static noinline cold __attribute__((unused)) void canary_damaged(struct slab_class *k, const struct slab *s, uintptr_t a, uint64_t v,
+								enum report_op op)
+{
+#if SLAB_FREE_BATCHES
+	if (v == batched_canary(s)) die(k, op, ERR_SLOT_FREED, (void *)a);
+#else
+	(void)s, (void)v;
+#endif
+	die(k, op, ERR_CANARY, (void *)a);
+}
+#endif
+
+static inline void check_canary(struct slab_class *k, const struct slab *s, uintptr_t a, enum report_op op)
+{
+#if CONFIG_SLOT_CANARY
+	uint64_t v = canary_word(a + k->usable);
+	if (unlikely(v != s->canary)) canary_damaged(k, s, a, v, op);
+#else
+	(void)k, (void)s, (void)a, (void)op;
+#endif
+}
+
+/* A slot live by its bits may wait in a thread's free batch: freed already. (Its canary
+ * is checked at its free; a question about its size reads just the mark.) */
+static inline void check_not_batched(struct slab_class *k, const struct slab *s, uintptr_t a, enum report_op op)
+{
+#if SLAB_FREE_BATCHES
+	if (k->open_slabs && unlikely(canary_word(a + k->usable) == batched_canary(s))) die(k, op, ERR_SLOT_FREED, (void *)a);
+#else
+	(void)k, (void)s, (void)a, (void)op;
+#endif
+}
+
+static inline bool slot_live(const struct slab *s, uint32_t i)
+{
+	return (s->bits[i >> 6].used & ~s->bits[i >> 6].quar) >> (i & 63) & 1;
+}
+
+/* All ones when bit i (mod 64) of x is set, else zero. */
+static inline uint64_t bit_mask(uint64_t x, uint32_t i) { return -(x >> (i & 63) & 1); }
+
+static noinline cold __attribute__((unused)) void neighbour_damaged(struct slab_class *k, uintptr_t slot, uint64_t live)
+{
+	die(k, OP_FREE, live ? ERR_NEIGHBOUR_CANARY : ERR_FREED_NEIGHBOUR, (void *)slot);
+}
+
+/* A live neighbour may wait in a thread's free batch: its canary word is marked so. */
+static inline bool batched_neighbour(const struct slab *s, uint64_t v, uint64_t live)
+{
+#if SLAB_FREE_BATCHES
+	return live && v == batched_canary(s);
+#else
+	(void)s, (void)v, (void)live;
+	return false;
+#endif
+}
+
+/* A free also checks what a bug in the freed block can have damaged without touching
+ * its own canary: the slot before it (an underflow ends in that slot's canary) and a
+ * free slot after it (an overflow that stepped over the canary). A live slot after it
+ * holds data nobody can judge; it is checked at its own free. Lock held, so a live
+ * neighbour's canary is already stamped (slab_alloc stamps it under the lock).
+ * Whether a neighbour is live is a coin toss in churn, so what each check expects is
+ * worked out with masks, not branches on it (branches on it mispredict about half the
+ * time). */
+static inline void check_neighbours(struct slab_class *k, const struct slab *s, uintptr_t a, uint32_t i)
+{
+	if (i > 0) {
+		const struct slot_bits *b = &s->bits[(i - 1) >> 6];
+		uint64_t live = bit_mask(b->used & ~b->quar, i - 1), fresh = bit_mask(b->fresh, i - 1);
+#if CONFIG_SLOT_CANARY
+		uint64_t v = canary_word(a - 8);
+#else
+		uint64_t v;
+		memcpy(&v, (const char *)a - 8, 8);
+#endif
+		/* A slot ends in its canary once handed out, live or freed since (a free
+		 * wipes the data, not the canary), in zeros while fresh; a live slot is never
+		 * fresh. Without zero-on-free a free slot's end is not judged, nor without
+		 * canaries a live slot's (that is its data). */
+		uint64_t expect = CONFIG_SLOT_CANARY ? s->canary & ~fresh : 0;
+		uint64_t judged = (CONFIG_ZERO_ON_FREE ? ~(uint64_t)0 : live) & (CONFIG_SLOT_CANARY ? ~(uint64_t)0 : ~live);
+		if (unlikely((v ^ expect) & judged) && !batched_neighbour(s, v, live)) neighbour_damaged(k, a - k->size, live);
+	}
+#if CONFIG_ZERO_ON_FREE
+	if (i + 1 < k->slots) {
+		const struct slot_bits *b = &s->bits[(i + 1) >> 6];
+		uint64_t live = bit_mask(b->used & ~b->quar, i + 1), fresh = bit_mask(b->fresh, i + 1);
+		/* A live next slot's data is its owner's, who may be writing it now: read the
+		 * freed slot's own first words instead then (masked out below). */
+		uint64_t v[2];
+		memcpy(v, (const char *)a + (k->size & ~live), 16);
+		/* In a slot of 16 bytes the second word is the canary (kept once handed out). */
+		uint64_t second = CONFIG_SLOT_CANARY && k->usable < 16 ? s->canary & ~fresh : 0;
+		if (unlikely((v[0] | (v[1] ^ second)) & ~live)) neighbour_damaged(k, a + k->size, 0);
+	}
+#endif
+}
+
+#endif
