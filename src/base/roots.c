@@ -5,3 +5,7 @@
 union ro_page ro_page __attribute__((aligned(RO_ALIGN)));
 
 _Atomic int rampart_state = STATE_NEW;
+
+/* The kernel's page size: 4096 until os_init() asks the kernel (common.h). Below os/ so
+ * that base's page arithmetic needs nothing above it. */
+size_t os_page = 4096;

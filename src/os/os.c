@@ -27,8 +27,6 @@
 #define PR_SET_VMA_ANON_NAME 0
 #endif
 
-size_t os_page = 4096;
-
 void os_init(void)
 {
 	unsigned long p = getauxval(AT_PAGESZ);
