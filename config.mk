@@ -55,14 +55,15 @@ CONFIG_SLAB_ARENAS ?= 4
 CONFIG_SLAB_REGION_SHIFT ?= 36
 # Spill regions (each of a region's size) set aside after the classes' regions: a class
 # whose own region is full takes one for good, so it runs out only with the machine's
-# memory (README "Capacity"). Address space only; 0 = a full region is out of memory.
+# memory (docs/slab.md, "Capacity: spill regions"). Address space only; 0 = a full region is out of memory.
 CONFIG_SLAB_SPILL_REGIONS ?= 64
 CONFIG_SLAB_GROW_MIN ?= 16384
 # Pages of the nursery cell each (arena, class) gets beside every other class's (a power
 # of two, 0 = no nursery): a class's first slabs, as many as fit below one page of guard,
 # live there instead of in its own region, so a short-lived or forking process maps all
 # its small classes under a few page tables instead of one (or two) per class. Costs a
-# free 1-4% of allocation-heavy churn (README "Layout"); 0 compiles that decoding out.
+# free a little of allocation-heavy churn (docs/slab.md, "The nursery"); 0 compiles
+# that decoding out.
 CONFIG_SLAB_NURSERY_PAGES ?= 32
 # 8-byte canary (zero leading byte, random per slab) at the end of every slot, checked on free.
 # Without it one past a block is the next slot's start, and check_at_exit is refused.

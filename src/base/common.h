@@ -6,8 +6,10 @@
  *  - os_page is the kernel page size, a power of two, fixed after os_init().
  *  - Nothing in src/ calls the public allocation functions (malloc, free, ...):
  *    rampart never allocates through itself, so no path can recurse.
- *  - Every function that may fail returns a value the caller must check
- *    (warn_unused_result); failure of an allocation path means ENOMEM.
+ *  - A function whose failure the caller must handle is marked must_check
+ *    (warn_unused_result); failure of an allocation path means ENOMEM. Functions
+ *    that cannot fail, or whose failure is reported and survived inside them, are
+ *    not marked.
  *  - invariant(cond) states what the code relies on; it is checked only in builds with
  *    CONFIG_INVARIANTS=1, and a broken one is fatal.
  */

@@ -476,8 +476,8 @@ static void report_error(enum report_op op, enum report_kind kind, const void *a
 bool report_go_on(enum report_op op, enum report_kind kind, const void *addr)
 {
 	if (op != OP_FREE || !kinds[kind].go_on) return false;
-	if (kind == ERR_WRONG_SIZE && !ro.opt.sized_free) return true;
-	if (ro.opt.on_error != ON_ERROR_REPORT) return false;
+	if (kind == ERR_WRONG_SIZE && !roots.opt.sized_free) return true;
+	if (roots.opt.on_error != ON_ERROR_REPORT) return false;
 	report_error(op, kind, addr);
 	return true;
 }

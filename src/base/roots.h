@@ -3,8 +3,8 @@
  * holds, and the process's options, on a page of their own; and the state of start-up.
  *
  * Invariants:
- *  - Every pointer into the metadata region that is held in a global lives in `ro`,
- *    and `ro` is made read-only once initialisation finishes (where the page size
+ *  - Every pointer into the metadata region that is held in a global lives in `roots`,
+ *    and `roots` is made read-only once initialisation finishes (where the page size
  *    lets it sit alone on a page): an attacker who can write a global cannot
  *    redirect rampart's tables. Only front/init.c writes it, before that.
  *  - rampart_state only moves from STATE_NEW to STATE_READY or STATE_PASSTHROUGH, once.
@@ -67,7 +67,7 @@ union ro_page {
 };
 _Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
 extern union ro_page ro_page;
-#define ro (ro_page.roots)
+#define roots (ro_page.roots)
 
 extern _Atomic int rampart_state;
 enum { STATE_NEW, STATE_READY, STATE_PASSTHROUGH };

@@ -343,10 +343,10 @@ API void malloc_stats(void)
 }
 
 /* RAMPART_OPTIONS=stats=1|json: the report when the program exits (a destructor, like
- * the exit check in slab.c; this file is in every program that allocates). */
+ * the exit check in slab/slot_alloc.c; this file is in every program that allocates). */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
-	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !ro.opt.stats) return;
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !roots.opt.stats) return;
 	stats_report_at_exit();
 }
 

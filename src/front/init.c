@@ -76,33 +76,33 @@ static void say_choices(void)
 	out_str(&o, "rampart: version " RAMPART_VERSION "; guard backend ");
 	out_str(&o, guard_backend_name());
 	out_str(&o, "; slab arenas ");
-	out_num(&o, ro.slab.arenas);
+	out_num(&o, roots.slab.arenas);
 	out_str(&o, "; large quarantine ");
-	out_num(&o, ro.opt.large_quarantine_entries);
+	out_num(&o, roots.opt.large_quarantine_entries);
 	out_str(&o, " entries, ");
-	out_num(&o, ro.opt.large_quarantine_bytes);
+	out_num(&o, roots.opt.large_quarantine_bytes);
 	out_str(&o, " bytes; large cache ");
-	out_num(&o, ro.opt.large_cache_entries);
+	out_num(&o, roots.opt.large_cache_entries);
 	out_str(&o, " entries, ");
-	out_num(&o, ro.opt.large_cache_bytes);
+	out_num(&o, roots.opt.large_cache_bytes);
 	out_str(&o, " bytes, decay ");
-	out_num(&o, ro.opt.large_cache_decay_ms);
+	out_num(&o, roots.opt.large_cache_decay_ms);
 	out_str(&o, " ms; refill ");
-	out_num(&o, ro.opt.large_refill_bytes);
+	out_num(&o, roots.opt.large_refill_bytes);
 	out_str(&o, " bytes; stats ");
-	out_str(&o, ro.opt.stats == STATS_JSON ? "json" : ro.opt.stats == STATS_TEXT ? "text" : "off");
-	if (ro.opt.stats && ro.opt.stats_file[0]) {
+	out_str(&o, roots.opt.stats == STATS_JSON ? "json" : roots.opt.stats == STATS_TEXT ? "text" : "off");
+	if (roots.opt.stats && roots.opt.stats_file[0]) {
 		out_str(&o, " to ");
-		out_str(&o, ro.opt.stats_file);
+		out_str(&o, roots.opt.stats_file);
 	}
-	out_str(&o, ro.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
+	out_str(&o, roots.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
 	out_flush(&o);
 }
 
 static void protect_roots(void)
 {
 	if (os_page != RO_ALIGN) return; /* larger pages: the roots share a page, leave it */
-	if (os_read_only(&ro, RO_ALIGN)) report_warn(WARN_ROOTS_WRITABLE, NULL);
+	if (os_read_only(&roots, RO_ALIGN)) report_warn(WARN_ROOTS_WRITABLE, NULL);
 }
 
 /* Start the modules bottom-up, each handing back its roots, which only this file writes
@@ -110,13 +110,13 @@ static void protect_roots(void)
  * call; those that started are kept. Under the init lock. */
 static bool start_modules(void)
 {
-	if (!ro.meta && !(ro.meta = meta_init())) return false; /* meta_alloc reads it from here on */
-	if (!ro.slab.classes) {
+	if (!roots.meta && !(roots.meta = meta_init())) return false; /* meta_alloc reads it from here on */
+	if (!roots.slab.classes) {
 		struct slab_roots slab;
 		if (!slab_init(&slab)) return false;
-		ro.slab = slab;
+		roots.slab = slab;
 	}
-	return ro.large || (ro.large = large_init());
+	return roots.large || (roots.large = large_init());
 }
 
 /* The options, and what the policy file did: read once, under the init lock, when the
@@ -128,7 +128,7 @@ static void read_options(void)
 {
 	if (options_known) return;
 	os_init();
-	policy_read(&ro.opt, &policy_seen);
+	policy_read(&roots.opt, &policy_seen);
 	options_known = true;
 }
 
@@ -137,11 +137,11 @@ static bool become_passthrough(const struct policy_status *ps)
 {
 	if (!passthrough_available()) {
 		report_warn(WARN_NO_PASSTHROUGH, NULL);
-		ro.opt.passthrough = false;
+		roots.opt.passthrough = false;
 		return false;
 	}
 	protect_roots();
-	if (ro.opt.verbose) {
+	if (roots.opt.verbose) {
 		policy_say(ps);
 		char space[160];
 		struct out o = out_fd(2, space, sizeof space);
@@ -164,17 +164,17 @@ bool rampart_init_slow(void)
 	bool ok = state == STATE_READY;
 	if (state == STATE_NEW) {
 		read_options();
-		if (ro.opt.passthrough && become_passthrough(&policy_seen)) {
+		if (roots.opt.passthrough && become_passthrough(&policy_seen)) {
 			lock_give(&init_lock);
 			return false;
 		}
 		random_init();
-		guard_init(ro.opt.guard);
-		guard_verbose(ro.opt.verbose);
+		guard_init(roots.opt.guard);
+		guard_verbose(roots.opt.verbose);
 		ok = start_modules();
 		if (ok) {
 			protect_roots();
-			if (ro.opt.verbose) {
+			if (roots.opt.verbose) {
 				say_choices();
 				policy_say(&policy_seen);
 			}
@@ -206,7 +206,7 @@ __attribute__((constructor)) static void read_options_at_load(void)
 	bool start_now = false;
 	if (atomic_load_explicit(&rampart_state, memory_order_relaxed) == STATE_NEW) {
 		read_options();
-		start_now = ro.opt.verbose;
+		start_now = roots.opt.verbose;
 	}
 	lock_give(&init_lock);
 	if (start_now) {

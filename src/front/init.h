@@ -25,7 +25,7 @@ must_check bool rampart_init_slow(void);
  * initialisation failed)? Both the state and the read-only roots must say so. */
 static inline bool rampart_passthrough(void)
 {
-	return atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_PASSTHROUGH && ro.opt.passthrough;
+	return atomic_load_explicit(&rampart_state, memory_order_acquire) == STATE_PASSTHROUGH && roots.opt.passthrough;
 }
 static inline must_check bool rampart_ready(void)
 {

@@ -124,7 +124,7 @@ static unsigned long stats_hit_permille(const struct rampart_heap_stats *h)
 	return n ? h->cache_hits * 1000 / n : 0;
 }
 static unsigned long stats_arenas_open(void) { return slab_arenas_open(); }
-static unsigned long stats_arenas(void) { return ro.slab.arenas; }
+static unsigned long stats_arenas(void) { return roots.slab.arenas; }
 static unsigned long stats_guards_omitted(void) { return guard_guards_omitted(); }
 
 enum stat_group {
@@ -334,14 +334,14 @@ void stats_report_at_exit(void)
 	/* The file is opened only now: programs such as ls and sort close stderr before
 	 * exit, and a file opened at start-up would be a descriptor the program never
 	 * asked for. */
-	if (ro.opt.stats_file[0] && !getauxval(AT_SECURE)) {
-		fd = open(ro.opt.stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	if (roots.opt.stats_file[0] && !getauxval(AT_SECURE)) {
+		fd = open(roots.opt.stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
 		if (fd < 0) {
-			if (ro.opt.verbose) {
+			if (roots.opt.verbose) {
 				char space[256];
 				struct out w = out_fd(STDERR_FILENO, space, sizeof space);
 				out_str(&w, "rampart: stats_file ");
-				out_str(&w, ro.opt.stats_file);
+				out_str(&w, roots.opt.stats_file);
 				out_str(&w, ": ");
 				out_str(&w, "cannot be opened (errno ");
 				out_num(&w, (unsigned long)errno);
@@ -351,7 +351,7 @@ void stats_report_at_exit(void)
 			fd = STDERR_FILENO;
 		}
 	}
-	stats_report(fd, ro.opt.stats == STATS_JSON);
+	stats_report(fd, roots.opt.stats == STATS_JSON);
 	if (fd != STDERR_FILENO) close(fd);
 	errno = saved;
 }

@@ -85,13 +85,13 @@ struct meta_header *meta_init(void)
 
 bool meta_contains(const void *p)
 {
-	struct meta_header *h = ro.meta;
+	struct meta_header *h = roots.meta;
 	return h && (uintptr_t)p - h->region.base < h->region.size;
 }
 
 void *meta_alloc(size_t bytes)
 {
-	struct meta_header *h = ro.meta;
+	struct meta_header *h = roots.meta;
 	size_t len;
 	if (!page_round(bytes, &len) || !len) return NULL;
 	void *result = NULL;
@@ -131,7 +131,7 @@ void *meta_alloc(size_t bytes)
 
 void meta_free(void *p, size_t bytes)
 {
-	struct meta_header *h = ro.meta;
+	struct meta_header *h = roots.meta;
 	size_t len;
 	if (!p || !page_round(bytes, &len)) return;
 	meta_lock();

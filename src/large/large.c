@@ -218,13 +218,13 @@ struct large_state *large_init(void)
 	struct rlimit as;
 	if (getrlimit(RLIMIT_AS, &as) != 0) as.rlim_cur = RLIM_INFINITY;
 	region_quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
-			MIN(ro.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
-			held_bound(ro.opt.large_quarantine_bytes, &as));
+			MIN(roots.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
+			held_bound(roots.opt.large_quarantine_bytes, &as));
 	region_quarantine_init(&s->huge, s->h_slots, CONFIG_HUGE_QUARANTINE_RANDOM, s->h_ring, CONFIG_HUGE_QUARANTINE_FIFO,
 			held_bound(CONFIG_HUGE_QUARANTINE_BYTES, &as));
-	reuse_cache_init(&s->cache, s->cache_slots, MIN(ro.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
-		   held_bound(ro.opt.large_cache_bytes, &as), ro.opt.large_cache_decay_ms);
-	populate_init(&s->populate, ro.opt.large_refill_bytes);
+	reuse_cache_init(&s->cache, s->cache_slots, MIN(roots.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
+		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
+	populate_init(&s->populate, roots.opt.large_refill_bytes);
 	return s;
 }
 
@@ -251,7 +251,7 @@ static bool take_cached(struct large_state *s, struct guard_region *r, size_t le
 
 void *large_alloc(size_t size, size_t align)
 {
-	struct large_state *s = ro.large;
+	struct large_state *s = roots.large;
 	size_t len;
 	if (size > LARGE_MAX || !page_round(size, &len) || align > LARGE_MAX) return NULL;
 	void *result = NULL;
@@ -346,7 +346,7 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 
 void large_free(void *p, bool sized, size_t size, size_t align)
 {
-	struct large_state *s = ro.large;
+	struct large_state *s = roots.large;
 	lock_take(&s->lock);
 	struct large_entry *e = live_entry(s, p, OP_FREE);
 	if (unlikely(!e)) return; /* on_error=report: reported and ignored */
@@ -382,7 +382,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 
 size_t large_usable_size(const void *p, enum report_op op)
 {
-	struct large_state *s = ro.large;
+	struct large_state *s = roots.large;
 	lock_take(&s->lock);
 	size_t n = live_entry(s, p, op)->usable;
 	lock_give(&s->lock);
@@ -428,7 +428,7 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 
 void *large_realloc(void *p, size_t size)
 {
-	struct large_state *s = ro.large;
+	struct large_state *s = roots.large;
 	size_t len;
 	if (size > LARGE_MAX || !page_round(size, &len)) return NULL;
 	lock_take(&s->lock);
@@ -454,7 +454,7 @@ void *large_realloc(void *p, size_t size)
 
 size_t large_object_size(const void *p)
 {
-	struct large_state *s = ro.large;
+	struct large_state *s = roots.large;
 	uintptr_t a = (uintptr_t)p;
 	size_t n = 0;
 	lock_take(&s->lock);
@@ -477,7 +477,7 @@ size_t large_object_size(const void *p)
 
 bool large_trim(void)
 {
-	struct large_state *s = ro.large;
+	struct large_state *s = roots.large;
 	lock_take(&s->lock);
 	bool any = reuse_cache_flush(&s->cache) > 0;
 	lock_give(&s->lock);
@@ -486,7 +486,7 @@ bool large_trim(void)
 
 void large_figures(struct large_figures *f)
 {
-	struct large_state *s = ro.large;
+	struct large_state *s = roots.large;
 	*f = (struct large_figures){0};
 	lock_take(&s->lock);
 	for (size_t i = 0; i < s->cap; i++) {
@@ -502,10 +502,10 @@ void large_figures(struct large_figures *f)
 	lock_give(&s->lock);
 }
 
-void large_fork_prepare(void) { lock_take(&ro.large->lock); }
-void large_fork_parent(void) { lock_give(&ro.large->lock); }
+void large_fork_prepare(void) { lock_take(&roots.large->lock); }
+void large_fork_parent(void) { lock_give(&roots.large->lock); }
 void large_fork_child(bool locked)
 {
-	if (locked) lock_reset(&ro.large->lock);
-	populate_fork_child(&ro.large->populate); /* its generator reseeds on its next draw */
+	if (locked) lock_reset(&roots.large->lock);
+	populate_fork_child(&roots.large->populate); /* its generator reseeds on its next draw */
 }

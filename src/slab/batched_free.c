@@ -55,7 +55,7 @@ struct batches {
 #define BATCH_CHUNK_BYTES ((size_t)16 * sizeof(struct batches))
 
 /* The registry, the pool and the chunk being carved: pointers into metadata, so they
- * live in metadata too (DESIGN: no writable global holds one), on the seed source's
+ * live in metadata too (docs/DESIGN.md: no writable global holds one), on the seed source's
  * page, which is reached from the read-only roots; a write to a global of rampart's
  * cannot redirect where a block is taken from or linked in. Zero when the page is
  * mapped: the lock free, the lists empty. */
@@ -69,7 +69,7 @@ struct batch_pool {
 /* meta_alloc rounds the seed source up to a page, 4 KiB at least. */
 _Static_assert(POOL_OFFSET + sizeof(struct batch_pool) <= 4096, "the pool state fits the seeds' page");
 
-struct batch_pool *slab_batch_pool(void) { return (struct batch_pool *)((char *)ro.slab.seeds + POOL_OFFSET); }
+struct batch_pool *slab_batch_pool(void) { return (struct batch_pool *)((char *)roots.slab.seeds + POOL_OFFSET); }
 
 /* The names the code below used when these were globals; each now reads the roots. */
 #define pool_lock (slab_batch_pool()->lock)
@@ -114,7 +114,7 @@ static void slab_batched_enter(struct slab_class *k, qentry_t e)
 static void batch_flush(struct free_batch *b)
 {
 	if (!b->n) return;
-	struct slab_class *k = &ro.slab.classes[b->r1 - 1];
+	struct slab_class *k = &roots.slab.classes[b->r1 - 1];
 	class_lock(k);
 	for (uint32_t j = 0; j < b->n; j++) slab_batched_enter(k, b->e[j]);
 	/* Emptied before the lock goes: a fork waits for the lock (its prepare handler
@@ -240,7 +240,7 @@ noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct ar
 	uint32_t pos = pl.pos, i = pl.i;
 	/* The batch first: a full one enters the quarantine now, and this very slot may be
 	 * in it (a second free by this thread), which the bits below must then show. */
-	struct free_batch *fb = slab_batch_for((unsigned)(k - ro.slab.classes));
+	struct free_batch *fb = slab_batch_for((unsigned)(k - roots.slab.classes));
 	if (!fb) return false;
 	uint64_t bit = (uint64_t)1 << (i & 63);
 	const struct slot_bits *b = &s->bits[i >> 6];

@@ -64,9 +64,9 @@
 struct slab_class;
 
 struct slab_roots;
-/* Set aside the slab window and fill in *roots (init.c keeps them; false: no address
+/* Set aside the slab window and fill in *out (init.c keeps it in the roots; false: no address
  * space or memory). */
-must_check bool slab_init(struct slab_roots *roots);
+must_check bool slab_init(struct slab_roots *out);
 
 /* Is p inside the slab window? (Then only slab_* may handle it.) */
 static inline bool slab_contains(const void *p);
@@ -110,7 +110,7 @@ void slab_fork_child(void);
 
 static inline bool slab_contains(const void *p)
 {
-	return (uintptr_t)p - ro.slab.base < ro.slab.size;
+	return (uintptr_t)p - roots.slab.base < roots.slab.size;
 }
 
 #endif

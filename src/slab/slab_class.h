@@ -147,8 +147,8 @@ _Static_assert(FIRST_POSITIONS <= CHUNK, "the first positions lie in chunk 0");
  * one-page class at 2^24 positions, 32 GiB of live blocks in one arena, while memory
  * and spill regions remained; a narrower encoding (slot bits per class, or a global
  * slot number) either still stops the 16-byte class (256 slots, 8 bits) or decodes by
- * division. The cost is the quarantine's metadata, twice what it was (README,
- * "Capacity"; bench/journal/2026-11-27-positions.md). A tag bit above the position
+ * division. The cost is the quarantine's metadata, twice what it was (docs/slab.md,
+ * "Capacity: spill regions"; bench/journal/2026-11-27-positions.md). A tag bit above the position
  * instead of the + 1 spared decoding its subtraction but cost small churn more
  * instructions than it saved (a 64-bit constant to set at every entry). */
 typedef uint64_t qentry_t;
@@ -349,7 +349,7 @@ static inline uint64_t tail_word(const struct slab_class *k, uint32_t w)
 }
 
 /* A spill region: one more region of the window for a class whose home region is full
- * (its positions max_pos on, seg_pos of them). The table (ro.slab.spill, in the metadata)
+ * (its positions max_pos on, seg_pos of them). The table (roots.slab.spill, in the metadata)
  * has one entry per spill region of the window, in window order; an entry is taken once,
  * by one (arena, class), for good: address space a class used is never another's. Its
  * span decodes like a class's: offsets from span.base in [lo, hi) are the class's
@@ -420,7 +420,7 @@ static inline bool desc_exists(const struct slab_class *k, uint32_t pos)
 /* The spill region holding position pos (pos >= home_pos, below max_pos). */
 static inline struct slab_spill *spill_of(const struct slab_class *k, uint32_t pos)
 {
-	return &ro.slab.spill[k->seg[div32(pos - k->home_pos, k->seg_pos, k->seg_magic)]];
+	return &roots.slab.spill[k->seg[div32(pos - k->home_pos, k->seg_pos, k->seg_magic)]];
 }
 
 /* The area holding position pos: its nursery cell, its region or a spill region; *off
@@ -465,8 +465,8 @@ static inline void grow_extent(const struct slab_class *k, struct slab *s, uint3
  * and its span. */
 static inline struct slab_class *spill_class_at(size_t j, const struct area_span **span)
 {
-	if (j >= ro.slab.nspill) return NULL;
-	struct slab_spill *sp = &ro.slab.spill[j];
+	if (j >= roots.slab.nspill) return NULL;
+	struct slab_spill *sp = &roots.slab.spill[j];
 	*span = &sp->span;
 	/* Acquire: the span and the class's geometry are seen as they were when it took it. */
 	return __atomic_load_n(&sp->owner, __ATOMIC_ACQUIRE);
@@ -484,23 +484,23 @@ static inline struct slab_class *spill_class_at(size_t j, const struct area_span
 static inline struct slab_class *class_at(uintptr_t a, const struct area_span **span)
 {
 	const size_t n = (size_t)CONFIG_SLAB_ARENAS * SC_COUNT;
-	size_t r = (a - ro.slab.base) >> ro.slab.region_shift;
+	size_t r = (a - roots.slab.base) >> roots.slab.region_shift;
 #if !CONFIG_SLAB_NURSERY_PAGES
 	/* Built without a nursery: the regions alone, the cheaper decode, but for the
 	 * spill regions' test. */
 	if (unlikely(r >= n)) return spill_class_at(r - n, span);
-	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &roots.slab.classes[r] : NULL;
 	*span = k ? &k->span[AREA_REGION] : NULL;
 	return k;
 #else
-	size_t cell = MIN((a - ro.slab.nursery) >> ro.slab.cell_shift, n); /* n: in no cell */
-	size_t in_cell = ro.slab.cell_region[cell];
+	size_t cell = MIN((a - roots.slab.nursery) >> roots.slab.cell_shift, n); /* n: in no cell */
+	size_t in_cell = roots.slab.cell_region[cell];
 	size_t pick = -(size_t)(r >= n); /* the nursery's region (there is one then) */
 	unsigned area = r >= n;
 	size_t w = r;
 	r = (in_cell & pick) | (r & ~pick); /* masks: the compiler keeps them branch-free */
 	if (unlikely(r >= n)) return w > n ? spill_class_at(w - n - 1, span) : NULL;
-	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &ro.slab.classes[r] : NULL;
+	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &roots.slab.classes[r] : NULL;
 	*span = k ? &k->span[area] : NULL;
 	return k;
 #endif

@@ -19,18 +19,18 @@ void slab_fork_prepare(void)
 	slab_batch_fork_prepare();
 #endif
 	lock_take(&slab_arena_lock);
-	unsigned n = ro.slab.arenas * SC_COUNT;
+	unsigned n = roots.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
-		if (arena_is_open(r / SC_COUNT)) class_lock(&ro.slab.classes[r]);
-	lock_take(&ro.slab.seeds->lock); /* a leaf: taken inside class locks */
+		if (arena_is_open(r / SC_COUNT)) class_lock(&roots.slab.classes[r]);
+	lock_take(&roots.slab.seeds->lock); /* a leaf: taken inside class locks */
 }
 
 void slab_fork_parent(void)
 {
-	lock_give(&ro.slab.seeds->lock);
-	unsigned n = ro.slab.arenas * SC_COUNT;
+	lock_give(&roots.slab.seeds->lock);
+	unsigned n = roots.slab.arenas * SC_COUNT;
 	for (unsigned r = n; r-- > 0;)
-		if (arena_is_open(r / SC_COUNT)) class_unlock(&ro.slab.classes[r]);
+		if (arena_is_open(r / SC_COUNT)) class_unlock(&roots.slab.classes[r]);
 	lock_give(&slab_arena_lock);
 #if SLAB_FREE_BATCHES
 	slab_batch_fork_parent();
@@ -39,12 +39,12 @@ void slab_fork_parent(void)
 
 void slab_fork_child(void)
 {
-	unsigned n = ro.slab.arenas * SC_COUNT;
+	unsigned n = roots.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++) {
 		if (!arena_is_open(r / SC_COUNT)) continue;
-		lock_reset(&ro.slab.classes[r].lock);
+		lock_reset(&roots.slab.classes[r].lock);
 	}
-	lock_reset(&ro.slab.seeds->lock);
+	lock_reset(&roots.slab.seeds->lock);
 	lock_reset(&slab_arena_lock);
 #if SLAB_FREE_BATCHES
 	slab_batch_fork_child();

@@ -428,9 +428,9 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
 	if (now < due || !atomic_compare_exchange_strong_explicit(&next_sweep_ms, &due, now + CONFIG_SLAB_EMPTY_DECAY_MS,
 								   memory_order_relaxed, memory_order_relaxed))
 		return;
-	unsigned n = ro.slab.arenas * SC_COUNT;
+	unsigned n = roots.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++) {
-		struct slab_class *k = &ro.slab.classes[r];
+		struct slab_class *k = &roots.slab.classes[r];
 		if (k == self || !class_is_set_up(r) || !lock_try(&k->lock)) continue;
 		if (k->open_slabs && k->nempty) decay_empty_budget(k, now); /* not the zero class */
 		class_unlock(k);

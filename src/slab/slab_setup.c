@@ -94,10 +94,10 @@ static uint32_t positions_cap(const struct slab_class *k)
  * start-up time and page faults). */
 noinline void slab_class_setup(struct slab_class *k)
 {
-	unsigned r = (unsigned)(k - ro.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
+	unsigned r = (unsigned)(k - roots.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
 	struct sc_geometry g;
 	sc_geometry(c, os_page, &g);
-	size_t region = (size_t)1 << ro.slab.region_shift;
+	size_t region = (size_t)1 << roots.slab.region_shift;
 	k->cls = c;
 #if CONFIG_SLOT_QUARANTINE
 	k->arena1 = a + 1;
@@ -119,7 +119,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->empty_max = k->empty_floor;
 
 	/* Its share of the arena's metadata (arena_mem_bytes). */
-	char *mem = ro.slab.arena_mem + (size_t)a * ro.slab.arena_mem_bytes;
+	char *mem = roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes;
 	char *control = mem + FIRST_BLOCK_BYTES + (size_t)c * class_control_bytes();
 	char *hot = mem + arena_hot_start();
 	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
@@ -141,10 +141,10 @@ noinline void slab_class_setup(struct slab_class *k)
 	/* Its own generator, seeded from the slab allocator's source (one system call for
 	 * all of them). The random guard area: up to 1/16 of the region, at least one page.
 	 * Never mapped: the region starts above it. */
-	k->rnd->source = ro.slab.seeds;
+	k->rnd->source = roots.slab.seeds;
 	random_reseed(k->rnd);
 	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
-	uintptr_t area = ro.slab.base + (size_t)r * region + guard_pages * os_page;
+	uintptr_t area = roots.slab.base + (size_t)r * region + guard_pages * os_page;
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)positions_cap(k));
 	k->home_pos = k->max_pos;
 	/* Positions of each spill region: what fits above the largest lead a spill region
@@ -158,15 +158,15 @@ noinline void slab_class_setup(struct slab_class *k)
 	/* Its nursery cell: as many positions as fit above a random lead of up to a
 	 * quarter of the cell (at least a page, never mapped) and below a closed page. The
 	 * zero class's memory never opens: it keeps to its region. */
-	size_t cell = ro.slab.cell_shift ? (size_t)1 << ro.slab.cell_shift : 0;
+	size_t cell = roots.slab.cell_shift ? (size_t)1 << roots.slab.cell_shift : 0;
 	if (cell && c) {
 		unsigned j = 0;
-		while (ro.slab.cell_region[a * SC_COUNT + j] != r) j++;
+		while (roots.slab.cell_region[a * SC_COUNT + j] != r) j++;
 		size_t lead = (1 + random_below(k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
 		size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
 		if (fit) {
 			k->nursery_bytes = fit * k->slab_bytes;
-			guard_start(&k->nursery, ro.slab.nursery + (((size_t)a * SC_COUNT + j) << ro.slab.cell_shift) + lead);
+			guard_start(&k->nursery, roots.slab.nursery + (((size_t)a * SC_COUNT + j) << roots.slab.cell_shift) + lead);
 			k->nursery.flags |= REGION_KEEP_ANON;
 		}
 	}
@@ -190,20 +190,20 @@ static _Atomic unsigned spill_taken;
  * decoder that finds it sees the span. */
 bool slab_spill_add(struct slab_class *k)
 {
-	if (!ro.slab.nspill || !k->seg_pos || k->max_pos >= positions_cap(k)) return false;
+	if (!roots.slab.nspill || !k->seg_pos || k->max_pos >= positions_cap(k)) return false;
 	if (!k->seg) {
-		k->seg = meta_alloc(ro.slab.nspill * sizeof *k->seg);
+		k->seg = meta_alloc(roots.slab.nspill * sizeof *k->seg);
 		if (!k->seg) return false;
 	}
 	unsigned j = atomic_load_explicit(&spill_taken, memory_order_relaxed);
 	do {
-		if (j >= ro.slab.nspill) return false;
+		if (j >= roots.slab.nspill) return false;
 	} while (!atomic_compare_exchange_weak_explicit(&spill_taken, &j, j + 1, memory_order_relaxed,
 							memory_order_relaxed));
-	struct slab_spill *sp = &ro.slab.spill[j];
-	size_t region = (size_t)1 << ro.slab.region_shift;
+	struct slab_spill *sp = &roots.slab.spill[j];
+	size_t region = (size_t)1 << roots.slab.region_shift;
 	size_t lead = (1 + random_below(k->rnd, region / 16 / os_page)) * os_page;
-	uintptr_t start = ro.slab.base + ((SPILL_FIRST + j) << ro.slab.region_shift) + lead;
+	uintptr_t start = roots.slab.base + ((SPILL_FIRST + j) << roots.slab.region_shift) + lead;
 	guard_start(&sp->region, start);
 	sp->region.flags |= REGION_KEEP_ANON;
 	size_t lo = (size_t)k->max_pos * k->slab_bytes; /* its first position's offset */
@@ -273,12 +273,12 @@ static void nursery_place(struct slab_roots *sr, unsigned nregions)
  * CPUs cost memory and gain no time. The affinity mask is read once, at start-up. */
 static unsigned arenas_wanted(void)
 {
-	if (ro.opt.arenas) return (unsigned)ro.opt.arenas;
+	if (roots.opt.arenas) return (unsigned)roots.opt.arenas;
 	unsigned cpus = os_cpus();
 	return cpus && cpus < CONFIG_SLAB_ARENAS ? cpus : CONFIG_SLAB_ARENAS;
 }
 
-bool slab_init(struct slab_roots *roots)
+bool slab_init(struct slab_roots *out)
 {
 	/* The window and the nursery are laid out for every arena the build has (address
 	 * space only: class_at decodes with the build's constants); threads are sent to
@@ -309,11 +309,11 @@ bool slab_init(struct slab_roots *roots)
 		return false;
 	}
 	random_source_init(seeds);
-	*roots = (struct slab_roots){.base = base, .size = total << shift, .region_shift = shift,
+	*out = (struct slab_roots){.base = base, .size = total << shift, .region_shift = shift,
 				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
 				     .arena_mem_bytes = per_arena, .seeds = seeds, .spill = spill,
 				     .nspill = CONFIG_SLAB_SPILL_REGIONS};
-	nursery_place(roots, nregions);
+	nursery_place(out, nregions);
 	slab_arena_open(0);
 	return true;
 }

@@ -42,9 +42,9 @@ void slab_class_figures(unsigned c, struct slab_class_figures *f)
 	f->slot_size = g.size;
 	f->usable = g.usable;
 	f->slab_bytes = c ? (size_t)g.pages * os_page : 0;
-	for (unsigned a = 0; a < ro.slab.arenas; a++) {
+	for (unsigned a = 0; a < roots.slab.arenas; a++) {
 		if (!class_is_set_up(a * SC_COUNT + c)) continue; /* no slab yet */
-		struct slab_class *k = &ro.slab.classes[a * SC_COUNT + c];
+		struct slab_class *k = &roots.slab.classes[a * SC_COUNT + c];
 		class_lock(k);
 		class_figures_locked(k, f);
 		class_unlock(k);
@@ -74,9 +74,9 @@ size_t slab_trim(void)
 #if SLAB_FREE_BATCHES
 	slab_batch_flush_mine(); /* before the classes let their held slots go */
 #endif
-	unsigned n = ro.slab.arenas * SC_COUNT;
+	unsigned n = roots.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
-		if (class_is_set_up(r) && r % SC_COUNT) closed += trim_class(&ro.slab.classes[r]);
+		if (class_is_set_up(r) && r % SC_COUNT) closed += trim_class(&roots.slab.classes[r]);
 	return closed;
 }
 

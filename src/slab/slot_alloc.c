@@ -91,7 +91,7 @@ static noinline void prefetch_free_slots(struct slab_class *k, const struct slab
 
 static unsigned assign_arena(void)
 {
-	unsigned a = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % ro.slab.arenas + 1;
+	unsigned a = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % roots.slab.arenas + 1;
 	if (!arena_is_open(a - 1)) slab_arena_open(a - 1);
 	lock_owner_init(); /* a thread's first allocation: its mark for the lock words (lock.h) */
 	tls_arena = a;
@@ -102,7 +102,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 {
 	unsigned a = tls_arena;
 	if (unlikely(!a)) a = assign_arena();
-	struct slab_class *k = &ro.slab.classes[(a - 1) * SC_COUNT + c];
+	struct slab_class *k = &roots.slab.classes[(a - 1) * SC_COUNT + c];
 	class_lock(k);
 #if CONFIG_SLOT_QUARANTINE
 	if (unlikely(k->ndeferred)) slot_quarantine_drain(k);
@@ -348,12 +348,12 @@ static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
 __attribute__((destructor)) static void slab_check_at_exit(void)
 {
 #if CONFIG_SLOT_CANARY
-	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !ro.opt.check_at_exit)
+	if (atomic_load_explicit(&rampart_state, memory_order_acquire) != STATE_READY || !roots.opt.check_at_exit)
 		return;
 	uintptr_t last = 0;
-	unsigned n = ro.slab.arenas * SC_COUNT;
+	unsigned n = roots.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
-		if (class_is_set_up(r) && r % SC_COUNT) check_class_at_exit(&ro.slab.classes[r], &last);
+		if (class_is_set_up(r) && r % SC_COUNT) check_class_at_exit(&roots.slab.classes[r], &last);
 	if (last) report_fatal(OP_EXIT, ERR_EXIT_CANARY, (void *)last);
 #endif
 }

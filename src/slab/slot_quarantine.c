@@ -47,7 +47,7 @@ static inline __attribute__((always_inline)) void put_entry(struct slab_class *k
 		 * slab). Held here, it goes to that allocation without the slab going back
 		 * onto the partial list and off it again, and without a slot draw. The rest of
 		 * the time the next allocation used to draw among its slab's free slots;
-		 * now it gets this one: reuse order is the quarantine's alone (README,
+		 * now it gets this one: reuse order is the quarantine's alone (docs/slab.md,
 		 * "How long a freed slot waits"). */
 		if (!k->released) k->released = old;
 		else release_entry(k, old);

@@ -3,7 +3,7 @@
  *
  * Built (test/test.mk) against a library whose class regions are 16 MiB and which sets
  * aside 8 spill regions, so that a class fills its region, and then the spill regions,
- * in a few tens of MiB. White-box: it reads the window's layout (ro.slab) to tell which
+ * in a few tens of MiB. White-box: it reads the window's layout (roots.slab) to tell which
  * blocks lie in spill regions and decodes them as a free does (class_at).
  *
  *  - 16-byte blocks, several regions' worth: every allocation succeeds, the blocks past
@@ -36,8 +36,8 @@
 /* The spill region p lies in, or -1 (a class's own region, the nursery, elsewhere). */
 static long spill_index(const void *p)
 {
-	size_t w = ((uintptr_t)p - ro.slab.base) >> ro.slab.region_shift;
-	return (uintptr_t)p - ro.slab.base < ro.slab.size && w >= SPILL_FIRST ? (long)(w - SPILL_FIRST) : -1;
+	size_t w = ((uintptr_t)p - roots.slab.base) >> roots.slab.region_shift;
+	return (uintptr_t)p - roots.slab.base < roots.slab.size && w >= SPILL_FIRST ? (long)(w - SPILL_FIRST) : -1;
 }
 
 /* The class a free of p would lock, checked to be class c of some arena. */
@@ -47,7 +47,7 @@ static const struct slab_class *owner(const void *p, unsigned c)
 	const struct slab_class *k = class_at((uintptr_t)p, &span);
 	CHECK(k != NULL);
 	CHECK(k->cls == c);
-	CHECK((size_t)(k - ro.slab.classes) % SC_COUNT == c);
+	CHECK((size_t)(k - roots.slab.classes) % SC_COUNT == c);
 	return k;
 }
 
@@ -83,7 +83,7 @@ static void freed_usable_size(void)
 
 static int small_blocks(void)
 {
-	size_t region = (size_t)1 << ro.slab.region_shift;
+	size_t region = (size_t)1 << roots.slab.region_shift;
 	/* 16-byte slots, 256 a page: 2.5 regions of slabs without a single guard slab. */
 	nsmall = region / 16 * 5 / 2;
 	small = malloc(nsmall * sizeof *small);
@@ -116,10 +116,10 @@ static int small_blocks(void)
 	}
 	CHECK(malloc_object_size((char *)victim + 3) == USABLE16 - 3);
 	/* Every spill region taken is this class's; the rest are no class's. */
-	for (unsigned j = 0; j < ro.slab.nspill; j++) {
-		const struct slab_class *k = __atomic_load_n(&ro.slab.spill[j].owner, __ATOMIC_ACQUIRE);
+	for (unsigned j = 0; j < roots.slab.nspill; j++) {
+		const struct slab_class *k = __atomic_load_n(&roots.slab.spill[j].owner, __ATOMIC_ACQUIRE);
 		CHECK(k == NULL || k == home);
-		if (!k) untaken = (char *)ro.slab.base + ((SPILL_FIRST + j) << ro.slab.region_shift) + region / 2;
+		if (!k) untaken = (char *)roots.slab.base + ((SPILL_FIRST + j) << roots.slab.region_shift) + region / 2;
 	}
 	CHECK(untaken != NULL);
 	CHECK(malloc_object_size(untaken) == 0);
@@ -183,10 +183,10 @@ static size_t fill_big(void **v, size_t cap, unsigned char mark)
 
 static int big_blocks(void)
 {
-	size_t region = (size_t)1 << ro.slab.region_shift;
+	size_t region = (size_t)1 << roots.slab.region_shift;
 	unsigned c = sc_of(BIG);
 	/* At most every position of the class's region and of every spill region. */
-	size_t cap = (ro.slab.nspill + 1) * (region / (512 << 10)) * 4 + 1;
+	size_t cap = (roots.slab.nspill + 1) * (region / (512 << 10)) * 4 + 1;
 	void **v = malloc(cap * sizeof *v);
 	CHECK(v != NULL);
 	size_t n = fill_big(v, cap, 0xa5);
@@ -194,11 +194,11 @@ static int big_blocks(void)
 	 * page), about half of them guard slabs under madvise; 4 blocks a slab. */
 	size_t floor_per_region = (15 * region / 16 / (512 << 10) - 1) / 2 * 4;
 	printf("%zu blocks of 128 KiB before ENOMEM (at least %zu expected)\n", n,
-	       floor_per_region * (ro.slab.nspill + 1));
-	CHECK(n >= floor_per_region * (ro.slab.nspill + 1));
+	       floor_per_region * (roots.slab.nspill + 1));
+	CHECK(n >= floor_per_region * (roots.slab.nspill + 1));
 	const struct slab_class *home = owner(v[0], c);
-	for (unsigned j = 0; j < ro.slab.nspill; j++)
-		CHECK(__atomic_load_n(&ro.slab.spill[j].owner, __ATOMIC_ACQUIRE) == home);
+	for (unsigned j = 0; j < roots.slab.nspill; j++)
+		CHECK(__atomic_load_n(&roots.slab.spill[j].owner, __ATOMIC_ACQUIRE) == home);
 	/* Other classes are unaffected, and none of their blocks lies in a spill region. */
 	for (unsigned i = 0; i < 1000; i++) {
 		char *q = malloc(100);
@@ -245,9 +245,9 @@ static int in_child(const char *name, int (*fn)(void))
 int main(void)
 {
 	free(malloc(1)); /* started */
-	if (ro.slab.nspill < 2)
+	if (roots.slab.nspill < 2)
 		test_skip("this build has no spill regions (CONFIG_SLAB_SPILL_REGIONS=%d)", CONFIG_SLAB_SPILL_REGIONS);
-	if (ro.slab.region_shift != CONFIG_SLAB_REGION_SHIFT)
+	if (roots.slab.region_shift != CONFIG_SLAB_REGION_SHIFT)
 		test_skip("the window did not fit with regions of 2^%d bytes", CONFIG_SLAB_REGION_SHIFT);
 	int failed = 0;
 	failed += in_child("16-byte blocks past their region", small_blocks);

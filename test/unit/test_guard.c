@@ -38,7 +38,7 @@ static bool each_mapping(void (*visit)(uintptr_t lo, uintptr_t hi, void *ctx), v
 
 static void count_outside_windows(uintptr_t lo, uintptr_t hi, void *ctx)
 {
-	bool slab = ro.slab.size && lo - ro.slab.base < ro.slab.size;
+	bool slab = roots.slab.size && lo - roots.slab.base < roots.slab.size;
 	if (!slab && !meta_contains((void *)lo)) *(long *)ctx += (long)((hi - lo) / (uintptr_t)sysconf(_SC_PAGESIZE));
 }
 

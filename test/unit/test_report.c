@@ -72,13 +72,13 @@ static void go_on_of(int kind) { ck_assert(report_go_on(OP_FREE, (enum report_ki
  * leaves nothing changed; the words of the report come from the kind. */
 START_TEST(test_go_on)
 {
-	ro.opt.on_error = ON_ERROR_ABORT;
-	ro.opt.sized_free = true;
+	roots.opt.on_error = ON_ERROR_ABORT;
+	roots.opt.sized_free = true;
 	for (int k = 0; k < ERR_COUNT; k++) ck_assert(!report_go_on(OP_FREE, (enum report_kind)k, NULL));
-	ro.opt.sized_free = false; /* a wrong size alone is forgiven, silently */
+	roots.opt.sized_free = false; /* a wrong size alone is forgiven, silently */
 	for (int k = 0; k < ERR_COUNT; k++) ck_assert(report_go_on(OP_FREE, (enum report_kind)k, NULL) == (k == ERR_WRONG_SIZE));
-	ro.opt.sized_free = true;
-	ro.opt.on_error = ON_ERROR_REPORT;
+	roots.opt.sized_free = true;
+	roots.opt.on_error = ON_ERROR_REPORT;
 	static const enum report_kind ignored[] = {ERR_NOT_LIVE,   ERR_NOT_SLOT_START, ERR_SLOT_NOT_ALLOCATED,
 						   ERR_FREED_SLAB, ERR_SLOT_FREED,     ERR_DOUBLE_FREE};
 	char out[4096];
@@ -98,7 +98,7 @@ START_TEST(test_go_on)
 	for (size_t i = 0; i < sizeof never / sizeof *never; i++) ck_assert(!report_go_on(OP_FREE, never[i], NULL));
 	for (int op = 0; op < OP_COUNT; op++)
 		if (op != OP_FREE) ck_assert(!report_go_on((enum report_op)op, ERR_NOT_LIVE, NULL));
-	ro.opt.on_error = ON_ERROR_ABORT;
+	roots.opt.on_error = ON_ERROR_ABORT;
 }
 END_TEST
 

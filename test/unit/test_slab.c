@@ -530,15 +530,15 @@ static uintptr_t mapped_end(uintptr_t a)
 /* Is p in the nursery (not in a class's region)? */
 static bool in_nursery(const void *p)
 {
-	return ro.slab.cell_shift && (uintptr_t)p - ro.slab.base >= (size_t)CONFIG_SLAB_ARENAS * SC_COUNT << ro.slab.region_shift;
+	return roots.slab.cell_shift && (uintptr_t)p - roots.slab.base >= (size_t)CONFIG_SLAB_ARENAS * SC_COUNT << roots.slab.region_shift;
 }
 
 /* The class whose nursery cell p is in (arena 0's cells), or SC_COUNT. */
 static unsigned nursery_class(const void *p)
 {
 	if (!in_nursery(p)) return SC_COUNT;
-	size_t cell = ((uintptr_t)p - ro.slab.nursery) >> ro.slab.cell_shift;
-	return cell < SC_COUNT ? ro.slab.cell_region[cell] : SC_COUNT; /* arena 0: region = class */
+	size_t cell = ((uintptr_t)p - roots.slab.nursery) >> roots.slab.cell_shift;
+	return cell < SC_COUNT ? roots.slab.cell_region[cell] : SC_COUNT; /* arena 0: region = class */
 }
 
 /* The slab window is set aside, not mapped: a program may map something there with
@@ -549,9 +549,9 @@ START_TEST(foreign_mapping_in_window)
 {
 	free(malloc(16)); /* started */
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	size_t region = (size_t)1 << ro.slab.region_shift;
+	size_t region = (size_t)1 << roots.slab.region_shift;
 	/* The far end of the last region: no class maps that far. */
-	char *hint = (char *)(ro.slab.base + ro.slab.size - 2 * pg);
+	char *hint = (char *)(roots.slab.base + roots.slab.size - 2 * pg);
 	char *m = mmap(hint, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	ck_assert(m == hint);
 	m[0] = 7;
@@ -573,7 +573,7 @@ START_TEST(foreign_mapping_in_window)
 		ck_assert(count < sizeof got / sizeof *got);
 		got[count++] = first;
 	}
-	uintptr_t r0 = ro.slab.base + ((uintptr_t)first - ro.slab.base) / region * region;
+	uintptr_t r0 = roots.slab.base + ((uintptr_t)first - roots.slab.base) / region * region;
 	char *wall = (char *)mapped_end((uintptr_t)first);
 	ck_assert((uintptr_t)wall < r0 + region);
 	ck_assert(mmap(wall, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == wall);
@@ -626,8 +626,8 @@ static uintptr_t mapped_start(uintptr_t a)
 START_TEST(nursery_holds_first_slabs)
 {
 	free(malloc(16)); /* started */
-	if (!ro.slab.cell_shift) return; /* built without one */
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), cell = (size_t)1 << ro.slab.cell_shift;
+	if (!roots.slab.cell_shift) return; /* built without one */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), cell = (size_t)1 << roots.slab.cell_shift;
 	static void *first[SC_COUNT];
 	for (unsigned k = 1; k < SC_COUNT; k++) {
 		struct sc_geometry g;
@@ -692,15 +692,15 @@ END_TEST
 START_TEST(nursery_cell_taken)
 {
 	free(malloc(16)); /* started */
-	if (!ro.slab.cell_shift) return;
-	size_t cell = (size_t)1 << ro.slab.cell_shift;
+	if (!roots.slab.cell_shift) return;
+	size_t cell = (size_t)1 << roots.slab.cell_shift;
 	unsigned c = sc_of(20000); /* no class this size is used before (a fresh child) */
 	struct slab_class_figures f;
 	slab_class_figures(c, &f);
 	ck_assert_uint_eq(f.slabs_active + f.slabs_empty + f.slabs_closed, 0);
 	unsigned j = 0;
-	while (ro.slab.cell_region[j] != c) j++;
-	char *at = (char *)(ro.slab.nursery + ((size_t)j << ro.slab.cell_shift));
+	while (roots.slab.cell_region[j] != c) j++;
+	char *at = (char *)(roots.slab.nursery + ((size_t)j << roots.slab.cell_shift));
 	char *m = mmap(at, cell, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	ck_assert(m == at);
 	memset(m, 0x77, cell);
@@ -735,23 +735,23 @@ START_TEST(arenas_open_on_first_use)
 	free(malloc(16)); /* started */
 	/* Check runs each test in a child of its single-threaded runner. */
 	ck_assert_uint_eq(slab_arenas_open(), 1);
-	if (ro.slab.arenas < 2) return; /* nothing more to open */
-	size_t region = (size_t)1 << ro.slab.region_shift;
-	char *stray = (char *)(ro.slab.base + (SC_COUNT + 3) * region + region / 2);
+	if (roots.slab.arenas < 2) return; /* nothing more to open */
+	size_t region = (size_t)1 << roots.slab.region_shift;
+	char *stray = (char *)(roots.slab.base + (SC_COUNT + 3) * region + region / 2);
 	ck_assert_uint_eq(malloc_object_size(stray), 0);
 	ck_assert(free_is_fatal(stray));
 
 	void *got[64];
-	ck_assert_uint_le(ro.slab.arenas, 64);
-	for (unsigned t = 0; t < ro.slab.arenas; t++) {
+	ck_assert_uint_le(roots.slab.arenas, 64);
+	for (unsigned t = 0; t < roots.slab.arenas; t++) {
 		pthread_t th;
 		ck_assert_int_eq(pthread_create(&th, NULL, alloc_in_new_thread, NULL), 0);
 		ck_assert_int_eq(pthread_join(th, &got[t]), 0);
 		ck_assert_ptr_nonnull(got[t]);
 		memset(got[t], 0x5a, 100);
 	}
-	ck_assert_uint_eq(slab_arenas_open(), ro.slab.arenas);
-	for (unsigned t = 0; t < ro.slab.arenas; t++) {
+	ck_assert_uint_eq(slab_arenas_open(), roots.slab.arenas);
+	for (unsigned t = 0; t < roots.slab.arenas; t++) {
 		ck_assert_uint_eq(malloc_usable_size(got[t]), sc_usable(sc_of(100)));
 		free(got[t]);
 	}
@@ -768,9 +768,9 @@ END_TEST
 START_TEST(classes_set_up_on_first_use)
 {
 	free(malloc(16)); /* started */
-	size_t region = (size_t)1 << ro.slab.region_shift;
+	size_t region = (size_t)1 << roots.slab.region_shift;
 	unsigned c = sc_of(100000); /* no class this size is used before (a fresh child) */
-	char *stray = (char *)(ro.slab.base + (size_t)c * region + region / 2);
+	char *stray = (char *)(roots.slab.base + (size_t)c * region + region / 2);
 	struct slab_class_figures f;
 	slab_class_figures(c, &f);
 	ck_assert_uint_eq(f.slot_size, sc_size(c));
@@ -795,7 +795,7 @@ START_TEST(classes_set_up_on_first_use)
 		ck_assert_uint_eq(malloc_usable_size(q), n);
 		/* Its own nursery cell or its own region, in arena 0. */
 		if (in_nursery(q)) ck_assert_uint_eq(nursery_class(q), k);
-		else ck_assert_uint_eq(((uintptr_t)q - ro.slab.base) / region, k);
+		else ck_assert_uint_eq(((uintptr_t)q - roots.slab.base) / region, k);
 		free(q);
 	}
 }
@@ -1024,7 +1024,7 @@ START_TEST(batch_pool_state_in_metadata)
 	ck_assert(meta_contains((char *)bp + 63));
 	/* The only way there: a pointer in the roots, which are read-only after start-up
 	 * where the page size lets them sit alone on a page. */
-	if (os_page == RO_ALIGN) ck_assert_int_eq(probe_write(&ro.slab.seeds), EFAULT);
+	if (os_page == RO_ALIGN) ck_assert_int_eq(probe_write(&roots.slab.seeds), EFAULT);
 	/* Its lists, as raw words: every block on them is in metadata. */
 	void *const *words = (void *const *)((char *)bp + sizeof(struct lock));
 	int linked = 0;
