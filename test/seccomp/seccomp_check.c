@@ -1,18 +1,19 @@
 /*
  * seccomp_check.c — rampart under a seccomp filter that allows only the system calls
- * the README's table lists ("System calls, for seccomp filters", generated with this
- * program's allow-list from test/seccomp/syscalls.list) plus what the program itself
+ * the table of docs/seccomp.md lists (generated with this program's allow-list from
+ * test/seccomp/syscalls.list) plus what the program itself
  * needs; any other system call kills the process (SECCOMP_RET_KILL_PROCESS).
  *
  * Each scenario runs in a fresh process (this program re-executed), which installs the
- * filter before its first allocation, so rampart's start-up runs under it too:
+ * filter before its first allocation, so rampart's start-up runs under it too (but for
+ * the options and the policy file, which rampart reads when it is loaded, before main):
  * threaded stress, small and large churn (aligned and sized variants), realloc moves
  * and in-place resizes, fork (with and without threads running), malloc_trim, and a
  * fatal report (a double free must end in SIGABRT with the "rampart: fatal:" line).
  * The guard backend is whatever RAMPART_OPTIONS says (run.sh runs this under both).
  *
  * When a scenario dies by the filter, it is run again with SECCOMP_RET_TRAP instead,
- * whose handler names the system call: the list or the README is missing it.
+ * whose handler names the system call: the list or the table is missing it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
