@@ -71,8 +71,8 @@ $(OUT)/$(SONAME): $(OUT)/librampart.so
 # its code (every section named .text or .text.*) into sections of its own, rampart_text
 # and, for what the compiler marked unlikely (.text.unlikely, clang's .text.unlikely.),
 # rampart_text_cold, whose bounds the linker defines in the program: the callers listed
-# after a fatal error (src/base/report.c) start outside them. The unit tests, which call
-# the internals by name, link internal.a: the objects as compiled.
+# after a fatal error (src/base/report.c) start outside them. Programs that call the
+# internals by name link internal.a: the objects as compiled.
 OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)
 static_sections = $$(readelf -SW $(1) | awk '{ for (i = 1; i <= NF; i++) if ($$i ~ /^\.text/) { \
 	print "--rename-section", $$i "=" ($$i ~ /^\.text\.unlikely/ ? "rampart_text_cold" : "rampart_text"); next } }')
@@ -86,6 +86,19 @@ $(OUT)/librampart.a: $(OBJS) Makefile
 $(OUT)/obj/internal.a: $(OBJS)
 	$(Q)rm -f $@
 	$(call say,AR,$@)ar rcs $@ $(OBJS)
+
+# The unit tests reach inside the library, so they link its objects compiled once more
+# with the invariants checked (CONFIG_INVARIANTS=1, base/common.h), whatever this build
+# says: `make test` checks them where the release build compiles them out.
+INV_CFLAGS := $(filter-out -DCONFIG_INVARIANTS=%,$(ALL_CFLAGS)) -DCONFIG_INVARIANTS=1
+INV_OBJS := $(patsubst src/%.c,$(OUT)/obj-inv/%.o,$(SRCS))
+$(OUT)/obj-inv/%.o: src/%.c $(wildcard src/*/*.h) include/rampart.h $(OUT)/config.stamp
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(INV_CFLAGS) -c $< -o $@
+$(OUT)/obj-inv/front/cxx.o: INV_CFLAGS += -fexceptions
+$(OUT)/obj-inv/internal.a: $(INV_OBJS)
+	$(Q)rm -f $@
+	$(call say,AR,$@)ar rcs $@ $(INV_OBJS)
 
 # rampart(3) with its option list generated from the option table (base/options.h) and
 # this build's defaults, by a program run on the build machine (HOST_CC: a cross build

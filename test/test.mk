@@ -2,7 +2,7 @@
 # and prints one summary line. test/tests.list names every program it runs, how each
 # runs and what is known about it; the lists below come from it (test/list.awk).
 #
-#   test/unit/*.c     Check programs, white-box (may include src/*.h), linked with the library's objects
+#   test/unit/*.c     Check programs, white-box (may include src/*.h), linked with the library's objects, invariants on
 #   test/fault/*.c    cmocka programs; test/fault/fake_kernel.c wraps the kernel calls (-Wl,--wrap=)
 #   test/death/*.c    one death-test harness: each case commits a bug, the test passes on the right signal
 #   test/system/*.c   whole-program checks (stress, fork, mlockall, VMA counts) linked like a user program
@@ -32,9 +32,12 @@ test-list-check:
 	@$(if $(filter-out $(wildcard $(TEST_LISTED_SRCS)),$(TEST_LISTED_SRCS)), \
 		echo "test/tests.list names sources that do not exist: $(filter-out $(wildcard $(TEST_LISTED_SRCS)),$(TEST_LISTED_SRCS))" >&2; exit 1,:)
 
-$(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/obj/internal.a $(wildcard test/*.h)
+# Unit tests: with the invariants checked, in the library objects and in the inline
+# code they compile from its headers (Makefile: obj-inv).
+UNIT_CFLAGS = $(filter-out -DCONFIG_INVARIANTS=%,$(TEST_CFLAGS)) -DCONFIG_INVARIANTS=1
+$(TEST_OUT)/unit/%: test/unit/%.c $(OUT)/obj-inv/internal.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/obj/internal.a $$(pkg-config --cflags --libs check)
+	$(call say,CC,$<)$(CC) $(UNIT_CFLAGS) -o $@ $< $(OUT)/obj-inv/internal.a $$(pkg-config --cflags --libs check)
 
 $(TEST_OUT)/fault/%: test/fault/%.c test/fault/fake_kernel.c $(OBJS) $(wildcard test/*.h test/fault/*.h)
 	@mkdir -p $(@D)
