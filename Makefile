@@ -100,12 +100,12 @@ $(OUT)/obj-inv/internal.a: $(INV_OBJS)
 	$(Q)rm -f $@
 	$(call say,AR,$@)ar rcs $@ $(INV_OBJS)
 
-# rampart(3) with its option list generated from the option table (base/options.h) and
+# rampart(3) with its option list generated from the option table (base/option_table.h) and
 # this build's defaults, by a program run on the build machine (HOST_CC: a cross build
 # cannot run what CC makes). The install substitutes the paths into it.
 HOST_CC ?= cc
 man: $(OUT)/man/rampart.3
-$(OUT)/tools/options_man: pkg/options_man.c src/base/options.h src/base/common.h $(OUT)/config.stamp
+$(OUT)/tools/options_man: pkg/options_man.c src/base/option_table.h src/base/common.h $(OUT)/config.stamp
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(HOST_CC) -std=gnu11 -O1 -Wall -Wextra -Werror $(CONFIG_CPPFLAGS) -Isrc -o $@ $<
 $(OUT)/man/rampart.3: pkg/rampart.3 $(OUT)/tools/options_man

@@ -1,5 +1,5 @@
 /* options_man — prints the option list of rampart(3) as man markup, from the option
- * table (base/options.h) with this build's defaults: the install puts it in place of
+ * table (base/option_table.h) with this build's defaults: the install puts it in place of
  * the @OPTIONS@ line of pkg/rampart.3. Each entry reads as the matching help=1 line:
  *
  *   .TP
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/options.h"
+#include "base/option_table.h"
 
 static int entry(const char *key, const char *values, enum option_kind kind, const void *def, size_t most,
 		 const char *doc)

@@ -16,7 +16,7 @@
 #include <stdatomic.h>
 
 #include "base/common.h"
-#include "base/options.h"
+#include "base/option_table.h"
 
 struct meta_header;
 struct large_state;

@@ -12,7 +12,7 @@
 #include "base/report.h"
 #include "base/text.h"
 
-/* The parser's keys, from the table in base/options.h. */
+/* The parser's keys, from the table in base/option_table.h. */
 struct key {
 	const char *name;
 	enum option_kind kind;

@@ -10,7 +10,7 @@
  * src/front/policy.h). The same grammar serves RAMPART_OPTIONS and the lines of the policy
  * file; messages name their source ("RAMPART_OPTIONS" or "/etc/rampart.conf:12").
  *
- * The options themselves, their defaults and their documentation: base/options.h.
+ * The options themselves, their defaults and their documentation: base/option_table.h.
  *
  * Invariants: read once, when the library is loaded or by the first call if that
  * comes first (src/front/init.c), and never again; the environment is
@@ -21,7 +21,7 @@
 #ifndef RAMPART_OPTIONS_H
 #define RAMPART_OPTIONS_H
 
-#include "base/options.h"
+#include "base/option_table.h"
 
 /* Parse text (may be NULL) into o, starting from the defaults; bad entries are
  * reported on stderr and ignored. */

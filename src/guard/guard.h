@@ -21,7 +21,7 @@
 #define RAMPART_GUARD_H
 
 #include "base/common.h"
-#include "base/options.h" /* enum guard_backend */
+#include "base/option_table.h" /* enum guard_backend */
 
 /* Region flags: how spans are closed and what reopening them takes. */
 enum {

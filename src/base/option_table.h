@@ -1,5 +1,5 @@
 /*
- * options.h — the run-time options (RAMPART_OPTIONS and the policy file): one table.
+ * option_table.h — the run-time options (RAMPART_OPTIONS and the policy file): one table.
  *
  * Invariants:
  *  - RAMPART_OPTION_TABLE is the one list of options. struct options, options_default,
@@ -12,8 +12,8 @@
  *    a PATH option is stored in the struct itself, never as a pointer.
  *  - A leaf: includes only system headers and base files.
  */
-#ifndef RAMPART_BASE_OPTIONS_H
-#define RAMPART_BASE_OPTIONS_H
+#ifndef RAMPART_OPTION_TABLE_H
+#define RAMPART_OPTION_TABLE_H
 
 #include "base/common.h"
 
