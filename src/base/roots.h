@@ -60,14 +60,14 @@ struct rampart_roots {
 	struct options opt;
 };
 
-#define RO_ALIGN 4096
-union ro_page {
+#define ROOTS_PAGE_BYTES 4096
+union roots_page {
 	struct rampart_roots roots;
-	char pad[RO_ALIGN];
+	char pad[ROOTS_PAGE_BYTES];
 };
-_Static_assert(sizeof(struct rampart_roots) <= RO_ALIGN, "roots must fit one page");
-extern union ro_page ro_page;
-#define roots (ro_page.roots)
+_Static_assert(sizeof(struct rampart_roots) <= ROOTS_PAGE_BYTES, "roots must fit one page");
+extern union roots_page roots_page;
+#define roots (roots_page.roots)
 
 extern _Atomic int rampart_state;
 enum { STATE_NEW, STATE_READY, STATE_PASSTHROUGH };

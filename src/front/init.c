@@ -101,8 +101,8 @@ static void say_choices(void)
 
 static void protect_roots(void)
 {
-	if (os_page != RO_ALIGN) return; /* larger pages: the roots share a page, leave it */
-	if (os_read_only(&roots, RO_ALIGN)) report_warn(WARN_ROOTS_WRITABLE, NULL);
+	if (os_page != ROOTS_PAGE_BYTES) return; /* larger pages: the roots share a page, leave it */
+	if (os_read_only(&roots, ROOTS_PAGE_BYTES)) report_warn(WARN_ROOTS_WRITABLE, NULL);
 }
 
 /* Start the modules bottom-up, each handing back its roots, which only this file writes

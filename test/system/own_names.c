@@ -49,7 +49,7 @@ int policy_read(int x) { return calls++, x + 30; }
 int rampart_malloc(int x);
 int rampart_malloc(int x) { return calls++, x + 40; }
 int os_page = 12345;
-char ro_page[3] = "ro";
+char roots_page[3] = "rp";
 long rampart_state = -1;
 long stat_counters[2] = {5, 6};
 
@@ -82,7 +82,7 @@ int main(void)
 	struct rampart_stats st;
 	rampart_get_stats(&st);
 	CHECK(st.guarded_maps >= 1); /* the large blocks were rampart's */
-	CHECK(os_page == 12345 && !strcmp(ro_page, "ro") && rampart_state == -1 && stat_counters[1] == 6);
+	CHECK(os_page == 12345 && !strcmp(roots_page, "rp") && rampart_state == -1 && stat_counters[1] == 6);
 
 	/* A heap bug is still rampart's to report (its own fatal line, SIGABRT), not this
 	 * program's `fatal` (which would exit with status 3). */

@@ -1024,7 +1024,7 @@ START_TEST(batch_pool_state_in_metadata)
 	ck_assert(meta_contains((char *)bp + 63));
 	/* The only way there: a pointer in the roots, which are read-only after start-up
 	 * where the page size lets them sit alone on a page. */
-	if (os_page == RO_ALIGN) ck_assert_int_eq(probe_write(&roots.slab.seeds), EFAULT);
+	if (os_page == ROOTS_PAGE_BYTES) ck_assert_int_eq(probe_write(&roots.slab.seeds), EFAULT);
 	/* Its lists, as raw words: every block on them is in metadata. */
 	void *const *words = (void *const *)((char *)bp + sizeof(struct lock));
 	int linked = 0;
