@@ -108,7 +108,7 @@ static struct item *make_large(uint64_t *s)
 	}
 	if (align && (uintptr_t)p % align) fail("large_alloc alignment", p);
 	struct item *it = malloc(sizeof *it);
-	*it = (struct item){p, large_usable_size(p, "test"), SC_COUNT, (unsigned char)next(s)};
+	*it = (struct item){p, large_usable_size(p, OP_USABLE_SIZE), SC_COUNT, (unsigned char)next(s)};
 	if (it->n < size) fail("large_usable_size below the request", p);
 	if (large_object_size(p + 1) != it->n - 1) fail("large_object_size", p);
 	fill(it);
@@ -144,7 +144,7 @@ static void resize(struct item *it, uint64_t *s)
 			break;
 		}
 	it->p = q;
-	it->n = large_usable_size(q, "test");
+	it->n = large_usable_size(q, OP_USABLE_SIZE);
 	it->tag++;
 	fill(it);
 }
