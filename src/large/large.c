@@ -187,8 +187,10 @@ static bool map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t le
 #define AREA_CLEAR ((1 + (size_t)CONFIG_GUARD_MAX_PAGES) * os_page)
 
 /* In the large area (guard_area_take); where it has no room, or the kernel refuses the
- * mapping there, where the kernel chooses, as before the area: the area never fails an
- * allocation that the kernel's placement would serve. */
+ * mapping there, where the kernel chooses, as before the area, with AREA_CLEAR more of
+ * guard on each side: the kernel puts the region right against other mappings (below
+ * the libraries, say). Where even that is refused, without the extra guard: the area
+ * never fails an allocation that the kernel's placement would serve. */
 static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
 		     size_t align, bool guarded)
 {
@@ -202,9 +204,14 @@ static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead
 			return true;
 		}
 		guard_area_refused(&s->area);
-		*lead = want_lead;
-		*trail = want_trail;
 	}
+	if (guarded) {
+		*lead = want_lead + AREA_CLEAR;
+		*trail = want_trail + AREA_CLEAR;
+		if (map_at(r, 0, lead, len, trail, align, true)) return true;
+	}
+	*lead = want_lead;
+	*trail = want_trail;
 	return map_at(r, 0, lead, len, trail, align, guarded);
 }
 

@@ -477,6 +477,10 @@ static void area_refused(void)
 		unsigned char *p = fresh_block(5 * MiB);
 		CHECK(fk.noreplace_failed == 1);
 		CHECK(!far_from_kernel(p));
+		/* Placed by the kernel against whatever is there: its guards are the
+		 * largest guard longer, so nothing foreign is within that distance. */
+		size_t clear = (1 + (size_t)CONFIG_GUARD_MAX_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+		CHECK(inaccessible(p - clear) && inaccessible(p + malloc_usable_size(p) + clear - 1));
 		unsigned char *q = fresh_block(5 * MiB);
 		CHECK(far_from_kernel(q));
 		memset(p, 0x11, 5 * MiB);
