@@ -410,6 +410,90 @@ bool guard_window(size_t size, uintptr_t *base)
 	return true;
 }
 
+/* --- the large area: where fresh large regions go ---------------------------------- */
+
+/* How far beyond what the next region needs the area is checked free at once: one check
+ * (a PROT_NONE mapping made and unmapped, or a read of the maps file) serves many
+ * regions. */
+#define AREA_STRETCH ((size_t)64 << 20)
+
+/* Is [lo, hi) free of mappings and of the windows (set aside, not mapped)? */
+static bool span_free(uintptr_t lo, uintptr_t hi)
+{
+	return !in_window(lo, hi) && os_range_free(lo, hi);
+}
+
+/* The end of the last-ending window that meets [lo, hi); 0 when none does. */
+static uintptr_t window_over(uintptr_t lo, uintptr_t hi)
+{
+	unsigned n = atomic_load_explicit(&nwindows, memory_order_acquire);
+	uintptr_t end = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (lo < windows[i].hi && windows[i].lo < hi && windows[i].hi > end) end = windows[i].hi;
+	return end;
+}
+
+/* The next start: clear bytes into the lowest span in [from, hi) free of mappings and
+ * windows that holds size bytes with clear bytes on each side. From the maps file: a
+ * collision, rare. */
+static bool area_jump(struct guard_area *a, uintptr_t from, uintptr_t hi, size_t size, size_t clear)
+{
+	uintptr_t g_lo, g_hi;
+	while (from < hi && os_find_gap(from, hi, size + 2 * clear, &g_lo, &g_hi)) {
+		uintptr_t c = g_lo + clear, w = window_over(g_lo, c + size + clear);
+		if (!w) {
+			a->next = c;
+			a->checked = c + size + clear; /* the rest of the gap may hold a window */
+			return true;
+		}
+		from = w;
+	}
+	return false;
+}
+
+uintptr_t guard_area_take(struct guard_area *a, size_t size, size_t clear, uint32_t generation, uint64_t r)
+{
+	if (os_intercepted()) return 0;
+	/* Between 1/2 and 2/3 - 1/64 of the address space: PIE programs start at 2/3. */
+	uintptr_t top = address_space_top(), lo = top / 2, hi = top / 3 * 2 - top / 64;
+	size_t room = hi - lo;
+	if (size > room / 4 || clear > room / 4) return 0;
+	if (!a->next || a->generation != generation) {
+		/* Each page as likely among those with a stretch clear of the windows above
+		 * (a slab window that could not go lower may lie here). */
+		a->generation = generation;
+		a->next = guard_window_pick(windows, atomic_load_explicit(&nwindows, memory_order_acquire), lo + clear,
+					    hi - clear, AREA_STRETCH, r);
+		a->checked = 0;
+		if (!a->next) return 0;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		if (a->next + size + clear <= hi) {
+			if (a->next + size + clear <= a->checked) return a->next;
+			/* Below a start just chosen nothing is known: its clearance too. */
+			uintptr_t from = a->checked >= a->next ? a->checked : a->next - clear;
+			uintptr_t end = MIN(a->next + size + clear + AREA_STRETCH, hi);
+			if (span_free(from, end)) {
+				a->checked = end;
+				return a->next;
+			}
+			if (area_jump(a, a->checked >= a->next ? a->next : a->next - clear, hi, size, clear)) return a->next;
+		}
+		/* The top of the area: on from its bottom, where what was freed has gone. */
+		a->next = lo + clear;
+		a->checked = 0;
+	}
+	a->next = 0; /* full: the kernel places this one, the next call starts anew */
+	return 0;
+}
+
+void guard_area_placed(struct guard_area *a, const struct guard_region *r) { a->next = r->base + r->size; }
+
+void guard_area_refused(struct guard_area *a)
+{
+	if (a->checked > a->next) a->checked = a->next;
+}
+
 void guard_start(struct guard_region *r, uintptr_t base)
 {
 	*r = (struct guard_region){base, 0,
@@ -480,14 +564,15 @@ static uintptr_t trim(uintptr_t base, size_t total, uintptr_t *keep, size_t *kee
 
 /* Map [lead | len | trail] (plus the slack an alignment needs, trimmed off again) as one
  * mapping: read-write for the marker scheme, PROT_NONE for the mprotect one. */
-static bool map_fresh(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+static bool map_fresh(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align,
 		      bool markers)
 {
 	size_t slack = align > os_page ? align - os_page : 0;
 	size_t total = *lead + len + *trail;
 	if (total < len || total + slack < total) return false;
-	void *p = NULL;
-	if (os_map(&p, total + slack, markers ? OS_READ_WRITE : OS_CLOSED, OS_ANYWHERE)) return false;
+	void *p = (void *)at;
+	if (os_map(&p, total + slack, markers ? OS_READ_WRITE : OS_CLOSED, at ? OS_NOREPLACE : OS_ANYWHERE))
+		return false;
 	uintptr_t base = (uintptr_t)p;
 	if (in_window(base, base + total + slack)) {
 		/* The kernel ran out of other address space: a window's addresses decode as
@@ -513,9 +598,15 @@ static bool map_fresh(struct guard_region *r, size_t *lead, size_t len, size_t *
 bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
 	       const char *name)
 {
+	return guard_map_at(r, 0, lead, len, trail, align, name);
+}
+
+bool guard_map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align,
+		  const char *name)
+{
 	size_t want_lead = *lead, want_trail = *trail;
 	bool markers = guard_backend() == GUARD_MADVISE;
-	if (!map_fresh(r, lead, len, trail, align, markers)) return false;
+	if (!map_fresh(r, at, lead, len, trail, align, markers)) return false;
 	if (markers) {
 		void *p = (void *)r->base;
 		int err = os_advise(p, *lead, MADV_GUARD_INSTALL);
@@ -530,7 +621,7 @@ bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, 
 			*lead = want_lead;
 			*trail = want_trail;
 			markers = false;
-			if (!map_fresh(r, lead, len, trail, align, false)) return false;
+			if (!map_fresh(r, at, lead, len, trail, align, false)) return false;
 		}
 	}
 	if (!markers && len) {
@@ -615,12 +706,12 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 	return true;
 }
 
-bool guard_map_bare(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
+bool guard_map_bare(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align,
 		    const char *name)
 {
 	*lead = *trail = 0;
 	/* Read-write from the start: map_fresh's marker layout with no guards to mark. */
-	if (!map_fresh(r, lead, len, trail, align, true)) return false;
+	if (!map_fresh(r, at, lead, len, trail, align, true)) return false;
 	r->flags = REGION_PROTECTED; /* closes with fresh PROT_NONE mappings, opens with mprotect */
 	label(r, name);
 	return true;

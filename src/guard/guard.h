@@ -58,6 +58,38 @@ const char *guard_backend_name(void);
  * trail may come back larger than asked. lead and trail are at least one page. */
 must_check bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail,
 			  size_t align, const char *label);
+/* The same at exactly at (page-aligned; the alignment's slack above it is trimmed off
+ * again), never over anything (MAP_FIXED_NOREPLACE): false when something is there, as
+ * when out of memory. at 0: where the kernel chooses (guard_map). */
+must_check bool guard_map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail,
+			     size_t align, const char *label);
+/* Where fresh large regions go: their own area of the address space, away from what the
+ * kernel places (libraries, stacks, thread-local storage, the program's own mappings).
+ * Its start is a random page between 1/2 and 2/3 - 1/64 of the address space (where Linux
+ * places nothing unless asked for that address: its mmap area is near the top, PIE
+ * programs and their heap at 2/3, the legacy layout's mmap area grows up from 1/3 or
+ * 1/4, the windows lie below 1/4), chosen at the first fresh region of a process, and
+ * again in every child of fork (the caller's generator's fork generation says so).
+ * Regions are laid end to end upward from there, so neighbours merge into one VMA as
+ * the kernel's placement did; the random guards of each region are the gaps between
+ * blocks. Nothing is reserved: the area is only checked free (os_range_free), a stretch
+ * at a time ahead of the regions, and where something is there (or at the top of the
+ * area) the next region goes to the lowest free span above it (or from the bottom of
+ * the area) with clear bytes free on each side. Callers serialise calls on one area. */
+struct guard_area {
+	uintptr_t next;      /* where the next region starts; 0: choose a start */
+	uintptr_t checked;   /* [next, checked) is known free; below next: check from next - clear */
+	uint32_t generation; /* the fork generation the start was chosen in */
+};
+/* Where to map a fresh region of size bytes (guard_map_at), with clear bytes free of any
+ * foreign mapping on each side; 0 when the area has no room for it (a sanitizer owns
+ * the address space, size is beyond a quarter of the area, or no free span is left):
+ * the kernel's choice then. r is a random draw, used when a start is chosen. */
+uintptr_t guard_area_take(struct guard_area *a, size_t size, size_t clear, uint32_t generation, uint64_t r);
+/* The region r was mapped where guard_area_take said: the next one goes above it. */
+void guard_area_placed(struct guard_area *a, const struct guard_region *r);
+/* The kernel refused the mapping there: look again before the next one. */
+void guard_area_refused(struct guard_area *a);
 /* Address space for regions that grow in place: size bytes at a random page in the low
  * part of the address space, where the kernel places nothing unless asked for that
  * address, and where nothing is mapped now. Nothing is mapped: regions inside it start
@@ -121,9 +153,9 @@ must_check bool guard_move(struct guard_region *from, size_t from_off, size_t le
  * guards would take the process past its VMA limit (guard_island_room). The open span
  * starts at base + *lead, aligned to align; *lead and *trail are what trimming the
  * alignment's slack left (open, unused), usually 0. Closes and reopens as any region
- * of the mprotect scheme. */
-must_check bool guard_map_bare(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
-			       const char *label);
+ * of the mprotect scheme. at as for guard_map_at. */
+must_check bool guard_map_bare(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail,
+			       size_t align, const char *label);
 /* The mprotect scheme's VMA budget. An open span inside closed space (a large block
  * between its PROT_NONE guards) and a closed span inside open space (a PROT_NONE guard
  * slab) each cost up to two VMAs, and past vm.max_map_count (65530 by default) the

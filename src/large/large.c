@@ -56,6 +56,7 @@ struct large_state {
 	struct reuse_cache cache;
 	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 	struct populate_credit populate;
+	struct guard_area area; /* where fresh regions go (guard.h) */
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,
@@ -175,23 +176,56 @@ static size_t give_back(struct large_state *s, struct region_quarantine *q, size
  * as the request needs, and none for a request bigger than all it holds: a request
  * that cannot succeed anyway (an absurd size, perhaps the attacker's) must not empty
  * the quarantine and with it the use-after-free protection of every freed block. */
-static bool map_once(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align, bool guarded)
+static bool map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align,
+		   bool guarded)
 {
-	return guarded ? guard_map(r, lead, len, trail, align, "rampart:large")
-		       : guard_map_bare(r, lead, len, trail, align, "rampart:large");
+	return guarded ? guard_map_at(r, at, lead, len, trail, align, "rampart:large")
+		       : guard_map_bare(r, at, lead, len, trail, align, "rampart:large");
+}
+
+/* No foreign mapping comes nearer a block than the largest guard any block gets. */
+#define AREA_CLEAR ((1 + (size_t)CONFIG_GUARD_MAX_PAGES) * os_page)
+
+/* In the large area (guard_area_take); where it has no room, or the kernel refuses the
+ * mapping there, where the kernel chooses, as before the area, with AREA_CLEAR more of
+ * guard on each side: the kernel puts the region right against other mappings (below
+ * the libraries, say). Where even that is refused, without the extra guard: the area
+ * never fails an allocation that the kernel's placement would serve. */
+static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+		     size_t align, bool guarded)
+{
+	size_t want_lead = *lead, want_trail = *trail;
+	size_t slack = align > os_page ? align - os_page : 0; /* no overflow: len, align <= 2^62 */
+	uint64_t rnd = random_u64(&s->rnd);                   /* first: in a fork child it reseeds */
+	uintptr_t at = guard_area_take(&s->area, *lead + len + *trail + slack, AREA_CLEAR, s->rnd.generation, rnd);
+	if (at) {
+		if (map_at(r, at, lead, len, trail, align, guarded)) {
+			guard_area_placed(&s->area, r);
+			return true;
+		}
+		guard_area_refused(&s->area);
+	}
+	if (guarded) {
+		*lead = want_lead + AREA_CLEAR;
+		*trail = want_trail + AREA_CLEAR;
+		if (map_at(r, 0, lead, len, trail, align, true)) return true;
+	}
+	*lead = want_lead;
+	*trail = want_trail;
+	return map_at(r, 0, lead, len, trail, align, guarded);
 }
 
 static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
 		       size_t align, bool guarded)
 {
-	if (map_once(r, lead, len, trail, align, guarded)) return true;
-	if (reuse_cache_flush(&s->cache) && map_once(r, lead, len, trail, align, guarded)) return true;
+	if (map_once(s, r, lead, len, trail, align, guarded)) return true;
+	if (reuse_cache_flush(&s->cache) && map_once(s, r, lead, len, trail, align, guarded)) return true;
 	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
 	if (need > s->quarantine.bytes + s->huge.bytes) return false;
 	/* Huge regions first: they hold the most address space for the fewest blocks. */
 	size_t given = give_back(s, &s->huge, need);
 	if (given < need) give_back(s, &s->quarantine, need - given);
-	return map_once(r, lead, len, trail, align, guarded);
+	return map_once(s, r, lead, len, trail, align, guarded);
 }
 
 /* The address space the quarantine and the cache may each hold: their configured bounds,

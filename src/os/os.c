@@ -248,9 +248,11 @@ extern void __msan_init(void) __attribute__((weak));
 extern void __asan_init(void) __attribute__((weak));
 extern void __hwasan_init(void) __attribute__((weak));
 
+bool os_intercepted(void) { return __tsan_init || __msan_init || __asan_init || __hwasan_init; }
+
 bool os_range_free(uintptr_t lo, uintptr_t hi)
 {
-	if (__tsan_init || __msan_init || __asan_init || __hwasan_init) return !os_range_mapped(lo, hi);
+	if (os_intercepted()) return !os_range_mapped(lo, hi);
 	void *p = (void *)lo;
 	int err = os_map(&p, hi - lo, OS_RESERVED, OS_NOREPLACE);
 	if (err == EEXIST) return false;

@@ -83,6 +83,9 @@ bool os_range_mapped(uintptr_t lo, uintptr_t hi);
  * under mlockall(MCL_FUTURE), the VMA limit), by os_range_mapped. Only for address
  * space no other thread maps into without asking for that address (start-up windows). */
 bool os_range_free(uintptr_t lo, uintptr_t hi);
+/* Is a sanitizer that keeps shadow memory linked in? It intercepts mmap and moves (or
+ * aborts on) a mapping asked for outside the program's part of the address space. */
+bool os_intercepted(void);
 /* The lowest unmapped span of at least size bytes inside [lo, hi), from the same file:
  * false when there is none or the file cannot be read. */
 bool os_find_gap(uintptr_t lo, uintptr_t hi, size_t size, uintptr_t *start, uintptr_t *end);

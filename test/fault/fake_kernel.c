@@ -105,6 +105,13 @@ void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	if (flags & MAP_FIXED) fk.mmap_fixed++;
 	bool fail = fk.mmap_fail_all || ((flags & MAP_FIXED) && fk.mmap_fail_fixed);
 	if (fk.mmap_fail_nth > 0 && --fk.mmap_fail_nth == 0) fail = true;
+	if (!fail && fk.noreplace_fail > 0 && (flags & MAP_FIXED_NOREPLACE) && !(flags & MAP_NORESERVE) &&
+	    len >= fk.noreplace_min) {
+		fk.noreplace_fail--;
+		fk.noreplace_failed++;
+		errno = fk.noreplace_errno ? fk.noreplace_errno : EEXIST;
+		return MAP_FAILED;
+	}
 	if (fail) {
 		fk.mmap_failed++;
 		errno = fk.mmap_errno ? fk.mmap_errno : ENOMEM;

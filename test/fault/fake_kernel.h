@@ -43,6 +43,12 @@ struct fake_kernel {
 	int mremap_intrude;
 	/* Linux before 4.17: MAP_FIXED_NOREPLACE is unknown, the address only a hint. */
 	bool noreplace_unknown;
+	/* The next noreplace_fail MAP_FIXED_NOREPLACE mmaps of at least noreplace_min bytes
+	 * fail with noreplace_errno (0 means EEXIST): another mapping is there, or the
+	 * kernel is out of memory. Not MAP_NORESERVE ones: those only ask whether address
+	 * space is free (os_range_free). */
+	int noreplace_fail, noreplace_errno;
+	size_t noreplace_min;
 	/* MADV_POPULATE_WRITE fails with this (0: off); EINVAL is Linux before 5.14. */
 	int populate_errno;
 	/* MADV_DONTNEED (locked memory: EINVAL) and MADV_HUGEPAGE fail with these (0: off). */
@@ -51,7 +57,7 @@ struct fake_kernel {
 	bool atfork_allocates;
 
 	/* --- counters --- */
-	unsigned long mmap_calls, mmap_none, mmap_rw, mmap_fixed, mmap_failed;
+	unsigned long mmap_calls, mmap_none, mmap_rw, mmap_fixed, mmap_failed, noreplace_failed;
 	unsigned long munmap_calls, mprotect_calls, mremap_calls, madvise_calls;
 	unsigned long guard_install_calls, guard_remove_calls, guard_install_failed;
 	unsigned long populate_calls, dontneed_calls, hugepage_calls;

@@ -437,6 +437,82 @@ static int run_scenario(const char *name)
 static void test_startup_no_support(void **state) { assert_int_equal(run_scenario_child("no_support"), 0); }
 static void test_startup_emulator(void **state) { assert_int_equal(run_scenario_child("emulator"), 0); }
 static void test_startup_strict(void **state) { assert_int_equal(run_scenario_child("strict"), 0); }
+/* --- the large area: a place refused --- */
+
+/* Is p more than 1 TiB from where the kernel places a mapping now (near the libraries)?
+ * Fresh large regions go to rampart's large area, far from there (guard.h). */
+static bool far_from_kernel(const void *p)
+{
+	void *m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	uintptr_t a = (uintptr_t)p, b = (uintptr_t)m;
+	CHECK(munmap(m, 4096) == 0);
+	return (a > b ? a - b : b - a) > ((uintptr_t)1 << 40);
+}
+
+static unsigned char *fresh_block(size_t n)
+{
+	(void)malloc_trim(0); /* no cached region: a fresh mapping */
+	errno = SENTINEL;
+	unsigned char *p = malloc(n);
+	CHECK(errno == SENTINEL);
+	check_block(p, n);
+	return p;
+}
+
+/* The kernel refuses the mapping at the place the area chose (something is there:
+ * EEXIST; out of memory: ENOMEM): the kernel's choice serves the block, and the next
+ * one goes to the area again. Every place refused: every kind of large request is
+ * still served, as before the area. */
+static void area_refused(void)
+{
+	for (int i = 0; i < 4; i++) free(fresh_block(5 * MiB));
+	unsigned char *a = fresh_block(5 * MiB);
+	CHECK(far_from_kernel(a));
+	for (int e = 0; e < 2; e++) {
+		fake_reset();
+		fk.noreplace_min = 4 * MiB;
+		fk.noreplace_fail = 1;
+		fk.noreplace_errno = e ? ENOMEM : EEXIST;
+		unsigned char *p = fresh_block(5 * MiB);
+		CHECK(fk.noreplace_failed == 1);
+		CHECK(!far_from_kernel(p));
+		/* Placed by the kernel against whatever is there: its guards are the
+		 * largest guard longer, so nothing foreign is within that distance. */
+		size_t clear = (1 + (size_t)CONFIG_GUARD_MAX_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+		CHECK(inaccessible(p - clear) && inaccessible(p + malloc_usable_size(p) + clear - 1));
+		unsigned char *q = fresh_block(5 * MiB);
+		CHECK(far_from_kernel(q));
+		memset(p, 0x11, 5 * MiB);
+		memset(q, 0x22, 5 * MiB);
+		free(p);
+		free(q);
+	}
+	fake_reset();
+	fk.noreplace_min = 4 * MiB;
+	fk.noreplace_fail = 1 << 30;
+	unsigned char *b = fresh_block(6 * MiB);
+	CHECK(!far_from_kernel(b));
+	unsigned char *c = aligned_alloc(4 * MiB, 8 * MiB);
+	check_block(c, 8 * MiB);
+	CHECK(((uintptr_t)c & (4 * MiB - 1)) == 0);
+	unsigned char *d = calloc(1, 5 * MiB);
+	check_block(d, 5 * MiB);
+	CHECK(d[0] == 0 && d[5 * MiB - 1] == 0);
+	memset(b, 0x33, 6 * MiB);
+	errno = SENTINEL;
+	b = realloc(b, 64 * MiB); /* moves */
+	CHECK(errno == SENTINEL);
+	check_block(b, 64 * MiB);
+	CHECK(b[0] == 0x33 && b[6 * MiB - 1] == 0x33);
+	CHECK(fk.noreplace_failed >= 4);
+	free(b);
+	free(c);
+	free(d);
+	free(a);
+}
+static void test_area_refused(void **state) { child_passed(in_child(area_refused)); }
+
 static void test_startup_control(void **state) { assert_int_equal(run_scenario_child("control"), 0); }
 
 int main(void)
@@ -460,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_grow_refused),
 		cmocka_unit_test(test_mmap_enomem),
 		cmocka_unit_test(test_fixed_map_fails),
+		cmocka_unit_test(test_area_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

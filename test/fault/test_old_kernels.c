@@ -224,6 +224,45 @@ static void intruder_old_kernel(void)
 }
 static void test_intruder_old_kernel(void **state) { both(intruder_old_kernel); }
 
+/* Another mapping lands where the large area would put the next region (right above the
+ * last one): the kernel refuses the place (before 4.17 it puts the mapping elsewhere,
+ * and rampart undoes that), the kernel's choice serves that block, and the area goes on
+ * above the intruder, never within the largest guard of it. */
+static void area_collision(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), clear = (1 + (size_t)CONFIG_GUARD_MAX_PAGES) * pg;
+	(void)malloc_trim(0);
+	unsigned char *a = malloc(MiB);
+	check_block(a, MiB);
+	/* The top of a's region: its VMA's end (madvise), or its trail guard's (mprotect). */
+	unsigned long end = fake_vma_end(a);
+	if (guard_backend() == GUARD_MPROTECT) end = fake_vma_end((void *)end);
+	CHECK(end);
+	unsigned char *in = mmap((void *)end, pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(in == (unsigned char *)end);
+	unsigned long failed = fk.mmap_calls;
+	unsigned char *b = malloc(MiB);
+	check_block(b, MiB);
+	CHECK(fk.mmap_calls > failed + 1); /* the place was asked for, then the kernel chose */
+	CHECK(b + MiB + clear <= in || b >= in + pg + clear);
+	unsigned char *c = malloc(MiB);
+	check_block(c, MiB);
+	CHECK(c >= in + pg + clear); /* above the intruder, with room */
+	CHECK((uintptr_t)(c - a) < ((uintptr_t)1 << 40));
+	free(a);
+	free(b);
+	free(c);
+	CHECK(munmap(in, pg) == 0);
+}
+static void test_area_collision(void **state) { both(area_collision); }
+
+static void area_collision_old_kernel(void)
+{
+	fk.noreplace_unknown = true;
+	area_collision();
+}
+static void test_area_collision_old_kernel(void **state) { both(area_collision_old_kernel); }
+
 /* A zero-size block with a big alignment has nothing to move: it grows all the same. */
 static void zero_size_aligned_grows(void)
 {
@@ -428,6 +467,8 @@ int main(void)
 		cmocka_unit_test(test_old_mremap_interleaved),
 		cmocka_unit_test(test_intruder),
 		cmocka_unit_test(test_intruder_old_kernel),
+		cmocka_unit_test(test_area_collision),
+		cmocka_unit_test(test_area_collision_old_kernel),
 		cmocka_unit_test(test_zero_size_aligned_grows),
 		cmocka_unit_test(test_aligned_after_install_fails),
 		cmocka_unit_test(test_populate_unknown),

@@ -585,6 +585,51 @@ static uint64_t xorshift(uint64_t *x)
 	return *x;
 }
 
+/* The large area: regions laid end to end from a start; a mapping in the way is found
+ * (the place refused, then a new check) and passed with room; a new fork generation
+ * draws a new start; a region too big for the area goes to the kernel. */
+START_TEST(test_area_walk)
+{
+	force(_i);
+	size_t pg = os_page, clear = 65 * pg, len = 14 * pg;
+	struct guard_area a = {0};
+	uintptr_t at = guard_area_take(&a, 16 * pg, clear, 1, 12345);
+	ck_assert(at);
+	ck_assert(!os_range_mapped(at - clear, at + 16 * pg + clear));
+	struct guard_region r, r2, r3;
+	size_t lead = pg, trail = pg;
+	ck_assert(guard_map_at(&r, at, &lead, len, &trail, 0, NULL));
+	ck_assert_uint_eq(r.base, at);
+	ck_assert_uint_eq(r.size, 16 * pg);
+	guard_area_placed(&a, &r);
+	uintptr_t next = guard_area_take(&a, 16 * pg, clear, 1, 999);
+	ck_assert_uint_eq(next, r.base + r.size);
+	/* Another mapping lands where the next region would go. */
+	void *in = mmap((void *)(next + 2 * pg), pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ck_assert(in == (void *)(next + 2 * pg));
+	lead = trail = pg;
+	ck_assert(!guard_map_at(&r2, next, &lead, len, &trail, 0, NULL));
+	guard_area_refused(&a);
+	uintptr_t past = guard_area_take(&a, 16 * pg, clear, 1, 999);
+	ck_assert_uint_ge(past, (uintptr_t)in + pg + clear);
+	lead = trail = pg;
+	ck_assert(guard_map_at(&r2, past, &lead, len, &trail, 0, NULL));
+	guard_area_placed(&a, &r2);
+	/* A fork child's generation: a start of its own. */
+	uintptr_t child = guard_area_take(&a, 16 * pg, clear, 2, 777);
+	ck_assert(child);
+	ck_assert(child != r2.base + r2.size);
+	lead = trail = pg;
+	ck_assert(guard_map_at(&r3, child, &lead, len, &trail, 0, NULL));
+	/* More than a quarter of the area: the kernel's choice. */
+	ck_assert_uint_eq(guard_area_take(&a, (size_t)1 << 45, clear, 2, 1), 0);
+	ck_assert(guard_unmap(&r));
+	ck_assert(guard_unmap(&r2));
+	ck_assert(guard_unmap(&r3));
+	ck_assert_int_eq(munmap(in, pg), 0);
+}
+END_TEST
+
 START_TEST(test_window_pick)
 {
 	os_init();
@@ -649,6 +694,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, test_grow_marked, 0, 2);
 	tcase_add_test(t, test_grow_marked_locked);
 	tcase_add_test(t, test_window_pick);
+	tcase_add_loop_test(t, test_area_walk, 0, 2);
 	tcase_add_loop_test(t, test_move, 0, 2);
 	tcase_add_test(t, test_locked_span_closes_fresh);
 	tcase_add_test(t, test_locked_span_in_place);
