@@ -58,13 +58,17 @@ CONFIG_SLAB_REGION_SHIFT ?= 36
 # memory (docs/slab.md, "Capacity: spill regions"). Address space only; 0 = a full region is out of memory.
 CONFIG_SLAB_SPILL_REGIONS ?= 64
 CONFIG_SLAB_GROW_MIN ?= 16384
-# Pages of the nursery cell each (arena, class) gets beside every other class's (a power
-# of two, 0 = no nursery): a class's first slabs, as many as fit below one page of guard,
-# live there instead of in its own region, so a short-lived or forking process maps all
-# its small classes under a few page tables instead of one (or two) per class. Costs a
-# free a little of allocation-heavy churn (docs/slab.md, "The nursery"); 0 compiles
-# that decoding out.
+# Pages of the nursery cell each (arena, class) gets in the nursery (a power of two, 0 =
+# no nursery): a class's first slabs, as many as fit below one page of guard, live
+# there instead of in its own region, so a short-lived or forking process maps each
+# small class under one page table, sharing those above it, instead of two per class.
+# Costs a free a little of allocation-heavy churn (docs/slab.md, "The nursery"); 0
+# compiles that decoding out.
 CONFIG_SLAB_NURSERY_PAGES ?= 32
+# log2 of the nursery's least width: each cell lies at a random place in a slot of its
+# own, the slots together at least this wide, so the first slabs of two classes lie that
+# far apart at random. Wider costs page tables: one more page per GiB that classes use.
+CONFIG_SLAB_NURSERY_SHIFT ?= 32
 # 8-byte canary (zero leading byte, random per slab) at the end of every slot, checked on free.
 # Without it one past a block is the next slot's start, and check_at_exit is refused.
 CONFIG_SLOT_CANARY ?= 1
@@ -160,6 +164,7 @@ CONFIG_RULES := \
 	CONFIG_SLAB_SPILL_REGIONS:0:65535 \
 	CONFIG_SLAB_GROW_MIN:4096:1073741824 \
 	CONFIG_SLAB_NURSERY_PAGES:pow2:0:1024 \
+	CONFIG_SLAB_NURSERY_SHIFT:20:44 \
 	CONFIG_SLOT_CANARY:flag \
 	CONFIG_SLOT_RANDOM:flag \
 	CONFIG_WRITE_AFTER_FREE_CHECK:flag \

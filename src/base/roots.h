@@ -25,7 +25,7 @@ struct slab_spill;
 struct random_source;
 
 /* The number of slab size classes, SC_COUNT (slab/sizeclass.h lays them out; front/init.c
- * checks that the two agree): the nursery's table below is sized by it. */
+ * checks that the two agree): the table of owners below is sized by it. */
 #define ROOTS_SLAB_CLASSES 59u
 
 /* What the slab fast paths need (see slab.h). */
@@ -34,23 +34,26 @@ struct slab_roots {
 	size_t size;
 	unsigned region_shift;      /* log2 of one (arena, class) region */
 	unsigned arenas;
-	struct slab_class *classes; /* arenas * SC_COUNT, in region order */
+	struct slab_class *classes; /* arenas * SC_COUNT: arena * SC_COUNT + class */
 	char *arena_mem;            /* arenas * arena_mem_bytes: each arena's block of its
 				     * classes' first descriptors, directories, quarantines */
 	size_t arena_mem_bytes;
-	/* The nursery: one cell of 2^cell_shift bytes per (arena, class), arena by arena,
-	 * after the regions (cell_shift 0: none). cell_region[] names each cell's (arena,
-	 * class) by its region number (the classes of an arena in a random order): one load
-	 * decodes a pointer there. */
+	/* Where each (arena, class) lives, one permutation drawn at start-up for both: the
+	 * window's region j (j < arenas * classes) and the nursery's slot j are owner[j]'s
+	 * (its index in `classes`: arena * classes + class); owner[arenas * classes] is nobody's,
+	 * class_at's answer outside both. One load decodes a pointer in either. The nursery
+	 * (slot_shift 0: none) is a run of those slots of 2^slot_shift bytes each from
+	 * `nursery`, in the window's region after the classes'; a class's cell lies at a
+	 * random place in its slot. */
 	uintptr_t nursery;
-	unsigned cell_shift;
+	unsigned slot_shift;
 	struct random_source *seeds; /* seeds every class's generator (random.h) */
 	/* Spill regions: nspill more regions after the nursery's (after the classes'
 	 * regions without a nursery), each taken for good by a class whose own region is
 	 * full; the table of who took which lives in the metadata (slab_class.h). */
 	struct slab_spill *spill;
 	unsigned nspill;
-	uint16_t cell_region[CONFIG_SLAB_ARENAS * ROOTS_SLAB_CLASSES + 1]; /* the last: none */
+	uint16_t owner[CONFIG_SLAB_ARENAS * ROOTS_SLAB_CLASSES + 1];
 };
 
 struct rampart_roots {

@@ -3,9 +3,10 @@
  *
  * Invariants:
  *  - One window of address space (guard_window: set aside, not mapped) holds a region
- *    per (arena, size class), each 2^region_shift bytes; a pointer's offset in the
- *    window names its region, and its offset in the region names the slab and the
- *    slot. A region maps its slab area from the bottom as it grows (region.size), and
+ *    per (arena, size class), each 2^region_shift bytes, in an order drawn at
+ *    start-up; a pointer's offset in the window names its region's place, the owner
+ *    table in the read-only roots the class, and its offset in the region the slab
+ *    and the slot. A region maps its slab area from the bottom as it grows (region.size), and
  *    its addresses are never anyone else's. Nothing inside a slab points anywhere:
  *    descriptors, bitmaps, quarantines and random state live in the metadata region.
  *  - After the regions and the nursery's, the window holds spill regions of the same
@@ -14,9 +15,11 @@
  *    one's owner and the span its positions decode by. A spill region no class took
  *    holds no live block.
  *  - A class's first positions (as many as fit its cell) are in its nursery cell: one
- *    cell per (arena, class), side by side in the window's last region, in a random
- *    order per arena, so a process maps the first slabs of all its classes under a few
- *    page tables. Positions count from each area's base (pos * slab_bytes): the
+ *    cell per (arena, class), each at a random place in a slot of its own, the slots in
+ *    the regions' order in the window's region after theirs, so a process maps the
+ *    first slab of each class under one page table and shares those above; the
+ *    nursery is wide (at least 2^CONFIG_SLAB_NURSERY_SHIFT), so one class's address
+ *    tells little of another's. Positions count from each area's base (pos * slab_bytes): the
  *    region never opens the nursery's positions, the cell holds no others.
  *  - Each region's slab area starts at a random page offset (the guard area below
  *    it is never mapped), each cell's at a random lead of up to a quarter of the cell,

@@ -34,24 +34,32 @@
  *    atomic under ThreadSanitizer); a directory is never unmapped. Everything else it
  *    reads was written before the slot it frees was handed out.
  *
- * Layout of one (arena, class) region (2^region_shift bytes of the slab window):
+ * The window: a region per (arena, class) in a random order (roots.slab.owner), the
+ * nursery's region, the spill regions. Layout of one (arena, class) region
+ * (2^region_shift bytes of the slab window):
  *
  *   [ guard area: random page count | slab 0 | slab 1 | guard | slab 3 | ... | unopened | unmapped ]
  *
  * The guard area is never mapped; the slab area is mapped (PROT_NONE) from its start
  * as it grows (grow_for) and opened slab by slab.
  *
- * The nursery (the window's last region) holds a cell per (arena, class):
+ * The nursery (a run of slots in the nursery's region, at a random place aligned to a
+ * power of two at least its size) holds a cell per (arena, class), each in its own slot,
+ * in the same random order as the regions:
  *
- *   [ cell of class 17 | cell of class 3 | ... ]      (random order per arena)
+ *   [ slot: unused | cell of class 17 | unused ][ slot: ... cell of class 3 ... ] ...
  *   cell: [ lead | closed page | slab 0 | guard | slab 2 | ... | closed page | unused ]
  *
- * Positions below nursery_bytes / slab_bytes are the cell's, mapped all at once at the
- * class's first slab (closed until opened); the region takes over from there, its own
- * first positions never opened. Each class would otherwise need page tables of its own
- * from its very first slab (regions are far apart), which every fork copies and every
- * exit frees: a shell that uses a few slabs in each of many classes forks faster with
- * them under a few page tables.
+ * A cell lies at a random cell-aligned place in its slot (never across a page table's
+ * reach, for cells up to one), so the first slabs of two classes are as far apart as
+ * the nursery is wide (2^CONFIG_SLAB_NURSERY_SHIFT bytes or more) and one class's
+ * address tells little of another's. Positions below nursery_bytes / slab_bytes are the
+ * cell's, mapped all at once at the class's first slab (closed until opened); the
+ * region takes over from there, its own first positions never opened. Each class would
+ * otherwise need page tables of its own from its very first slab and the tables above
+ * them (regions are far apart), which every fork copies and every exit frees: in the
+ * nursery a class in use costs one table of the lowest level, and the few above it are
+ * shared by all (docs/slab.md, "The nursery").
  *
  * Spill regions (after the nursery's region) continue a class whose region is full:
  *
@@ -475,30 +483,29 @@ static inline struct slab_class *spill_class_at(size_t j, const struct area_span
 /* The class of an address in the slab window and the span of its area (its region, its
  * nursery cell or one of its spill regions) by which its position decodes; NULL when
  * its arena never opened or a is in no region, no cell and no spill region taken: then
- * nothing there was ever handed out, and no class struct is to be read. Both answers
- * of region and cell are worked out and one is picked by mask (small churn frees into
- * both areas at random, so a branch would mispredict). Any decode of two areas costs
- * small churn some: a build without a nursery compiles the single-area decode instead.
- * Spill regions follow the nursery's region in the window: a pointer there takes the
- * branch that was taken for none before. */
+ * nothing there was ever handed out, and no class struct is to be read. The place's
+ * index, window region or nursery slot, is picked by mask (small churn frees into both
+ * areas at random, so a branch would mispredict) and one load of the owner table, which
+ * serves both, names the class. Spill regions follow the nursery's region in the
+ * window: a pointer there takes the branch that was taken for none before. */
 static inline struct slab_class *class_at(uintptr_t a, const struct area_span **span)
 {
 	const size_t n = (size_t)CONFIG_SLAB_ARENAS * SC_COUNT;
-	size_t r = (a - roots.slab.base) >> roots.slab.region_shift;
+	size_t w = (a - roots.slab.base) >> roots.slab.region_shift;
 #if !CONFIG_SLAB_NURSERY_PAGES
-	/* Built without a nursery: the regions alone, the cheaper decode, but for the
-	 * spill regions' test. */
-	if (unlikely(r >= n)) return spill_class_at(r - n, span);
+	/* Built without a nursery: the regions alone, but for the spill regions' test. */
+	size_t r = roots.slab.owner[MIN(w, n)];
+	if (unlikely(r >= n)) return w >= n ? spill_class_at(w - n, span) : NULL;
 	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &roots.slab.classes[r] : NULL;
 	*span = k ? &k->span[AREA_REGION] : NULL;
 	return k;
 #else
-	size_t cell = MIN((a - roots.slab.nursery) >> roots.slab.cell_shift, n); /* n: in no cell */
-	size_t in_cell = roots.slab.cell_region[cell];
-	size_t pick = -(size_t)(r >= n); /* the nursery's region (there is one then) */
-	unsigned area = r >= n;
-	size_t w = r;
-	r = (in_cell & pick) | (r & ~pick); /* masks: the compiler keeps them branch-free */
+	/* Past the classes' regions (w >= n) the nursery's slot; n: in no slot (the slots
+	 * end inside the nursery's region, and a wraps below it). */
+	size_t slot = (a - roots.slab.nursery) >> roots.slab.slot_shift;
+	size_t pick = -(size_t)(w >= n);
+	unsigned area = w >= n;
+	size_t r = roots.slab.owner[MIN((slot & pick) | (w & ~pick), n)]; /* masks: branch-free */
 	if (unlikely(r >= n)) return w > n ? spill_class_at(w - n - 1, span) : NULL;
 	struct slab_class *k = arena_is_open((unsigned)(r / SC_COUNT)) ? &roots.slab.classes[r] : NULL;
 	*span = k ? &k->span[area] : NULL;

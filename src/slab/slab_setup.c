@@ -1,8 +1,8 @@
 /*
- * slab_setup.c — the slab window at start-up, each arena's metadata block and the
- * places of its classes' shares in it, a class's set-up at its first slab (geometry,
- * guard area, nursery cell, generator), the spill regions a full class takes, and
- * opening arenas. The invariants are slab_setup.h's.
+ * slab_setup.c — the slab window at start-up (where each class's region and nursery
+ * slot lie), each arena's metadata block and the places of its classes' shares in it,
+ * a class's set-up at its first slab (geometry, guard area, nursery cell, generator),
+ * the spill regions a full class takes, and opening arenas. The invariants are slab_setup.h's.
  */
 #define _GNU_SOURCE
 #include "slab/slab_setup.h"
@@ -85,6 +85,22 @@ static uint32_t positions_cap(const struct slab_class *k)
 	return (uint32_t)MIN((uint64_t)MAX_POSITIONS, ((uint64_t)1 << 32) / k->pages);
 }
 
+/* The nursery's cell size, a power of two (0: none). */
+static size_t nursery_cell_bytes(void)
+{
+	size_t cell = (size_t)CONFIG_SLAB_NURSERY_PAGES * os_page;
+	return cell & (cell - 1) ? 0 : cell;
+}
+
+/* The place of class r (its index in `classes`) in the window's regions and in the
+ * nursery's slots: where it is in the owner table (a cold path, once per class). */
+static unsigned place_of(unsigned r)
+{
+	unsigned j = 0;
+	while (roots.slab.owner[j] != r) j++;
+	return j;
+}
+
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
  * geometry, a random guard area, its share of the arena's metadata, its generator.
  * Until then it is all zero: an unlocked lock, no region (a pointer decoding into it is
@@ -144,7 +160,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->rnd->source = roots.slab.seeds;
 	random_reseed(k->rnd);
 	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
-	uintptr_t area = roots.slab.base + (size_t)r * region + guard_pages * os_page;
+	uintptr_t area = roots.slab.base + (size_t)place_of(r) * region + guard_pages * os_page;
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)positions_cap(k));
 	k->home_pos = k->max_pos;
 	/* Positions of each spill region: what fits above the largest lead a spill region
@@ -155,18 +171,20 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->seg_magic = magic_of(k->seg_pos);
 	guard_start(&k->region, area);
 	k->region.flags |= REGION_KEEP_ANON;
-	/* Its nursery cell: as many positions as fit above a random lead of up to a
-	 * quarter of the cell (at least a page, never mapped) and below a closed page. The
-	 * zero class's memory never opens: it keeps to its region. */
-	size_t cell = roots.slab.cell_shift ? (size_t)1 << roots.slab.cell_shift : 0;
-	if (cell && c) {
-		unsigned j = 0;
-		while (roots.slab.cell_region[a * SC_COUNT + j] != r) j++;
+	/* Its nursery cell: at a random cell-aligned place in its slot, then as many
+	 * positions as fit above a random lead of up to a quarter of the cell (at least a
+	 * page, never mapped) and below a closed page. The zero class's memory never opens:
+	 * it keeps to its region. */
+	size_t cell = nursery_cell_bytes();
+	if (roots.slab.slot_shift && cell && c) {
+		size_t slot = (size_t)1 << roots.slab.slot_shift;
+		uintptr_t at = roots.slab.nursery + ((size_t)place_of(r) << roots.slab.slot_shift) +
+			       random_below(k->rnd, slot / cell) * cell;
 		size_t lead = (1 + random_below(k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
 		size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
 		if (fit) {
 			k->nursery_bytes = fit * k->slab_bytes;
-			guard_start(&k->nursery, roots.slab.nursery + (((size_t)a * SC_COUNT + j) << roots.slab.cell_shift) + lead);
+			guard_start(&k->nursery, at + lead);
 			k->nursery.flags |= REGION_KEEP_ANON;
 		}
 	}
@@ -232,38 +250,45 @@ unsigned slab_arenas_open(void)
 
 _Static_assert((CONFIG_SLAB_NURSERY_PAGES & (CONFIG_SLAB_NURSERY_PAGES - 1)) == 0,
 	       "CONFIG_SLAB_NURSERY_PAGES is a power of two (or 0)");
-_Static_assert(CONFIG_SLAB_ARENAS * SC_COUNT < UINT16_MAX, "cell_region holds region numbers");
+_Static_assert(CONFIG_SLAB_ARENAS * SC_COUNT < UINT16_MAX, "owner[] holds class indexes and a none");
 
-/* The nursery's cell size, a power of two (0: none). */
-static size_t nursery_cell_bytes(void)
-{
-	size_t cell = (size_t)CONFIG_SLAB_NURSERY_PAGES * os_page;
-	return cell & (cell - 1) ? 0 : cell;
-}
-
-/* Place the nursery in the window's last region, at a random page offset, and give each
- * arena's classes their cells in a random order; or go without one when the cells would
- * take more than half a region (a window shrunk for a short address space). */
-static void nursery_place(struct slab_roots *sr, unsigned nregions)
+/* Lay the nursery out in the window's region after the classes': n slots of
+ * 2^slot_shift bytes, together at least 2^CONFIG_SLAB_NURSERY_SHIFT bytes wide (under
+ * twice that), at a random place aligned to the power of two that holds them, so that
+ * they reach across as few page tables of each level as they can. Where the window was
+ * shrunk for a short address space the slots shrink with it, down to a cell each, so
+ * that the nursery takes at most half its region; past that the process goes without. */
+static void nursery_place(struct slab_roots *sr, unsigned n, struct random_state *rnd)
 {
 	size_t cell = nursery_cell_bytes(), region = (size_t)1 << sr->region_shift;
-	sr->cell_region[nregions] = UINT16_MAX; /* class_at's answer for no cell */
-	if (!cell || (size_t)nregions * cell > region / 2) return;
+	if (!cell) return;
+	unsigned cell_shift = (unsigned)__builtin_ctzl(cell), shift = cell_shift;
+	while (((size_t)n << shift) < (size_t)1 << CONFIG_SLAB_NURSERY_SHIFT) shift++;
+	while (shift > cell_shift && ((size_t)n << shift) > region / 2) shift--;
+	size_t span = (size_t)n << shift;
+	if (span > region / 2) return;
+	size_t align = (size_t)1 << (64 - __builtin_clzl(span - 1)); /* <= region / 2 */
+	uintptr_t lo = sr->base + ((size_t)n << sr->region_shift), first = align_up(lo, align);
+	sr->nursery = first + random_below(rnd, (lo + region - span - first) / align + 1) * align;
+	sr->slot_shift = shift;
+}
+
+/* Draw where every (arena, class) lives, its region and its nursery slot (roots.h,
+ * owner): independently of its class and arena, so that where one class is tells
+ * nothing of where another is but that it is elsewhere. */
+static void window_place(struct slab_roots *sr, unsigned n)
+{
 	struct random_state rnd = {.source = NULL};
 	random_reseed(&rnd);
-	size_t room = region - (size_t)nregions * cell;
-	sr->nursery = sr->base + ((size_t)nregions << sr->region_shift) + random_below(&rnd, room / os_page + 1) * os_page;
-	sr->cell_shift = (unsigned)__builtin_ctzl(cell);
-	for (unsigned a = 0; a < nregions / SC_COUNT; a++) {
-		uint16_t *order = &sr->cell_region[a * SC_COUNT];
-		for (unsigned c = 0; c < SC_COUNT; c++) order[c] = (uint16_t)(a * SC_COUNT + c);
-		for (unsigned c = SC_COUNT - 1; c > 0; c--) { /* Fisher-Yates */
-			unsigned j = (unsigned)random_below(&rnd, c + 1);
-			uint16_t t = order[c];
-			order[c] = order[j];
-			order[j] = t;
-		}
+	for (unsigned j = 0; j < n; j++) sr->owner[j] = (uint16_t)j;
+	for (unsigned j = n - 1; j > 0; j--) { /* Fisher-Yates */
+		unsigned i = (unsigned)random_below(&rnd, j + 1);
+		uint16_t t = sr->owner[j];
+		sr->owner[j] = sr->owner[i];
+		sr->owner[i] = t;
 	}
+	sr->owner[n] = UINT16_MAX; /* class_at's answer for no place */
+	nursery_place(sr, n, &rnd);
 	explicit_bzero(&rnd, sizeof rnd);
 }
 
@@ -313,7 +338,7 @@ bool slab_init(struct slab_roots *out)
 				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
 				     .arena_mem_bytes = per_arena, .seeds = seeds, .spill = spill,
 				     .nspill = CONFIG_SLAB_SPILL_REGIONS};
-	nursery_place(out, nregions);
+	window_place(out, nregions);
 	slab_arena_open(0);
 	return true;
 }

@@ -530,15 +530,30 @@ static uintptr_t mapped_end(uintptr_t a)
 /* Is p in the nursery (not in a class's region)? */
 static bool in_nursery(const void *p)
 {
-	return roots.slab.cell_shift && (uintptr_t)p - roots.slab.base >= (size_t)CONFIG_SLAB_ARENAS * SC_COUNT << roots.slab.region_shift;
+	return roots.slab.slot_shift && (uintptr_t)p - roots.slab.base >= (size_t)CONFIG_SLAB_ARENAS * SC_COUNT << roots.slab.region_shift;
 }
 
 /* The class whose nursery cell p is in (arena 0's cells), or SC_COUNT. */
 static unsigned nursery_class(const void *p)
 {
 	if (!in_nursery(p)) return SC_COUNT;
-	size_t cell = ((uintptr_t)p - roots.slab.nursery) >> roots.slab.cell_shift;
-	return cell < SC_COUNT ? roots.slab.cell_region[cell] : SC_COUNT; /* arena 0: region = class */
+	size_t slot = ((uintptr_t)p - roots.slab.nursery) >> roots.slab.slot_shift;
+	return slot < CONFIG_SLAB_ARENAS * SC_COUNT && roots.slab.owner[slot] < SC_COUNT ? roots.slab.owner[slot] : SC_COUNT;
+}
+
+/* The place of class r (arena * SC_COUNT + class) among the window's regions and the
+ * nursery's slots. */
+static size_t place_of(unsigned r)
+{
+	size_t j = 0;
+	while (roots.slab.owner[j] != r) j++;
+	return j;
+}
+
+/* The start of class r's region. */
+static uintptr_t region_of(unsigned r)
+{
+	return roots.slab.base + (place_of(r) << roots.slab.region_shift);
 }
 
 /* The slab window is set aside, not mapped: a program may map something there with
@@ -616,8 +631,8 @@ static uintptr_t mapped_start(uintptr_t a)
 	return start;
 }
 
-/* Each class's first slabs share the arena's nursery, one cell per class in a random
- * order: every class whose slab fits a cell (below a lead of up to a quarter of it and
+/* Each class's first slabs lie in the nursery, in a cell of its own at a random place:
+ * every class whose slab fits a cell (below a lead of up to a quarter of it and
  * a closed page) starts there, in its own cell; bigger ones start in their regions.
  * A class that outgrows its cell goes on in its region, and blocks on both sides keep
  * their contents, decode and free; a double free is caught on both sides. Around the
@@ -626,8 +641,8 @@ static uintptr_t mapped_start(uintptr_t a)
 START_TEST(nursery_holds_first_slabs)
 {
 	free(malloc(16)); /* started */
-	if (!roots.slab.cell_shift) return; /* built without one */
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), cell = (size_t)1 << roots.slab.cell_shift;
+	if (!roots.slab.slot_shift) return; /* built without one */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), cell = (size_t)CONFIG_SLAB_NURSERY_PAGES * pg;
 	static void *first[SC_COUNT];
 	for (unsigned k = 1; k < SC_COUNT; k++) {
 		struct sc_geometry g;
@@ -664,8 +679,7 @@ START_TEST(nursery_holds_first_slabs)
 		for (size_t j = 0; j < n; j++) ck_assert_uint_eq(v[i][j], tag_of(v[i]));
 	}
 
-	/* Around the cell's slabs: a closed page below, a closed page above (or, back to
-	 * back with them, a neighbouring cell's closed pages: just as fatal). */
+	/* Around the cell's slabs: a closed page below, a closed page above. */
 	unsigned char *nb = v[0], *rb = v[in_region - 1];
 	uintptr_t cell_lo = mapped_start((uintptr_t)nb), cell_hi = mapped_end((uintptr_t)nb);
 	ck_assert(object_size_is_fatal((void *)cell_lo));
@@ -692,18 +706,17 @@ END_TEST
 START_TEST(nursery_cell_taken)
 {
 	free(malloc(16)); /* started */
-	if (!roots.slab.cell_shift) return;
-	size_t cell = (size_t)1 << roots.slab.cell_shift;
+	if (!roots.slab.slot_shift) return;
+	/* Its cell's place in its slot is drawn at its set-up: the mapping takes the slot. */
+	size_t slot = (size_t)1 << roots.slab.slot_shift, pg = (size_t)sysconf(_SC_PAGESIZE);
 	unsigned c = sc_of(20000); /* no class this size is used before (a fresh child) */
 	struct slab_class_figures f;
 	slab_class_figures(c, &f);
 	ck_assert_uint_eq(f.slabs_active + f.slabs_empty + f.slabs_closed, 0);
-	unsigned j = 0;
-	while (roots.slab.cell_region[j] != c) j++;
-	char *at = (char *)(roots.slab.nursery + ((size_t)j << roots.slab.cell_shift));
-	char *m = mmap(at, cell, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	char *at = (char *)(roots.slab.nursery + (place_of(c) << roots.slab.slot_shift));
+	char *m = mmap(at, slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	ck_assert(m == at);
-	memset(m, 0x77, cell);
+	for (size_t i = 0; i < slot; i += pg) m[i] = 0x77;
 	static void *got[64];
 	for (unsigned i = 0; i < 64; i++) {
 		got[i] = malloc(20000);
@@ -712,10 +725,10 @@ START_TEST(nursery_cell_taken)
 		ck_assert_uint_eq(malloc_usable_size(got[i]), sc_usable(c));
 		memset(got[i], 0x11, 20000);
 	}
-	ck_assert_uint_eq(malloc_object_size(m + cell / 2), 0); /* not rampart's */
+	ck_assert_uint_eq(malloc_object_size(m + slot / 2), 0); /* not rampart's */
 	for (unsigned i = 0; i < 64; i++) free(got[i]);
-	for (size_t i = 0; i < cell; i++) ck_assert_uint_eq((unsigned char)m[i], 0x77);
-	ck_assert_int_eq(munmap(m, cell), 0);
+	for (size_t i = 0; i < slot; i += pg) ck_assert_uint_eq((unsigned char)m[i], 0x77);
+	ck_assert_int_eq(munmap(m, slot), 0);
 }
 END_TEST
 
@@ -737,7 +750,7 @@ START_TEST(arenas_open_on_first_use)
 	ck_assert_uint_eq(slab_arenas_open(), 1);
 	if (roots.slab.arenas < 2) return; /* nothing more to open */
 	size_t region = (size_t)1 << roots.slab.region_shift;
-	char *stray = (char *)(roots.slab.base + (SC_COUNT + 3) * region + region / 2);
+	char *stray = (char *)(region_of(SC_COUNT + 3) + region / 2); /* arena 1's */
 	ck_assert_uint_eq(malloc_object_size(stray), 0);
 	ck_assert(free_is_fatal(stray));
 
@@ -770,7 +783,7 @@ START_TEST(classes_set_up_on_first_use)
 	free(malloc(16)); /* started */
 	size_t region = (size_t)1 << roots.slab.region_shift;
 	unsigned c = sc_of(100000); /* no class this size is used before (a fresh child) */
-	char *stray = (char *)(roots.slab.base + (size_t)c * region + region / 2);
+	char *stray = (char *)(region_of(c) + region / 2);
 	struct slab_class_figures f;
 	slab_class_figures(c, &f);
 	ck_assert_uint_eq(f.slot_size, sc_size(c));
@@ -795,7 +808,7 @@ START_TEST(classes_set_up_on_first_use)
 		ck_assert_uint_eq(malloc_usable_size(q), n);
 		/* Its own nursery cell or its own region, in arena 0. */
 		if (in_nursery(q)) ck_assert_uint_eq(nursery_class(q), k);
-		else ck_assert_uint_eq(((uintptr_t)q - roots.slab.base) / region, k);
+		else ck_assert_uint_eq(((uintptr_t)q - roots.slab.base) / region, place_of(k));
 		free(q);
 	}
 }
