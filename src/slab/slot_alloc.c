@@ -117,8 +117,9 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	size_t wiped = fresh ? k->usable : extent_of(k, s, i);
 	set_extent(k, s, i, size);
 	/* All of the slot was zero at its last free (the slack proven so, slot_check.h),
-	 * so the scan may cover all the new owner may read: beyond what was wiped too. */
-	size_t owned = MAX(wiped, extent_of(k, s, i));
+	 * so the scan may cover all the new owner may read, beyond what was wiped too, and
+	 * round it up to its 16-byte steps. */
+	size_t owned = MIN(align_up(MAX(wiped, extent_of(k, s, i)), 16), (size_t)k->usable);
 #if CONFIG_SLOT_CANARY
 	/* A slot keeps its canary from its first allocation on (a free wipes the data, not
 	 * the canary), so only a fresh slot's is stamped, here under the lock: a free of a

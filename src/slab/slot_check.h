@@ -46,11 +46,21 @@ static inline bool all_zero(const void *p, size_t n)
  * (the whole slack, before the wipe) and wherever the extent grows (the bytes it takes
  * in). Reading costs less than wiping: the slack of a big slot is often pages the
  * program never touched, which a read maps to the shared zero page and a wipe would
- * make resident. Are the bytes of slot a from `from` (its extent then: a multiple of
- * 16) to `to` (another extent, or the usable size) zero? */
+ * make resident. Extents are kept to the byte (slab_class.h), so an overflow of one
+ * byte past the request is found. Are the bytes of slot a from `from` (its extent then)
+ * to `to` (another extent, or the usable size) zero? */
 static inline bool slack_zero(uintptr_t a, size_t from, size_t to)
 {
-	return from >= to || all_zero((const void *)(a + from), to - from);
+	if (from >= to) return true;
+	const unsigned char *b = (const unsigned char *)a;
+	/* Byte by byte up to a 16-byte boundary (an extent ends anywhere) and over the last
+	 * bytes of `to` that are not a whole 8 (an extent too, in a realloc), by vectors
+	 * between. */
+	size_t mid = MIN((from + 15) & ~(size_t)15, to), end = mid + ((to - mid) & ~(size_t)7);
+	unsigned acc = 0;
+	for (size_t j = from; j < mid; j++) acc |= b[j];
+	for (size_t j = end; j < to; j++) acc |= b[j];
+	return !acc && all_zero(b + mid, end - mid);
 }
 
 static noinline cold __attribute__((unused)) void slack_written(struct slab_class *k, uintptr_t a, enum report_op op)

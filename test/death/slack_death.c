@@ -4,7 +4,7 @@
  * the requested size (a dirty extent per slot: 128 bytes, then 256 and up), so that no
  * byte of it is handed to the slot's next owner (docs/slab.md, "The slack").
  *
- *   block of n bytes, a byte written between n (rounded up to 16) and the usable size
+ *   block of n bytes, a byte written between n and the usable size (one past n too)
  *     -> caught at its free, at its free by another arena's thread, at a
  *        malloc_usable_size or malloc_object_size, at a realloc that grows it in place
  *   the same write after the free -> caught at the next owner's free, or when the next
@@ -39,6 +39,11 @@ static void overflow_free(size_t n, size_t at)
  * canaries its usable size is 128 and a request in it is 113 or more: no slack.) */
 static void slack_128(void) { overflow_free(105, 115); }
 static void slack_1000(void) { overflow_free(1000, 1010); }
+/* One byte past the request: extents are kept to the byte. */
+static void off_by_one_1000(void) { overflow_free(1000, 1000); }
+static void off_by_one_5001(void) { overflow_free(5001, 5001); }
+/* Above 64 KiB extents are kept in 2-byte units: one past an even request. */
+static void off_by_one_100000(void) { overflow_free(100000, 100000); }
 static void slack_5000(void) { overflow_free(5000, 5100); }
 /* Half a page past the request: in class 16384 (usable 16376) from 14400. */
 static void slack_pages(void) { overflow_free(14400, 16370); }
@@ -147,6 +152,9 @@ static const struct death_case cases[] = {
 	 CAUGHT_WITH(CONFIG_ZERO_ON_FREE && CONFIG_SLOT_CANARY, SLACK_REPORT,
 		     "zero-on-free or canaries (without canaries class 128 has no slack)")},
 	{"1000 bytes, a byte written at 1010, then free", slack_1000, SLACK},
+	{"1000 bytes, a byte written at 1000 (one past), then free", off_by_one_1000, SLACK},
+	{"5001 bytes, a byte written at 5001 (one past), then free", off_by_one_5001, SLACK},
+	{"100000 bytes, a byte written at 100000 (one past), then free", off_by_one_100000, SLACK},
 	{"5000 bytes, a byte written at 5100, then free", slack_5000, SLACK},
 	{"14400 bytes, a byte written at 16370, then free", slack_pages, SLACK},
 	{"100000 bytes, a byte written at 110000, then free", slack_100000, SLACK},
