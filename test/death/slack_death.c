@@ -148,6 +148,10 @@ static void controls(void)
 #define SLACK CAUGHT_WITH(CONFIG_ZERO_ON_FREE, SLACK_REPORT, ZERO_ON_FREE)
 
 static const struct death_case cases[] = {
+	/* First: where every case is compiled out, the skip names the last one's reason. */
+	{"write after free at 5000 of 4700 bytes, next owner asks 5100", slack_after_free_bigger,
+	 CAUGHT_WITH(CONFIG_WRITE_AFTER_FREE_CHECK, "write after free",
+		     "write-after-free check (CONFIG_WRITE_AFTER_FREE_CHECK=0)")},
 	{"105 bytes in class 128, a byte written at 115, then free", slack_128,
 	 CAUGHT_WITH(CONFIG_ZERO_ON_FREE && CONFIG_SLOT_CANARY, SLACK_REPORT,
 		     "zero-on-free or canaries (without canaries class 128 has no slack)")},
@@ -163,9 +167,6 @@ static const struct death_case cases[] = {
 	{"5000 bytes, a byte written at 5050, then malloc_object_size", slack_object_size, SLACK},
 	{"4700 bytes, a byte written at 5000, then realloc to 5100", slack_realloc_grow, SLACK},
 	{"write after free at 5100 of 5000 bytes, found at the next free", slack_after_free, SLACK},
-	{"write after free at 5000 of 4700 bytes, next owner asks 5100", slack_after_free_bigger,
-	 CAUGHT_WITH(CONFIG_WRITE_AFTER_FREE_CHECK, "write after free",
-		     "write-after-free check (CONFIG_WRITE_AFTER_FREE_CHECK=0)")},
 	{"every class: requests, usable sizes, realloc, calloc, written and freed", controls, DIE_NOT, NULL},
 };
 
