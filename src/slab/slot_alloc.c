@@ -134,7 +134,8 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 
 #if CONFIG_WRITE_AFTER_FREE_CHECK
 	/* The slot is ours alone now (no neighbour check reads a live slot's data), so the
-	 * scan for stale writes runs outside the lock, over what the last free wiped. */
+	 * scan for stale writes runs outside the lock, over what the last free wiped and
+	 * what the new owner asks for. */
 	if (unlikely(!all_zero(p, owned))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
 	size_t known_zero = owned;
 #else

@@ -80,7 +80,6 @@ static inline void check_slack(struct slab_class *k, uintptr_t a, size_t from, s
 }
 #endif
 
-
 /* A slot's canary word (8-aligned): read atomically, since another thread's batched
  * free may swap it at the same moment (slab_batch_free, batched_free.c). */
 static inline uint64_t canary_word(uintptr_t end) { return __atomic_load_n((const uint64_t *)end, __ATOMIC_RELAXED); }
