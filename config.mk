@@ -111,7 +111,9 @@ CONFIG_REALLOC_HEADROOM_MAX ?= 67108864
 # --- general --------------------------------------------------------------------
 # Largest request served by the slab allocator; bigger ones are large allocations.
 CONFIG_SMALL_MAX ?= 131072
-# Zero memory when it is freed (slab slots; large regions are dropped by the kernel).
+# Zero memory when it is freed (slab slots; large regions are dropped by the kernel), and
+# check that a slot's bytes past the request (its slack) are still zero then: no owner's
+# byte reaches the slot's next owner.
 CONFIG_ZERO_ON_FREE ?= 1
 # Name rampart's mappings (PR_SET_VMA_ANON_NAME) so /proc/PID/maps tells them apart.
 CONFIG_LABEL_MEMORY ?= 1

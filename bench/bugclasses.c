@@ -99,6 +99,17 @@ static int overflow_small(void)
 	return 0;
 }
 
+/* Inside the slot, short of anything after it: 1,000 bytes asked for lie in a bigger
+ * slot (rampart: 1,016 usable bytes, then its canary). */
+static int overflow_in_slot(void)
+{
+	char *p = malloc(1000);
+	memset(p, 'A', 1001); /* one byte past the request */
+	free(p);
+	churn(1000, 1000);
+	return 0;
+}
+
 static int underflow_small(void)
 {
 	char *p = malloc(24);
@@ -195,6 +206,7 @@ static const struct scenario {
 	{"free of an interior pointer (64 B block + 16)", free_interior_pointer},
 	{"free_sized with the wrong size (64 B block, 4096 given)", sized_free_wrong_size},
 	{"overflow: 8 bytes past a 24-byte block, then free", overflow_small},
+	{"overflow: 1 byte past a 1,000-byte block (inside its slot), then free", overflow_in_slot},
 	{"underflow: 8 bytes before a 24-byte block, then free", underflow_small},
 	{"write after free (64 B), then churn of that size", write_after_free_small},
 	{"write after free (1 MiB)", write_after_free_large},

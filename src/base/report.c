@@ -72,6 +72,9 @@ static const struct kind_text kinds[ERR_COUNT] = {
 	[ERR_FREED_NEIGHBOUR] = {"write after free (or a heap overflow or underflow) into a freed slot", false, NULL},
 	[ERR_FREED_CANARY] = {"write after free (or a heap overflow) over a freed slot's canary", false, NULL},
 	[ERR_EXIT_CANARY] = {"live slot canary overwritten, found at exit (heap overflow)", false, NULL},
+	/* Bytes past the request are zero while the slot is live unless something wrote
+	 * them: the owner's overflow by far likelier, a stale pointer's write the other. */
+	[ERR_SLACK] = {"write past the requested size, into the slot's slack (heap overflow)", false, NULL},
 	[ERR_SLAB_METADATA] = {"slab metadata inconsistent", false, NULL},
 	[ERR_LARGE_METADATA] = {"large metadata inconsistent", false, NULL},
 	[ERR_RECLOSE] = {"cannot re-close span", false, NULL},

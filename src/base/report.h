@@ -64,6 +64,7 @@ enum report_kind {
 	ERR_FREED_NEIGHBOUR,     /* a freed neighbour slot's bytes */
 	ERR_FREED_CANARY,        /* a freed (batched) slot's canary word */
 	ERR_EXIT_CANARY,         /* a live slot's canary, at exit */
+	ERR_SLACK,               /* a live slot's bytes past its request, at its free or resize */
 	/* rampart's own state. */
 	ERR_SLAB_METADATA,       /* a slab's bits contradict its count */
 	ERR_LARGE_METADATA,      /* the large table contradicts the quarantine */

@@ -246,6 +246,10 @@ noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct ar
 	const struct slot_bits *b = &s->bits[i >> 6];
 	if (!(__atomic_load_n(&b->used, __ATOMIC_RELAXED) & ~__atomic_load_n(&b->quar, __ATOMIC_RELAXED) & bit))
 		return false;
+#if CONFIG_ZERO_ON_FREE
+	/* Written past the request: the locked path reports it (slot_check.h). */
+	if (!slack_zero(a, extent_of(k, s, i), k->usable)) return false;
+#endif
 	uint64_t expect = s->canary, mark = batched_canary(s);
 	if (!__atomic_compare_exchange_n((uint64_t *)(a + k->usable), &expect, mark, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))

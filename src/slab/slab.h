@@ -44,10 +44,11 @@
  *    extent (not the canary), and the next allocation checks that much. Classes of up to
  *    SLAB_EXTENT_SLOTS slots a slab keep the extent per slot; smaller slots count as
  *    wholly dirty (tracking would cost more than wiping them).
- *  - With zero-on-free, a slot that is not live reads as zero over its last wiped
- *    extent; beyond that only an overflow inside the slot's own slack can have left
- *    bytes (calloc clears them). Its canary word holds the slab's canary once the slot
- *    was handed out, zero while it is fresh.
+ *  - With zero-on-free, a slot that is not live reads as zero over its whole usable
+ *    size: a free wipes the extent and finds the rest (the slack) zero, or reports it
+ *    written (slot_check.h); only a stale pointer's write since can have left bytes.
+ *    Its canary word holds the slab's canary once the slot was handed out, zero while
+ *    it is fresh.
  *  - A live slot's canary is in place whenever the class lock is free: slab_alloc
  *    stamps it, at a fresh slot's first allocation, before unlocking, and nothing
  *    wipes it after, so a free may check the canary of a live neighbour (which finds

@@ -196,8 +196,10 @@ enum { SET_CLOSED, SET_EMPTY };
 
 /* Classes with at most this many slots a slab keep a dirty extent per slot (slab.h). */
 #define SLAB_EXTENT_SLOTS 32u
-/* Extents are kept in 16-byte units: a slot of 128 KiB is 8192 units. */
-#define EXTENT_UNIT 16u
+/* Extents are kept in bytes, so that the slack starts right after the request and a
+ * write one byte past it is found at the free (slot_check.h); in 2-byte units in the
+ * classes whose usable size a 16-bit count of bytes cannot hold (above 64 KiB). */
+#define EXTENT_MAX_UNITS 65535u
 
 /* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
  * (every class from 64 bytes up but three with 71 to 85) keeps all an allocation or a
@@ -254,6 +256,7 @@ struct slab_class {
 	bool open_slabs;            /* false for the zero class: its memory never opens */
 	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
 	uint8_t nwords, page_shift;
+	uint8_t extent_shift;       /* log2 of the bytes of an extent's unit */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory
 			       * outgrown stays mapped: a batched free reads it unlocked. */
 	/* Line 1: what decoding reads, per area (AREA_REGION, AREA_NURSERY): offsets from
@@ -456,12 +459,13 @@ static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
 /* Bytes of slot i that may be dirty (live) or that were wiped (not live). */
 static inline size_t extent_of(const struct slab_class *k, const struct slab *s, uint32_t i)
 {
-	return k->track_extent ? MIN((size_t)s->extent[i] * EXTENT_UNIT, (size_t)k->usable) : k->usable;
+	return k->track_extent ? MIN((size_t)s->extent[i] << k->extent_shift, (size_t)k->usable) : k->usable;
 }
 
 static inline void set_extent(const struct slab_class *k, struct slab *s, uint32_t i, size_t n)
 {
-	if (k->track_extent) s->extent[i] = (uint16_t)((MIN(n, (size_t)k->usable) + EXTENT_UNIT - 1) / EXTENT_UNIT);
+	if (k->track_extent)
+		s->extent[i] = (uint16_t)((MIN(n, (size_t)k->usable) + ((size_t)1 << k->extent_shift) - 1) >> k->extent_shift);
 }
 
 static inline void grow_extent(const struct slab_class *k, struct slab *s, uint32_t i, size_t n)

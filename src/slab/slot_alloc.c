@@ -42,28 +42,6 @@ static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 }
 
 #if CONFIG_WRITE_AFTER_FREE_CHECK
-/* Are the n bytes at p (16-byte aligned, n a multiple of 8) all zero? 64 bytes a step in
- * 16-byte vectors, which every x86_64 (SSE2) and arm64 (NEON) has: this scan is most of
- * what a write-after-free check costs. */
-typedef uint64_t zero_vec __attribute__((vector_size(16), aligned(16), may_alias));
-static inline bool all_zero(const void *p, size_t n)
-{
-	const zero_vec *v = p;
-	zero_vec acc = {0, 0};
-	size_t i = 0;
-	/* The hardware prefetcher follows a stream only within a page: a request for the
-	 * first line of every later page at once takes the stall at each page start off
-	 * the scan. */
-	for (size_t pg = 4096 / 16; pg < n / 16; pg += 4096 / 16) __builtin_prefetch(v + pg);
-	for (; i + 4 <= n / 16; i += 4) acc |= v[i] | v[i + 1] | v[i + 2] | v[i + 3];
-	for (; i < n / 16; i++) acc |= v[i];
-	uint64_t tail = 0;
-	if (n % 16) memcpy(&tail, (const char *)p + n - 8, 8);
-	return !(acc[0] | acc[1] | tail);
-}
-#endif
-
-#if CONFIG_WRITE_AFTER_FREE_CHECK
 /* A slab with at least this many free slots is being filled again (a structure built
  * after another was freed): the allocations that follow take its slots in random order,
  * and each one's write-after-free scan starts with a line no hardware prefetcher can
@@ -138,6 +116,10 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	/* What the last free wiped; nothing to look at in a fresh slot. */
 	size_t wiped = fresh ? k->usable : extent_of(k, s, i);
 	set_extent(k, s, i, size);
+	/* All of the slot was zero at its last free (the slack proven so, slot_check.h),
+	 * so the scan may cover all the new owner may read, beyond what was wiped too, and
+	 * round it up to its 16-byte steps. */
+	size_t owned = MIN(align_up(MAX(wiped, extent_of(k, s, i)), 16), (size_t)k->usable);
 #if CONFIG_SLOT_CANARY
 	/* A slot keeps its canary from its first allocation on (a free wipes the data, not
 	 * the canary), so only a fresh slot's is stamped, here under the lock: a free of a
@@ -152,14 +134,15 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 
 #if CONFIG_WRITE_AFTER_FREE_CHECK
 	/* The slot is ours alone now (no neighbour check reads a live slot's data), so the
-	 * scan for stale writes runs outside the lock, over what the last free wiped. */
-	if (unlikely(!all_zero(p, wiped))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
-	size_t known_zero = wiped;
+	 * scan for stale writes runs outside the lock, over what the last free wiped and
+	 * what the new owner asks for. */
+	if (unlikely(!all_zero(p, owned))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
+	size_t known_zero = owned;
 #else
 	/* Without the check a stale pointer may have written since the wipe: calloc must
 	 * return zeros to a correct program whatever a buggy one did. */
 	size_t known_zero = 0;
-	(void)wiped;
+	(void)owned;
 #endif
 	if (zero && size > known_zero) memset(p + known_zero, 0, size - known_zero);
 	return p;
@@ -232,9 +215,12 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		check_canary(k, s, a, OP_FREE);
 		check_neighbours(k, s, a, i);
 #if CONFIG_ZERO_ON_FREE
-		/* What the program could have written (the canary stays); the extent stays
-		 * as the record of what the next allocation must find zero. */
-		memset(p, 0, extent_of(k, s, i));
+		/* What the program could have written (the canary stays), past a check that
+		 * it wrote nothing beyond (the slack, slot_check.h); the extent stays as the
+		 * record of what the next allocation must find zero. */
+		size_t extent = extent_of(k, s, i);
+		check_slack(k, a, extent, k->usable, OP_FREE);
+		memset(p, 0, extent);
 #endif
 	}
 #if CONFIG_SLOT_QUARANTINE
@@ -256,6 +242,7 @@ size_t slab_usable_size(const void *p)
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, OP_USABLE_SIZE);
 	check_not_batched(k, s, (uintptr_t)p, OP_USABLE_SIZE);
+	check_slack(k, (uintptr_t)p, extent_of(k, s, i), k->usable, OP_USABLE_SIZE);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
 	return k->usable;
@@ -271,7 +258,11 @@ bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, OP_REALLOC);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p, OP_REALLOC);
 	bool stays = c_new == k->cls;
-	if (stays) grow_extent(k, s, i, size);
+	if (stays) {
+		size_t was = extent_of(k, s, i);
+		grow_extent(k, s, i, size);
+		check_slack(k, (uintptr_t)p, was, extent_of(k, s, i), OP_REALLOC);
+	}
 	*copy = extent_of(k, s, i);
 	class_unlock(k);
 	return stays;
@@ -306,7 +297,10 @@ size_t slab_object_size(const void *p)
 	uint32_t i = pl.i, at = pl.at;
 	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, OP_OBJECT_SIZE, ERR_NOT_LIVE_INSIDE, p);
 	check_not_batched(k, s, slot_start(k, pl.pos, i), OP_OBJECT_SIZE);
-	if (at < k->usable) set_extent(k, s, i, k->usable); /* told it may use all of it */
+	if (at < k->usable) { /* told it may use all of it */
+		check_slack(k, slot_start(k, pl.pos, i), extent_of(k, s, i), k->usable, OP_OBJECT_SIZE);
+		set_extent(k, s, i, k->usable);
+	}
 	class_unlock(k);
 	/* From the end of the usable part to the end of the slot (the canary) the pointer
 	 * is still the block's, one past its end included: nothing left to access. */

@@ -16,6 +16,70 @@
 
 #include "slab/slab_class.h"
 
+#if CONFIG_ZERO_ON_FREE
+/* Are the n bytes at p (16-byte aligned, n a multiple of 8) all zero? 64 bytes a step in
+ * 16-byte vectors, which every x86_64 (SSE2) and arm64 (NEON) has: this scan is most of
+ * what a write-after-free check costs, and all the slack check costs. */
+typedef uint64_t zero_vec __attribute__((vector_size(16), aligned(16), may_alias));
+static inline bool all_zero(const void *p, size_t n)
+{
+	const zero_vec *v = p;
+	zero_vec acc = {0, 0};
+	size_t i = 0;
+	/* The hardware prefetcher follows a stream only within a page: a request for the
+	 * first line of every later page at once takes the stall at each page start off
+	 * the scan. */
+	for (size_t pg = 4096 / 16; pg < n / 16; pg += 4096 / 16) __builtin_prefetch(v + pg);
+	for (; i + 4 <= n / 16; i += 4) acc |= v[i] | v[i + 1] | v[i + 2] | v[i + 3];
+	for (; i < n / 16; i++) acc |= v[i];
+	uint64_t tail = 0;
+	if (n % 16) memcpy(&tail, (const char *)p + n - 8, 8);
+	return !(acc[0] | acc[1] | tail);
+}
+
+/* The slack: a slot's bytes from its extent to its usable size. With zero-on-free a slot
+ * is all zero when it is handed out (a fresh slot is; a free wipes the extent and proves
+ * the slack zero), and the program may write only its extent, which grows as it is told
+ * of more (malloc_usable_size, an in-place realloc): bytes of the slack found written
+ * are an overflow past the request (or a stale pointer's write), and are never wiped,
+ * so no byte the previous owner wrote there reaches the next one. Checked at the free
+ * (the whole slack, before the wipe) and wherever the extent grows (the bytes it takes
+ * in). Reading costs less than wiping: the slack of a big slot is often pages the
+ * program never touched, which a read maps to the shared zero page and a wipe would
+ * make resident. Extents are kept to the byte (slab_class.h), so an overflow of one
+ * byte past the request is found. Are the bytes of slot a from `from` (its extent then)
+ * to `to` (another extent, or the usable size) zero? */
+static inline bool slack_zero(uintptr_t a, size_t from, size_t to)
+{
+	if (from >= to) return true;
+	const unsigned char *b = (const unsigned char *)a;
+	/* Byte by byte up to a 16-byte boundary (an extent ends anywhere) and over the last
+	 * bytes of `to` that are not a whole 8 (an extent too, in a realloc), by vectors
+	 * between. */
+	size_t mid = MIN((from + 15) & ~(size_t)15, to), end = mid + ((to - mid) & ~(size_t)7);
+	unsigned acc = 0;
+	for (size_t j = from; j < mid; j++) acc |= b[j];
+	for (size_t j = end; j < to; j++) acc |= b[j];
+	return !acc && all_zero(b + mid, end - mid);
+}
+
+static noinline cold __attribute__((unused)) void slack_written(struct slab_class *k, uintptr_t a, enum report_op op)
+{
+	die(k, op, ERR_SLACK, (void *)a);
+}
+
+/* Lock held. */
+static inline void check_slack(struct slab_class *k, uintptr_t a, size_t from, size_t to, enum report_op op)
+{
+	if (unlikely(!slack_zero(a, from, to))) slack_written(k, a, op);
+}
+#else
+static inline void check_slack(struct slab_class *k, uintptr_t a, size_t from, size_t to, enum report_op op)
+{
+	(void)k, (void)a, (void)from, (void)to, (void)op;
+}
+#endif
+
 /* A slot's canary word (8-aligned): read atomically, since another thread's batched
  * free may swap it at the same moment (slab_batch_free, batched_free.c). */
 static inline uint64_t canary_word(uintptr_t end) { return __atomic_load_n((const uint64_t *)end, __ATOMIC_RELAXED); }

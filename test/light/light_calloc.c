@@ -16,6 +16,8 @@
 
 #include "rampart.h"
 
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
 static int failures;
 static bool canaries; /* the build keeps 8 bytes of every slot for a canary */
 
@@ -43,8 +45,11 @@ static void dirty_then_calloc(size_t n)
 	 * slab stays open (it has live slots), so the write lands. Built without canaries
 	 * (a slot of 16 bytes is all usable), a free checks a free neighbour's first 16 and
 	 * last 8 bytes, which are then the program's: the write keeps off them, or the
-	 * next free of a neighbour would catch it before calloc can show anything. */
-	size_t from = canaries ? 0 : 16, to = canaries ? usable : usable - 8;
+	 * next free of a neighbour would catch it before calloc can show anything. It keeps
+	 * within the n bytes calloc hands out, too: past them, in a class that keeps the
+	 * requested size, it would be in the new owner's slack, which that owner's free
+	 * finds written (docs/slab.md, "The slack"). */
+	size_t from = canaries ? 0 : 16, to = MIN(canaries ? usable : usable - 8, n);
 	if (to > from) memset(victim + from, 0xa5, to - from);
 	int reused = -1;
 	for (int t = 0; t < TRIES; t++) {
