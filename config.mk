@@ -12,11 +12,18 @@ CONFIG_GUARD_FRACTION ?= 8
 CONFIG_GUARD_MAX_PAGES ?= 64
 # Region quarantine: freed large regions held closed before their address is reused.
 CONFIG_REGION_QUARANTINE ?= 1
-# Entries in the random-swap array and in the FIFO ring of the region quarantine.
-CONFIG_REGION_QUARANTINE_RANDOM ?= 32
-CONFIG_REGION_QUARANTINE_FIFO ?= 64
-# Bytes of address space the region quarantine may hold (closed regions cost no RAM).
-CONFIG_REGION_QUARANTINE_BYTES ?= 1073741824
+# Entries in the FIFO ring a freed region passes first (it waits at least that many large
+# frees) and in the random-swap array behind it (then a random number more, mean that many).
+CONFIG_REGION_QUARANTINE_FIFO ?= 1024
+CONFIG_REGION_QUARANTINE_RANDOM ?= 256
+# Bytes of address space the region quarantine may hold (closed regions hold no pages; under
+# the madvise backend their guard markers take page tables, 2 MiB per GiB). At least
+# CONFIG_REGION_QUARANTINE_MIN times CONFIG_REGION_QUARANTINE_SKIP, so that the bound never
+# makes a region leave before CONFIG_REGION_QUARANTINE_MIN frees.
+CONFIG_REGION_QUARANTINE_BYTES ?= 4294967296
+# Large frees a region waits at least before rampart reuses its address: one that the bounds
+# (RLIMIT_AS, the VMA limit, a smaller byte bound) make leave sooner is unmapped, not reused.
+CONFIG_REGION_QUARANTINE_MIN ?= 16
 # Regions at least this big (huge blocks) wait in a quarantine of their own instead, each
 # closed by one fresh PROT_NONE mapping (no memory, no page tables, one VMA), so a
 # dangling pointer faults instead of reaching the next huge block the kernel would place
@@ -146,6 +153,7 @@ CONFIG_RULES := \
 	CONFIG_REGION_QUARANTINE_FIFO:1:65536 \
 	CONFIG_REGION_QUARANTINE_BYTES:0:70368744177664 \
 	CONFIG_REGION_QUARANTINE_SKIP:4096:70368744177664 \
+	CONFIG_REGION_QUARANTINE_MIN:1:65536 \
 	CONFIG_HUGE_QUARANTINE_RANDOM:1:4096 \
 	CONFIG_HUGE_QUARANTINE_FIFO:1:65536 \
 	CONFIG_HUGE_QUARANTINE_BYTES:0:140737488355328 \

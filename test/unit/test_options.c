@@ -222,7 +222,7 @@ START_TEST(test_knobs)
 		"large_cache_bytes=", "large_cache_bytes=12q", "large_cache_bytes=k", "large_cache_bytes=-1",
 		"large_cache_bytes=1mb", "large_cache_entries=8k", "large_cache_entries=65",
 		"large_cache_bytes=99999999999999999999999", "large_cache_bytes=100000000g",
-		"large_quarantine_entries=1000", "arenas=-1", "arenas=two", "arenas=2k", "arenas=999",
+		"large_quarantine_entries=100000", "arenas=-1", "arenas=two", "arenas=2k", "arenas=999",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		o = parse_all(bad[i], warn, sizeof warn);
