@@ -36,8 +36,10 @@ CONFIG_HUGE_QUARANTINE_FIFO ?= 16
 # ... within this much address space (and at most RLIMIT_AS/16 under a limit).
 CONFIG_HUGE_QUARANTINE_BYTES ?= 1099511627776
 
-# Reuse cache: closed large regions kept for reuse instead of being unmapped.
-CONFIG_CACHE_ENTRIES ?= 64
+# Reuse cache: closed large regions kept for reuse instead of being unmapped. Regions leave
+# the long region quarantine in random order, seldom next to a cached one, so the cache holds
+# many pieces: fewer entries would unmap them and punch holes (VMAs) under churn.
+CONFIG_CACHE_ENTRIES ?= 256
 # Bytes of address space the cache may hold (closed regions hold no RAM).
 CONFIG_CACHE_BYTES ?= 536870912
 # A cached region is reused only if it wastes at most this percentage of the request.

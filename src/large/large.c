@@ -217,9 +217,12 @@ struct large_state *large_init(void)
 	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
 	struct rlimit as;
 	if (getrlimit(RLIMIT_AS, &as) != 0) as.rlim_cur = RLIM_INFINITY;
-	region_quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
-			       MIN(roots.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
-			       held_bound(roots.opt.large_quarantine_bytes, &as), CONFIG_REGION_QUARANTINE_MIN);
+	/* A user who sets the quarantine shorter than the minimum stay (large_quarantine_entries)
+	 * or empty (large_quarantine_bytes=0) asked for early reuse: the minimum follows. */
+	size_t entries = MIN(roots.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO);
+	size_t min_stay = roots.opt.large_quarantine_bytes ? MIN(entries, (size_t)CONFIG_REGION_QUARANTINE_MIN) : 0;
+	region_quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring, entries,
+			       held_bound(roots.opt.large_quarantine_bytes, &as), min_stay);
 	region_quarantine_init(&s->huge, s->h_slots, CONFIG_HUGE_QUARANTINE_RANDOM, s->h_ring, CONFIG_HUGE_QUARANTINE_FIFO,
 			       held_bound(CONFIG_HUGE_QUARANTINE_BYTES, &as), CONFIG_REGION_QUARANTINE_MIN);
 	reuse_cache_init(&s->cache, s->cache_slots, MIN(roots.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
@@ -322,11 +325,13 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit, or a bound set to 0)
 	 * leaves at once, as if pushed and evicted, but without pushing every other region
 	 * out of the quarantine first; and since it leaves early, it is unmapped, not
-	 * cached: the cache must never hand out an address that skipped the quarantine. */
+	 * cached: the cache must never hand out an address that skipped the quarantine
+	 * (unless the user turned the minimum stay off). */
 	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP && e->region.size > s->quarantine.bytes_max) {
 		struct guard_region r = e->region;
 		remove_entry(s, e);
-		(void)guard_unmap(&r);
+		if (s->quarantine.min_stay) (void)guard_unmap(&r);
+		else retire_region(s, &r);
 		return;
 	}
 	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {
