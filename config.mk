@@ -17,10 +17,10 @@ CONFIG_REGION_QUARANTINE ?= 1
 CONFIG_REGION_QUARANTINE_FIFO ?= 1024
 CONFIG_REGION_QUARANTINE_RANDOM ?= 256
 # Bytes of address space the region quarantine may hold (closed regions hold no pages; under
-# the madvise backend their guard markers take page tables, 2 MiB per GiB). At least
+# the madvise backend their guard markers take page tables, 2 MiB per GiB: 4 MiB here). At least
 # CONFIG_REGION_QUARANTINE_MIN times CONFIG_REGION_QUARANTINE_SKIP, so that the bound never
 # makes a region leave before CONFIG_REGION_QUARANTINE_MIN frees.
-CONFIG_REGION_QUARANTINE_BYTES ?= 4294967296
+CONFIG_REGION_QUARANTINE_BYTES ?= 2147483648
 # Large frees a region waits at least before rampart reuses its address: one that the bounds
 # (RLIMIT_AS, the VMA limit, a smaller byte bound) make leave sooner is unmapped, not reused.
 CONFIG_REGION_QUARANTINE_MIN ?= 16
@@ -28,7 +28,7 @@ CONFIG_REGION_QUARANTINE_MIN ?= 16
 # closed by one fresh PROT_NONE mapping (no memory, no page tables, one VMA), so a
 # dangling pointer faults instead of reaching the next huge block the kernel would place
 # there; then they are unmapped, never reused.
-CONFIG_REGION_QUARANTINE_SKIP ?= 268435456
+CONFIG_REGION_QUARANTINE_SKIP ?= 134217728
 # Entries in the huge quarantine's random-swap array and FIFO ring: a freed huge region
 # stays out of reach for at least CONFIG_HUGE_QUARANTINE_FIFO huge frees ...
 CONFIG_HUGE_QUARANTINE_RANDOM ?= 8

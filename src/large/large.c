@@ -47,15 +47,17 @@ struct large_state {
 	struct large_entry *table;
 	size_t cap, used; /* power of two; used includes quarantined entries */
 	struct region_quarantine quarantine;
-	struct region_quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
-	struct region_quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
 	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
 	struct region_quarantine huge;
-	struct region_quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
-	struct region_quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
 	struct reuse_cache cache;
-	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 	struct populate_credit populate;
+	/* The arrays last: init writes only the fields above, so a process that frees few
+	 * large blocks never touches most of their pages (fresh from meta_alloc). */
+	struct region_quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
+	struct region_quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
+	struct region_quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
+	struct region_quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
+	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,

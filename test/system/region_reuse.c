@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	if (!CONFIG_REGION_QUARANTINE) test_skip("this build has no region quarantine (CONFIG_REGION_QUARANTINE=0)");
-	if (CONFIG_REGION_QUARANTINE_FIFO < 1000 || CONFIG_REGION_QUARANTINE_BYTES < 4 * ((size_t)1 << 30))
+	if (CONFIG_REGION_QUARANTINE_FIFO < 1000 || CONFIG_REGION_QUARANTINE_BYTES < 2 * ((size_t)1 << 30))
 		test_skip("this build's region quarantine is shorter than the default one");
 	if (argc == 2 && !strcmp(argv[1], "limited")) return limited();
 	printf("guard backend %s, no limit:\n", rampart_guard_backend());
