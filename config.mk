@@ -12,16 +12,23 @@ CONFIG_GUARD_FRACTION ?= 8
 CONFIG_GUARD_MAX_PAGES ?= 64
 # Region quarantine: freed large regions held closed before their address is reused.
 CONFIG_REGION_QUARANTINE ?= 1
-# Entries in the random-swap array and in the FIFO ring of the region quarantine.
-CONFIG_REGION_QUARANTINE_RANDOM ?= 32
-CONFIG_REGION_QUARANTINE_FIFO ?= 64
-# Bytes of address space the region quarantine may hold (closed regions cost no RAM).
-CONFIG_REGION_QUARANTINE_BYTES ?= 1073741824
+# Entries in the FIFO ring a freed region passes first (it waits at least that many large
+# frees) and in the random-swap array behind it (then a random number more, mean that many).
+CONFIG_REGION_QUARANTINE_FIFO ?= 1024
+CONFIG_REGION_QUARANTINE_RANDOM ?= 256
+# Bytes of address space the region quarantine may hold (closed regions hold no pages; under
+# the madvise backend their guard markers take page tables, 2 MiB per GiB: 4 MiB here). At least
+# CONFIG_REGION_QUARANTINE_MIN times CONFIG_REGION_QUARANTINE_SKIP, so that the bound never
+# makes a region leave before CONFIG_REGION_QUARANTINE_MIN frees.
+CONFIG_REGION_QUARANTINE_BYTES ?= 2147483648
+# Large frees a region waits at least before rampart reuses its address: one that the bounds
+# (RLIMIT_AS, the VMA limit, a smaller byte bound) make leave sooner is unmapped, not reused.
+CONFIG_REGION_QUARANTINE_MIN ?= 16
 # Regions at least this big (huge blocks) wait in a quarantine of their own instead, each
 # closed by one fresh PROT_NONE mapping (no memory, no page tables, one VMA), so a
 # dangling pointer faults instead of reaching the next huge block the kernel would place
 # there; then they are unmapped, never reused.
-CONFIG_REGION_QUARANTINE_SKIP ?= 268435456
+CONFIG_REGION_QUARANTINE_SKIP ?= 134217728
 # Entries in the huge quarantine's random-swap array and FIFO ring: a freed huge region
 # stays out of reach for at least CONFIG_HUGE_QUARANTINE_FIFO huge frees ...
 CONFIG_HUGE_QUARANTINE_RANDOM ?= 8
@@ -29,8 +36,10 @@ CONFIG_HUGE_QUARANTINE_FIFO ?= 16
 # ... within this much address space (and at most RLIMIT_AS/16 under a limit).
 CONFIG_HUGE_QUARANTINE_BYTES ?= 1099511627776
 
-# Reuse cache: closed large regions kept for reuse instead of being unmapped.
-CONFIG_CACHE_ENTRIES ?= 64
+# Reuse cache: closed large regions kept for reuse instead of being unmapped. Regions leave
+# the long region quarantine in random order, seldom next to a cached one, so the cache holds
+# many pieces: fewer entries would unmap them and punch holes (VMAs) under churn.
+CONFIG_CACHE_ENTRIES ?= 256
 # Bytes of address space the cache may hold (closed regions hold no RAM).
 CONFIG_CACHE_BYTES ?= 536870912
 # A cached region is reused only if it wastes at most this percentage of the request.
@@ -152,6 +161,7 @@ CONFIG_RULES := \
 	CONFIG_REGION_QUARANTINE_FIFO:1:65536 \
 	CONFIG_REGION_QUARANTINE_BYTES:0:70368744177664 \
 	CONFIG_REGION_QUARANTINE_SKIP:4096:70368744177664 \
+	CONFIG_REGION_QUARANTINE_MIN:1:65536 \
 	CONFIG_HUGE_QUARANTINE_RANDOM:1:4096 \
 	CONFIG_HUGE_QUARANTINE_FIFO:1:65536 \
 	CONFIG_HUGE_QUARANTINE_BYTES:0:140737488355328 \

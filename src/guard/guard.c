@@ -731,6 +731,19 @@ unsigned long guard_guards_omitted(void) { return atomic_load_explicit(&omitted,
 void guard_island_add(void) { atomic_fetch_add_explicit(&islands, 1, memory_order_relaxed); }
 void guard_island_remove(void) { atomic_fetch_sub_explicit(&islands, 1, memory_order_relaxed); }
 
+/* vm.max_map_count, read once. */
+static unsigned long vma_limit(void)
+{
+	static _Atomic unsigned long limit;
+	unsigned long n = atomic_load_explicit(&limit, memory_order_relaxed);
+	if (!n) {
+		long v = os_read_long("/proc/sys/vm/max_map_count");
+		n = v > 0 ? (unsigned long)v : 65530; /* the kernel's default */
+		atomic_store_explicit(&limit, n, memory_order_relaxed);
+	}
+	return n;
+}
+
 bool guard_island_room(void)
 {
 	if (guard_backend() == GUARD_MADVISE) return true;
@@ -738,10 +751,8 @@ bool guard_island_room(void)
 	if (n < ISLANDS_UNCHECKED) return true;
 	unsigned long max = atomic_load_explicit(&islands_max, memory_order_relaxed);
 	if (!max) {
-		long limit = os_read_long("/proc/sys/vm/max_map_count");
-		if (limit <= 0) limit = 65530; /* the kernel's default */
 		/* Two VMAs an island, half the limit: the rest is the program's. */
-		max = (unsigned long)limit / 4;
+		max = vma_limit() / 4;
 		if (max < ISLANDS_UNCHECKED) max = ISLANDS_UNCHECKED;
 		atomic_store_explicit(&islands_max, max, memory_order_relaxed);
 	}
@@ -749,6 +760,12 @@ bool guard_island_room(void)
 	if (atomic_fetch_add_explicit(&omitted, 1, memory_order_relaxed) == 0 && say_omissions)
 		report_warn(WARN_VMA_LIMIT, NULL);
 	return false;
+}
+
+bool guard_closed_room(size_t held)
+{
+	if (guard_backend() == GUARD_MADVISE || held < ISLANDS_UNCHECKED) return true;
+	return held < vma_limit() / 8;
 }
 
 bool guard_retire(struct guard_region *r)

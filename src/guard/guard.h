@@ -171,6 +171,11 @@ void guard_island_add(void);
 void guard_island_remove(void);
 unsigned long guard_guards_omitted(void);
 void guard_verbose(bool on);
+/* May a holder of closed regions kept for long (the region quarantine) keep one more,
+ * having held? Under the mprotect scheme each closed region can be a VMA of its own, so
+ * such regions get an eighth of vm.max_map_count (read when held first reaches the
+ * islands' threshold); under madvise they cost no VMA: always true. */
+bool guard_closed_room(size_t held);
 /* Close the whole region for good with one fresh closed mapping: no memory, no page
  * tables (markers need them), no commit charge, one VMA. Only guard_unmap may follow.
  * False, with the region unchanged, when the kernel will not map it (VMA limit). */

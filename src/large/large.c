@@ -47,16 +47,18 @@ struct large_state {
 	struct large_entry *table;
 	size_t cap, used; /* power of two; used includes quarantined entries */
 	struct region_quarantine quarantine;
-	struct region_quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
-	struct region_quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
 	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
 	struct region_quarantine huge;
-	struct region_quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
-	struct region_quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
 	struct reuse_cache cache;
-	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 	struct populate_credit populate;
 	struct guard_area area; /* where fresh regions go (guard.h) */
+	/* The arrays last: init writes only the fields above, so a process that frees few
+	 * large blocks never touches most of their pages (fresh from meta_alloc). */
+	struct region_quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
+	struct region_quarantine_item q_slots[CONFIG_REGION_QUARANTINE_RANDOM];
+	struct region_quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
+	struct region_quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
+	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,
@@ -251,11 +253,14 @@ struct large_state *large_init(void)
 	/* The bounds are run-time options (RAMPART_OPTIONS), within the storage above. */
 	struct rlimit as;
 	if (getrlimit(RLIMIT_AS, &as) != 0) as.rlim_cur = RLIM_INFINITY;
-	region_quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring,
-			MIN(roots.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO),
-			held_bound(roots.opt.large_quarantine_bytes, &as));
+	/* A user who sets the quarantine shorter than the minimum stay (large_quarantine_entries)
+	 * or empty (large_quarantine_bytes=0) asked for early reuse: the minimum follows. */
+	size_t entries = MIN(roots.opt.large_quarantine_entries, (size_t)CONFIG_REGION_QUARANTINE_FIFO);
+	size_t min_stay = roots.opt.large_quarantine_bytes ? MIN(entries, (size_t)CONFIG_REGION_QUARANTINE_MIN) : 0;
+	region_quarantine_init(&s->quarantine, s->q_slots, CONFIG_REGION_QUARANTINE_RANDOM, s->q_ring, entries,
+			       held_bound(roots.opt.large_quarantine_bytes, &as), min_stay);
 	region_quarantine_init(&s->huge, s->h_slots, CONFIG_HUGE_QUARANTINE_RANDOM, s->h_ring, CONFIG_HUGE_QUARANTINE_FIFO,
-			held_bound(CONFIG_HUGE_QUARANTINE_BYTES, &as));
+			       held_bound(CONFIG_HUGE_QUARANTINE_BYTES, &as), CONFIG_REGION_QUARANTINE_MIN);
 	reuse_cache_init(&s->cache, s->cache_slots, MIN(roots.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
 	populate_init(&s->populate, roots.opt.large_refill_bytes);
@@ -332,15 +337,21 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, enum
 }
 
 #if CONFIG_REGION_QUARANTINE
-/* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says. */
+/* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says,
+ * except that a region leaving before CONFIG_REGION_QUARANTINE_MIN frees (the bounds
+ * left no older one to take) is unmapped, never reused by rampart. */
 static void enter_quarantine(struct large_state *s, struct region_quarantine *q, struct large_entry *e, bool reusable)
 {
 	e->state = ENTRY_QUARANTINED;
-	region_quarantine_push(q, (struct region_quarantine_item){e->data, e->region.size}, &s->rnd);
+	/* Under the mprotect scheme every closed region held can be a VMA: within a share
+	 * of the VMA limit, the oldest leave to make room. */
+	q->count_max = guard_closed_room(q->count) ? SIZE_MAX : q->count;
+	region_quarantine_push(q, (struct region_quarantine_item){.key = e->data, .bytes = e->region.size});
 	stat_inc(STAT_QUARANTINE_NOW);
 	stat_add(STAT_QUARANTINE_BYTES_NOW, (long)e->region.size);
 	struct region_quarantine_item out;
-	while (region_quarantine_evict(q, &out, &s->rnd)) leave_quarantine(s, out, reusable);
+	bool early;
+	while (region_quarantine_evict(q, &out, &s->rnd, &early)) leave_quarantine(s, out, reusable && !early);
 }
 #endif
 
@@ -349,11 +360,14 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 #if CONFIG_REGION_QUARANTINE
 	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit, or a bound set to 0)
 	 * leaves at once, as if pushed and evicted, but without pushing every other region
-	 * out of the quarantine first. */
+	 * out of the quarantine first; and since it leaves early, it is unmapped, not
+	 * cached: the cache must never hand out an address that skipped the quarantine
+	 * (unless the user turned the minimum stay off). */
 	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP && e->region.size > s->quarantine.bytes_max) {
 		struct guard_region r = e->region;
 		remove_entry(s, e);
-		retire_region(s, &r);
+		if (s->quarantine.min_stay) (void)guard_unmap(&r);
+		else retire_region(s, &r);
 		return;
 	}
 	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {

@@ -10,7 +10,10 @@
  *    CONFIG_REGION_QUARANTINE_SKIP bytes, in the huge quarantine; the reuse cache
  *    (closed, out of the table, reused by a later large_alloc); or gone (unmapped).
  *    A region the kernel would not map afresh at its free (REGION_STALE) is never
- *    cached: it is unmapped when it leaves the quarantine.
+ *    cached: it is unmapped when it leaves the quarantine. Nor is one that leaves the
+ *    region quarantine (or skips it) before CONFIG_REGION_QUARANTINE_MIN large frees:
+ *    only the quarantine feeds the cache (unless it is compiled out, or turned off at
+ *    run time with large_quarantine_bytes=0).
  *  - Lookups are by exact start address: any other pointer is not an allocation.
  *  - All state is guarded by one lock; the meta lock nests inside it.
  */

@@ -679,6 +679,29 @@ START_TEST(test_window_pick)
 }
 END_TEST
 
+/* The share of the VMA limit a holder of closed regions gets: unbounded under madvise
+ * (they merge), an eighth of vm.max_map_count under mprotect (each can be a VMA). */
+START_TEST(test_closed_room)
+{
+	enum guard_backend b = force(_i);
+	long limit = 0;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	if (!f || fscanf(f, "%ld", &limit) != 1 || limit <= 0) limit = 65530;
+	if (f) fclose(f);
+	size_t share = (size_t)limit / 8;
+	ck_assert(guard_closed_room(0));
+	ck_assert(guard_closed_room(1023));
+	if (b == GUARD_MADVISE) {
+		ck_assert(guard_closed_room(share));
+		ck_assert(guard_closed_room((size_t)limit * 2));
+	} else {
+		if (share > 1024) ck_assert(guard_closed_room(share - 1));
+		ck_assert(!guard_closed_room(share > 1024 ? share : 1024));
+		ck_assert(!guard_closed_room((size_t)limit));
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("guard");
@@ -699,6 +722,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_locked_span_closes_fresh);
 	tcase_add_test(t, test_locked_span_in_place);
 	tcase_add_loop_test(t, test_mlockall_current, 0, 2);
+	tcase_add_loop_test(t, test_closed_room, 0, 2);
 	suite_add_tcase(s, t);
 	return s;
 }

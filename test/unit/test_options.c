@@ -220,9 +220,9 @@ START_TEST(test_knobs)
 
 	static const char *const bad[] = {
 		"large_cache_bytes=", "large_cache_bytes=12q", "large_cache_bytes=k", "large_cache_bytes=-1",
-		"large_cache_bytes=1mb", "large_cache_entries=8k", "large_cache_entries=65",
+		"large_cache_bytes=1mb", "large_cache_entries=8k", "large_cache_entries=257",
 		"large_cache_bytes=99999999999999999999999", "large_cache_bytes=100000000g",
-		"large_quarantine_entries=1000", "arenas=-1", "arenas=two", "arenas=2k", "arenas=999",
+		"large_quarantine_entries=100000", "arenas=-1", "arenas=two", "arenas=2k", "arenas=999",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		o = parse_all(bad[i], warn, sizeof warn);
@@ -232,8 +232,8 @@ START_TEST(test_knobs)
 		snprintf(want, sizeof want, "bad value '%s' for %.*s", v, (int)(v - 1 - bad[i]), bad[i]);
 		ck_assert_msg(strstr(warn, want), "'%s': stderr '%s'", bad[i], warn);
 	}
-	o = parse_all("large_cache_entries=65", warn, sizeof warn);
-	ck_assert_msg(strstr(warn, "too big (at most 64)"), "stderr '%s'", warn);
+	o = parse_all("large_cache_entries=257", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "too big (at most 256)"), "stderr '%s'", warn);
 	char arenas_max[64];
 	snprintf(arenas_max, sizeof arenas_max, "bad value '%d' for arenas: too big (at most %d)",
 		 CONFIG_SLAB_ARENAS + 1, CONFIG_SLAB_ARENAS);
@@ -301,7 +301,7 @@ START_TEST(test_help)
 					   "arenas=", "stats_file=", "passthrough=", "sized_free=", "on_error="};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
 		ck_assert_msg(strstr(out, keys[i]), "help lacks %s: '%s'", keys[i], out);
-	ck_assert_msg(strstr(out, "(default 64, at most 64)"), "'%s'", out);
+	ck_assert_msg(strstr(out, "(default 256, at most 256)"), "'%s'", out);
 }
 END_TEST
 

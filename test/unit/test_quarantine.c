@@ -1,4 +1,4 @@
-/* test_quarantine.c — the region quarantine: ordering, bounds, random eviction, drain. */
+/* test_quarantine.c — the region quarantine: ordering, bounds, minimum stay, random eviction, drain. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdlib.h>
@@ -13,12 +13,17 @@
 static struct region_quarantine_item slots[MAXCAP], ring[MAXCAP + 1];
 static struct random_state rnd;
 
-static void setup(size_t rcap, size_t fcap, size_t bytes_max, struct region_quarantine *q)
+static void setup_min(size_t rcap, size_t fcap, size_t bytes_max, size_t min_stay, struct region_quarantine *q)
 {
 	memset(slots, 0, sizeof slots);
 	memset(ring, 0, sizeof ring);
 	random_reseed(&rnd);
-	region_quarantine_init(q, slots, rcap, ring, fcap, bytes_max);
+	region_quarantine_init(q, slots, rcap, ring, fcap, bytes_max, min_stay);
+}
+
+static void setup(size_t rcap, size_t fcap, size_t bytes_max, struct region_quarantine *q)
+{
+	setup_min(rcap, fcap, bytes_max, 0, q);
 }
 
 static void check_invariants(const struct region_quarantine *q)
@@ -31,20 +36,26 @@ static void check_invariants(const struct region_quarantine *q)
 	ck_assert_uint_eq(q->bytes, bytes);
 }
 
-/* Push, then evict whatever must leave; record who left. */
+/* Push, then evict whatever must leave; record who left (and how many left early). */
+static size_t early_left;
+
 static size_t push_evict(struct region_quarantine *q, uintptr_t key, size_t bytes, uintptr_t *left, size_t max_left)
 {
-	region_quarantine_push(q, (struct region_quarantine_item){key, bytes}, &rnd);
+	region_quarantine_push(q, (struct region_quarantine_item){.key = key, .bytes = bytes});
 	size_t n = 0;
 	struct region_quarantine_item out;
-	while (region_quarantine_evict(q, &out, &rnd)) {
+	bool early;
+	while (region_quarantine_evict(q, &out, &rnd, &early)) {
 		ck_assert_uint_ne(out.key, 0);
 		ck_assert_uint_lt(n, max_left);
+		ck_assert(early == (q->pushes - out.seq < q->min_stay));
+		early_left += early;
 		left[n++] = out.key;
 	}
 	check_invariants(q);
 	ck_assert_uint_le(q->ring_count, q->fifo_cap);
 	ck_assert(q->bytes <= q->bytes_max || q->count == 0);
+	ck_assert(q->count <= q->count_max || q->count == 0);
 	return n;
 }
 
@@ -159,15 +170,16 @@ START_TEST(test_random_eviction)
 {
 	enum { R = 8, TRIALS = 400 };
 	size_t chosen[R + 1] = {0};
+	bool early;
 	for (int t = 0; t < TRIALS; t++) {
 		struct region_quarantine q;
 		setup(R, 0, 100, &q);
 		/* Fill every slot directly (ring empty), each item 20 bytes: 160 > 100. */
-		for (size_t i = 0; i < R; i++) slots[i] = (struct region_quarantine_item){i + 1, 20};
+		for (size_t i = 0; i < R; i++) slots[i] = (struct region_quarantine_item){.key = i + 1, .bytes = 20};
 		q.count = R;
 		q.bytes = 20 * R;
 		struct region_quarantine_item out;
-		ck_assert(region_quarantine_evict(&q, &out, &rnd));
+		ck_assert(region_quarantine_evict(&q, &out, &rnd, &early));
 		ck_assert(out.key >= 1 && out.key <= R);
 		ck_assert_uint_eq(slots[out.key - 1].key, 0);
 		chosen[out.key]++;
@@ -175,7 +187,7 @@ START_TEST(test_random_eviction)
 		ck_assert_uint_eq(q.bytes, 20 * (R - 1));
 		/* Evicts until back under the bound: 8 * 20 -> 5 * 20 = 100. */
 		size_t more = 0;
-		while (region_quarantine_evict(&q, &out, &rnd)) more++;
+		while (region_quarantine_evict(&q, &out, &rnd, &early)) more++;
 		ck_assert_uint_eq(more, 2);
 		ck_assert_uint_eq(q.bytes, 100);
 		check_invariants(&q);
@@ -190,12 +202,90 @@ START_TEST(test_nothing_leaves_under_bounds)
 	struct region_quarantine q;
 	setup(4, 4, 1000, &q);
 	struct region_quarantine_item out;
-	ck_assert(!region_quarantine_evict(&q, &out, &rnd));
+	bool early;
+	ck_assert(!region_quarantine_evict(&q, &out, &rnd, &early));
 	ck_assert(!region_quarantine_drain(&q, &out));
 	uintptr_t left[4];
 	for (uintptr_t k = 1; k <= 4; k++) ck_assert_uint_eq(push_evict(&q, k, 10, left, 4), 0);
 	ck_assert_uint_eq(q.count, 4);
 	ck_assert_uint_eq(q.bytes, 40);
+}
+END_TEST
+
+/* The byte bound takes items that stayed min_stay pushes, at random among them (so how
+ * long an item stays is not a constant), never a younger one while an older one is left. */
+START_TEST(test_min_stay)
+{
+	enum { R = 8, F = 64, MIN = 16, N = 20000, FIT = 40 };
+	struct region_quarantine q;
+	setup_min(R, F, FIT * 4096, MIN, &q); /* 40 items fit: the byte bound, not the count, decides */
+	static size_t pushed_at[N + 1];
+	size_t min_life = (size_t)-1, max_life = 0;
+	uintptr_t left[4];
+	early_left = 0;
+	for (uintptr_t k = 1; k <= N; k++) {
+		pushed_at[k] = k;
+		size_t n = push_evict(&q, k, 4096, left, 4);
+		ck_assert_uint_eq(n, k > FIT);
+		for (size_t i = 0; i < n; i++) {
+			size_t life = k - pushed_at[left[i]];
+			ck_assert_uint_ge(life, MIN);
+			min_life = life < min_life ? life : min_life;
+			max_life = life > max_life ? life : max_life;
+		}
+	}
+	ck_assert_uint_eq(early_left, 0);
+	ck_assert_uint_lt(min_life, FIT / 2);
+	ck_assert_uint_gt(max_life, 2 * FIT);
+}
+END_TEST
+
+/* Where the bound cannot hold min_stay items, the oldest leaves early and says so. */
+START_TEST(test_early_when_bound_too_small)
+{
+	struct region_quarantine q;
+	setup_min(8, 64, 3 * 4096, 16, &q); /* 3 items fit, 16 wanted */
+	uintptr_t left[4];
+	early_left = 0;
+	for (uintptr_t k = 1; k <= 1000; k++) {
+		size_t n = push_evict(&q, k, 4096, left, 4);
+		ck_assert_uint_eq(n, k > 3);
+		if (n) ck_assert_uint_eq(left[0], k - 3); /* the oldest */
+	}
+	ck_assert_uint_eq(early_left, 997);
+}
+END_TEST
+
+/* count_max (the owner's VMA budget) bounds the count like the byte bound. */
+START_TEST(test_count_max)
+{
+	struct region_quarantine q;
+	setup_min(32, 200, (size_t)-1, 16, &q);
+	q.count_max = 100;
+	uintptr_t left[4];
+	early_left = 0;
+	for (uintptr_t k = 1; k <= 5000; k++) ck_assert_uint_eq(push_evict(&q, k, 4096, left, 4), k > 100);
+	ck_assert_uint_eq(q.count, 100);
+	ck_assert_uint_eq(early_left, 0);
+}
+END_TEST
+
+/* Draining gives the oldest first: the array's items, older than the ring's, then the ring's. */
+START_TEST(test_drain_oldest_first)
+{
+	struct region_quarantine q;
+	setup(16, 32, (size_t)-1, &q);
+	uintptr_t left[4];
+	for (uintptr_t k = 1; k <= 300; k++) (void)push_evict(&q, k, 1, left, 4);
+	ck_assert_uint_eq(q.count, 48);
+	struct region_quarantine_item out;
+	uint64_t last = 0;
+	while (region_quarantine_drain(&q, &out)) {
+		ck_assert_uint_gt(out.seq, last);
+		last = out.seq;
+	}
+	ck_assert_uint_eq(last, 300);
+	ck_assert_uint_eq(q.count, 0);
 }
 END_TEST
 
@@ -210,6 +300,10 @@ static Suite *suite(void)
 	tcase_add_test(t, test_byte_bound);
 	tcase_add_test(t, test_random_eviction);
 	tcase_add_test(t, test_nothing_leaves_under_bounds);
+	tcase_add_test(t, test_min_stay);
+	tcase_add_test(t, test_early_when_bound_too_small);
+	tcase_add_test(t, test_count_max);
+	tcase_add_test(t, test_drain_oldest_first);
 	suite_add_tcase(s, t);
 	return s;
 }
