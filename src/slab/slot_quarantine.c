@@ -11,6 +11,8 @@
  */
 #include "slab/slot_quarantine.h"
 
+#include <string.h>
+
 #include "slab/slab_life.h"
 
 #if CONFIG_SLOT_QUARANTINE
@@ -21,16 +23,35 @@ static inline __attribute__((always_inline)) void release_entry(struct slab_clas
 	slab_release_slot(k, desc(k, pos), pos, qentry_slot(e));
 }
 
+/* The ring's mask: SLOT_Q_FIFO_SHIFT times the random array's entries. */
+static inline uint32_t ring_mask(const struct slab_class *k)
+{
+	return k->qmask << SLOT_Q_FIFO_SHIFT | ((1u << SLOT_Q_FIFO_SHIFT) - 1);
+}
+
+/* The random array's first qhot entries, filled in order, move to its full length
+ * beside the ring: a class that takes this many frees churns, and the pages of its full
+ * arrays are the price of the wait (docs/slab.md, "How long a freed slot waits"). Its
+ * place after the ring, in the arena's cold block (slab_setup.c). */
+static noinline void move_random_array(struct slab_class *k)
+{
+	qentry_t *full = k->qring + ring_mask(k) + 1;
+	memcpy(full, k->qrand, (size_t)k->qfill * sizeof *full);
+	k->qrand = full;
+}
+
 /* A freed slot enters a random array slot; what sat there joins the FIFO, whose
  * oldest entry leaves once the FIFO is full: it is held for the class's next
  * allocation (k->released), or goes back to its slab when one is held already. Until
  * the random array is full it is filled in order: nothing leaves it before then (drawn
  * at random, an early entry could be pushed out by the next free), and a short-lived
  * process writes the first page of each class's array, not a page wherever a draw
- * lands (each a page fault of its own). */
+ * lands (each a page fault of its own); the array's first entries sit in the arena's
+ * hot block, beside the other classes' (move_random_array). */
 static inline __attribute__((always_inline)) void put_entry(struct slab_class *k, qentry_t e)
 {
 	if (unlikely(k->qfill <= k->qmask)) {
+		if (unlikely(k->qfill == k->qhot)) move_random_array(k);
 		k->qrand[k->qfill++] = e;
 		return;
 	}
@@ -38,9 +59,10 @@ static inline __attribute__((always_inline)) void put_entry(struct slab_class *k
 	qentry_t out = k->qrand[j];
 	k->qrand[j] = e;
 	if (!out) return;
-	if (k->qcount > k->qmask) {
+	uint32_t fmask = ring_mask(k);
+	if (k->qcount > fmask) {
 		qentry_t old = k->qring[k->qhead];
-		k->qhead = (k->qhead + 1) & k->qmask;
+		k->qhead = (k->qhead + 1) & fmask;
 		k->qcount--;
 		/* In churn the next allocation mostly took this very slot anyway: its
 		 * slab had no other free one (in small churn most allocations fill their
@@ -52,8 +74,8 @@ static inline __attribute__((always_inline)) void put_entry(struct slab_class *k
 		if (!k->released) k->released = old;
 		else release_entry(k, old);
 	}
-	invariant(k->qcount <= k->qmask);
-	k->qring[(k->qhead + k->qcount) & k->qmask] = out;
+	invariant(k->qcount <= fmask);
+	k->qring[(k->qhead + k->qcount) & fmask] = out;
 	k->qcount++;
 }
 
