@@ -148,17 +148,17 @@ noinline void slab_class_setup(struct slab_class *k)
 	/* Its share of the arena's metadata (arena_mem_bytes). */
 	char *mem = roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes;
 	char *control = mem + FIRST_BLOCK_BYTES + (size_t)c * class_control_bytes();
-	char *hot = mem + arena_hot_start(), *back = mem + arena_cold_start();
+	char *hot = mem + arena_hot_start(), *cold_mem = mem + arena_cold_start();
 	for (unsigned below = 0; below < c; below++) {
 		hot += class_hot_bytes(below);
-		back += class_cold_bytes(below);
+		cold_mem += class_cold_bytes(below);
 	}
 	k->first = (struct slab *)mem + c;
 	k->rnd = (struct random_state *)hot;
 	uint32_t nrandom = slot_q_random(g.size), nhot = slot_q_hot(g.size);
 	if (nrandom) {
 		k->qrand = (qentry_t *)(hot + GENERATOR_BYTES);
-		k->qring = (qentry_t *)back;
+		k->qring = (qentry_t *)cold_mem;
 		k->qmask = nrandom - 1;
 		k->qhot = nhot < nrandom ? nhot : UINT32_MAX;
 	}
