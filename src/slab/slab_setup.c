@@ -32,13 +32,15 @@ static uint32_t slot_q_random(uint32_t size)
 #endif
 }
 
-/* Entries of the random array that live in the arena's hot block (SLOT_Q_HOT_BYTES of
- * slots, a power of two from 8 up, at most the whole array). */
+/* Entries of the quarantine that live in the arena's hot block: a small random array
+ * whole with its ring (SLOT_Q_HOT_WHOLE), else the random array's first entries,
+ * SLOT_Q_HOT_BYTES of slots (a power of two from 8 up, below the whole array). */
 static uint32_t slot_q_hot(uint32_t size)
 {
 	uint32_t all = slot_q_random(size), n = 8;
+	if (all <= SLOT_Q_HOT_WHOLE) return all + (all << SLOT_Q_FIFO_SHIFT);
 	while (2 * n <= SLOT_Q_HOT_BYTES / size) n <<= 1;
-	return MIN(n, all);
+	return n;
 }
 
 /* The arena's shared block of its classes' first descriptors (line-aligned: it starts
@@ -60,16 +62,6 @@ static size_t class_hot_bytes(unsigned c)
 	return GENERATOR_BYTES + align_up((size_t)slot_q_hot((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
 }
 
-/* And, in the arena's cold block after every class's hot part, what only a class that
- * churns writes: its FIFO ring, then its random array at full length (where the hot
- * entries move once filled: slot_quarantine.c). Untouched until then, so a process
- * pays for the pages of the quarantines of the classes it churns only. */
-static size_t class_cold_bytes(unsigned c)
-{
-	uint32_t r = slot_q_random((uint32_t)sc_size(c));
-	return align_up(((size_t)r + ((size_t)r << SLOT_Q_FIFO_SHIFT)) * sizeof(qentry_t), 64);
-}
-
 /* And, written on slow paths: a directory of DIR_START chunks with both sets' summary
  * words, the slab quarantine ring, chunk 0's set bitmaps (set0_of). */
 static size_t class_control_bytes(void)
@@ -84,23 +76,67 @@ static size_t arena_hot_start(void)
 	return align_up(FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes(), 64);
 }
 
-/* Where the cold parts start: after the hot parts. */
-static size_t arena_cold_start(void)
+/* Where the hot parts end: a line there holds the address of the arena's cold block
+ * (arena_cold_slot). */
+static size_t arena_hot_end(void)
 {
 	size_t bytes = arena_hot_start();
 	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_hot_bytes(c);
 	return bytes;
 }
 
-/* Metadata bytes of one arena besides its class structs: the block of first
- * descriptors, then the control parts of all classes, then their hot parts, then their
- * cold parts, each in class order. */
+/* Metadata bytes of one arena besides its class structs and its cold block: the block
+ * of first descriptors, then the control parts of all classes, then their hot parts,
+ * each in class order, then the cold block's address. */
 static size_t arena_mem_bytes(void)
 {
-	size_t bytes = arena_cold_start();
-	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_cold_bytes(c);
-	return bytes;
+	return arena_hot_end() + 64;
 }
+
+#if CONFIG_SLOT_QUARANTINE
+/* A class's part of its arena's cold block (mapped when the first class of the arena
+ * fills its hot entries: slab_class_cold), what only a class that churns writes: its FIFO ring,
+ * then its random array at full length (where the hot entries move: slot_quarantine.c).
+ * Untouched until then, so a process pays for the pages of the quarantines of the
+ * classes it churns only, and one that churns none maps no cold block (an unprivileged
+ * mlockall counts every page mapped). */
+static size_t class_cold_bytes(unsigned c)
+{
+	uint32_t r = slot_q_random((uint32_t)sc_size(c));
+	if (r <= SLOT_Q_HOT_WHOLE) return 0;
+	return align_up(((size_t)r + ((size_t)r << SLOT_Q_FIFO_SHIFT)) * sizeof(qentry_t), 64);
+}
+
+static _Atomic(char *) *arena_cold_slot(unsigned a)
+{
+	return (_Atomic(char *) *)(roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes + arena_hot_end());
+}
+
+qentry_t *slab_class_cold(struct slab_class *k)
+{
+	unsigned r = (unsigned)(k - roots.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
+	size_t bytes = 0, at = 0;
+	for (unsigned i = 0; i < SC_COUNT; i++) {
+		if (i == c) at = bytes;
+		bytes += class_cold_bytes(i);
+	}
+	_Atomic(char *) *slot = arena_cold_slot(a);
+	char *block = atomic_load_explicit(slot, memory_order_acquire);
+	if (!block) {
+		/* Two classes of the arena, under their own locks, may map one at once: the
+		 * first to publish it wins, the other gives its own back. */
+		char *fresh = meta_alloc(bytes);
+		if (!fresh) return NULL;
+		if (atomic_compare_exchange_strong_explicit(slot, &block, fresh, memory_order_acq_rel,
+							    memory_order_acquire)) {
+			block = fresh;
+		} else {
+			meta_free(fresh, bytes);
+		}
+	}
+	return (qentry_t *)(block + at);
+}
+#endif
 
 /* Most positions class k may number, home and spill regions together: MAX_POSITIONS,
  * and no more than keep a pointer's page index from the span's base (position * pages
@@ -148,19 +184,17 @@ noinline void slab_class_setup(struct slab_class *k)
 	/* Its share of the arena's metadata (arena_mem_bytes). */
 	char *mem = roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes;
 	char *control = mem + FIRST_BLOCK_BYTES + (size_t)c * class_control_bytes();
-	char *hot = mem + arena_hot_start(), *cold_mem = mem + arena_cold_start();
-	for (unsigned below = 0; below < c; below++) {
-		hot += class_hot_bytes(below);
-		cold_mem += class_cold_bytes(below);
-	}
+	char *hot = mem + arena_hot_start();
+	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
 	k->first = (struct slab *)mem + c;
 	k->rnd = (struct random_state *)hot;
-	uint32_t nrandom = slot_q_random(g.size), nhot = slot_q_hot(g.size);
+	uint32_t nrandom = slot_q_random(g.size);
 	if (nrandom) {
 		k->qrand = (qentry_t *)(hot + GENERATOR_BYTES);
-		k->qring = (qentry_t *)cold_mem;
 		k->qmask = nrandom - 1;
-		k->qhot = nhot < nrandom ? nhot : UINT32_MAX;
+		k->qhot = UINT32_MAX;
+		if (nrandom <= SLOT_Q_HOT_WHOLE) k->qring = k->qrand + nrandom;
+		else k->qhot = slot_q_hot(g.size); /* the ring: slab_class_cold */
 	}
 	k->dir = (struct slab **)control;
 	k->dir_cap = DIR_START;

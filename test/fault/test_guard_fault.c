@@ -1,7 +1,7 @@
 /*
  * test_guard_fault.c — fault injection (cmocka) through fake_kernel.c: what the
  * allocator does when the kernel refuses guard markers, lacks them, fakes them, runs
- * out of memory, or accounts strictly.
+ * out of memory (also for a slot quarantine's cold block), or accounts strictly.
  *
  * rampart initialises once per process, so every case runs in a forked child (it can
  * re-run guard_init() there), and the start-up cases re-execute this program with
@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "front/init.h"
 #include "os/os.h"
 #include "rampart.h"
+#include "slab/slab_class.h"
 
 #define SENTINEL 2718
 #define MiB ((size_t)1 << 20)
@@ -403,12 +405,62 @@ static void fixed_map_fails(void)
 }
 static void test_fixed_map_fails(void **state) { child_passed(in_child(fixed_map_fails)); }
 
+/* --- the slot quarantine without its cold block --- */
+
+/* Frees between a victim's free and its address coming back from malloc(n). */
+static long frees_until_back(size_t n)
+{
+	void *victim = malloc(n);
+	CHECK(victim);
+	free(victim);
+	for (long k = 1; k < 10000000; k++) {
+		void *q = malloc(n);
+		CHECK(q);
+		free(q);
+		if (q == victim) return k;
+	}
+	return -1;
+}
+
+/* A fresh process whose first class to fill its hot quarantine entries (8-byte blocks:
+ * SLOT_Q_HOT_BYTES / 16 of them) cannot map its arena's cold block: the class goes on
+ * in its hot entries, a random array of a quarter of them and a FIFO of half, and no
+ * freed slot comes back before that FIFO has passed it, nor as late as the full
+ * quarantine would hold it (its FIFO alone is 16,384). */
+static int no_cold_block(void)
+{
+#if CONFIG_SLOT_QUARANTINE
+	enum { N = 3000 };
+	static void *v[N];
+	const long hot = SLOT_Q_HOT_BYTES / 16, fifo = hot / 2;
+	for (int i = 0; i < N; i++) CHECK(v[i] = malloc(8));
+	fk.mmap_fail_all = true;
+	fk.mprotect_errno = ENOMEM;
+	fk.guard_remove_errno = ENOMEM;
+	for (int i = 0; i < N; i++) free(v[i]);
+	unsigned long refused = fk.mmap_failed + fk.mprotect_calls + fk.guard_remove_calls;
+	fake_reset();
+	CHECK(refused > 0);
+	long lo = LONG_MAX, hi = 0;
+	for (int t = 0; t < 15; t++) {
+		long d = frees_until_back(8);
+		fprintf(stderr, "no cold block: back after %ld frees\n", d);
+		CHECK(d >= fifo && d < 16384);
+		lo = d < lo ? d : lo;
+		hi = d > hi ? d : hi;
+	}
+	CHECK(lo < hi);
+#endif
+	return 0;
+}
+
 /* --- start-up: the knobs in place before the first malloc of a fresh process --- */
 
 static int run_scenario(const char *name)
 {
 	alarm(30);
 	CHECK(atomic_load(&rampart_state) == STATE_NEW); /* nothing allocated before main */
+	if (strcmp(name, "no_cold_block") == 0) return no_cold_block();
 	if (strcmp(name, "no_support") == 0) fk.guard_install_errno = EINVAL;
 	else if (strcmp(name, "emulator") == 0) fk.guard_install_ignored = true;
 	else if (strcmp(name, "strict") == 0) fk.overcommit_fake = true, fk.overcommit = 2;
@@ -438,6 +490,7 @@ static void test_startup_no_support(void **state) { assert_int_equal(run_scenari
 static void test_startup_emulator(void **state) { assert_int_equal(run_scenario_child("emulator"), 0); }
 static void test_startup_strict(void **state) { assert_int_equal(run_scenario_child("strict"), 0); }
 static void test_startup_control(void **state) { assert_int_equal(run_scenario_child("control"), 0); }
+static void test_no_cold_block(void **state) { assert_int_equal(run_scenario_child("no_cold_block"), 0); }
 
 int main(void)
 {
@@ -460,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_grow_refused),
 		cmocka_unit_test(test_mmap_enomem),
 		cmocka_unit_test(test_fixed_map_fails),
+		cmocka_unit_test(test_no_cold_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
