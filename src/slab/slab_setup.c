@@ -34,13 +34,14 @@ static uint32_t slot_q_random(uint32_t size)
 
 /* Entries of the quarantine that live in the arena's hot block: a small random array
  * whole with its ring (SLOT_Q_HOT_WHOLE), else the random array's first entries,
- * SLOT_Q_HOT_BYTES of slots (a power of two from 8 up, below the whole array). */
+ * SLOT_Q_HOT_BYTES of slots (a power of two from 8 up; at most half the array, which
+ * only a CONFIG_SLOT_QUARANTINE_BYTES below SLOT_Q_HOT_BYTES limits). */
 static uint32_t slot_q_hot(uint32_t size)
 {
 	uint32_t all = slot_q_random(size), n = 8;
 	if (all <= SLOT_Q_HOT_WHOLE) return all + (all << SLOT_Q_FIFO_SHIFT);
 	while (2 * n <= SLOT_Q_HOT_BYTES / size) n <<= 1;
-	return n;
+	return MIN(n, all / 2);
 }
 
 /* The arena's shared block of its classes' first descriptors (line-aligned: it starts
