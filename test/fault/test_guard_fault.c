@@ -423,16 +423,25 @@ static long frees_until_back(size_t n)
 }
 
 /* A fresh process whose first class to fill its hot quarantine entries (8-byte blocks:
- * SLOT_Q_HOT_BYTES / 16 of them) cannot map its arena's cold block: the class goes on
- * in its hot entries, a random array of a quarter of them and a FIFO of half, and no
- * freed slot comes back before that FIFO has passed it, nor as late as the full
- * quarantine would hold it (its FIFO alone is 16,384). */
+ * SLOT_Q_HOT_BYTES / 16 of them, at most half the random array) cannot map its arena's
+ * cold block: the class goes on in its hot entries, a random array of a quarter of them
+ * and a FIFO of half, and no freed slot comes back before that FIFO has passed it, nor
+ * as late as the full quarantine's FIFO would hold it (16,384 frees by default; checked
+ * where that is 16 times the short one). */
 static int no_cold_block(void)
 {
 #if CONFIG_SLOT_QUARANTINE
 	enum { N = 3000 };
 	static void *v[N];
-	const long hot = SLOT_Q_HOT_BYTES / 16, fifo = hot / 2;
+	long all = SLOT_Q_MIN_RANDOM;
+	while (all < (CONFIG_SLOT_QUARANTINE_BYTES + 15) / 16 && all < SLOT_Q_MAX_RANDOM) all <<= 1;
+	if (all <= SLOT_Q_HOT_WHOLE) {
+		fprintf(stderr, "no cold block: this build keeps 16-byte slots' quarantine hot\n");
+		return 0;
+	}
+	const long hot = MIN((long)SLOT_Q_HOT_BYTES / 16, all / 2), fifo = hot / 2;
+	const long full_fifo = all << SLOT_Q_FIFO_SHIFT;
+	CHECK(hot < N);
 	for (int i = 0; i < N; i++) CHECK(v[i] = malloc(8));
 	fk.mmap_fail_all = true;
 	fk.mprotect_errno = ENOMEM;
@@ -445,7 +454,7 @@ static int no_cold_block(void)
 	for (int t = 0; t < 15; t++) {
 		long d = frees_until_back(8);
 		fprintf(stderr, "no cold block: back after %ld frees\n", d);
-		CHECK(d >= fifo && d < 16384);
+		CHECK(d >= fifo && (full_fifo < 16 * fifo || d < full_fifo));
 		lo = d < lo ? d : lo;
 		hi = d > hi ? d : hi;
 	}
