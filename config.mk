@@ -87,8 +87,10 @@ CONFIG_SLOT_RANDOM ?= 1
 CONFIG_WRITE_AFTER_FREE_CHECK ?= 1
 # Freed slots wait in a per-class random array + FIFO before they can be handed out again.
 CONFIG_SLOT_QUARANTINE ?= 1
-# Bytes of slots each (arena, class) quarantine holds: small classes hold more slots.
-CONFIG_SLOT_QUARANTINE_BYTES ?= 16384
+# Bytes of slots each (arena, class) quarantine's random array holds, in entries rounded
+# up to a power of two (at least 4); its FIFO holds twice as many, so a freed slot waits
+# longer than hardened_malloc's (docs/slab.md, "How long a freed slot waits").
+CONFIG_SLOT_QUARANTINE_BYTES ?= 131072
 # Frees a thread makes into another arena's class wait in a per-thread batch of up to
 # this many per class, which enters the slot quarantine under one acquisition of the
 # class lock (0 = every such free takes the lock). Needs the slot quarantine and canaries.

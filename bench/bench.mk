@@ -86,6 +86,13 @@ bug-classes: $(BENCH_OUT)/bugclasses bench-light
 		rampart-light=$(abspath $(LIB_SO_LIGHT)) $(if $(BUGCLASS_SCUDO),scudo=$(BUGCLASS_SCUDO)) \
 		$(strip $(BENCH_EXTRA))
 
+# `make out/bench/slot_reuse_distance`: frees until a freed slot comes back, per size
+# (issue 36; run it under each allocator with LD_PRELOAD). Takes rampart's size classes
+# from sizeclass.h (with canaries, the default build's usable sizes).
+$(BENCH_OUT)/slot_reuse_distance: bench/slot_reuse_distance.c src/slab/sizeclass.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -Isrc -DCONFIG_SLOT_CANARY=1 -o $@ $<
+
 # An included file must not steal the top-level Makefile's default goal.
 ifneq ($(BENCH_STANDALONE),1)
 .DEFAULT_GOAL := $(BENCH_SAVED_GOAL)

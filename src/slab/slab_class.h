@@ -184,10 +184,24 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
 #define DIR_BYTES (DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t))
 /* Cross-arena frees a class holds back from its quarantine (two cache lines of entries). */
 #define DEFERRED_MAX 15u
-/* Slot quarantine entries per class: at most this many (rand16 indexes it). */
-#define SLOT_Q_MAX 4096u
-/* ... and at least this many in each half (random array and FIFO). */
-#define SLOT_Q_MIN_HALF 4u
+/* Entries of a class's slot quarantine random array: at most this many (rand16 indexes
+ * it) ... */
+#define SLOT_Q_MAX_RANDOM 65536u
+/* ... and at least this many: with one, a freed slot would come back after a fixed
+ * number of frees. */
+#define SLOT_Q_MIN_RANDOM 4u
+/* Its FIFO ring holds this power of two times as many: the ring is the part of the
+ * wait every slot serves whatever the draws (docs/slab.md, "How long a freed slot
+ * waits"). */
+#define SLOT_Q_FIFO_SHIFT 1u
+/* Bytes of slots the first entries of a class's random array hold in the arena's hot
+ * block, beside every other class's (slab_setup.c): a process that frees no more into
+ * a class writes no other page of it, nor maps the arena's cold block. At least 8
+ * entries (a line). */
+#define SLOT_Q_HOT_BYTES 16384u
+/* A random array of at most this many entries lives in the hot block whole, its ring
+ * after it: the classes of 16 KiB and up, a few lines each, need no cold block. */
+#define SLOT_Q_HOT_WHOLE 8u
 
 enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
 enum { AREA_REGION, AREA_NURSERY };
@@ -273,8 +287,9 @@ struct slab_class {
 	 * quarantine. */
 	struct lock lock __attribute__((aligned(64)));
 	uint32_t partial;
-	/* The array and the ring have qmask + 1 entries each (beside partial: the 64-bit
-	 * `released` below then still ends the line). */
+	/* The random array has qmask + 1 entries, the ring SLOT_Q_FIFO_SHIFT times as many
+	 * (ring_mask; qmask beside partial: the 64-bit `released` below then still ends the
+	 * line). */
 	uint32_t qmask;
 	qentry_t *qrand, *qring; /* slot quarantine: entries by qentry() */
 	/* Its generator, in the arena's metadata block beside every other class's (out of
@@ -323,6 +338,10 @@ struct slab_class {
 	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
+	/* The random array is filled in order in the arena's hot block until it holds qhot
+	 * entries, then moves to its full length beside the ring, in the arena's cold block
+	 * (UINT32_MAX: it never moves). Read on the filling path only. */
+	uint32_t qhot;
 #if CONFIG_SLOT_QUARANTINE
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own lines: see slot_quarantine_defer). */

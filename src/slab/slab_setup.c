@@ -16,20 +16,32 @@ struct lock slab_arena_lock; /* serialises opening; taken before any class lock 
 /* The multiplier for div32 (slab_class.h). */
 static uint64_t magic_of(uint32_t d) { return d > 1 ? UINT64_MAX / d + 1 : 0; }
 
-/* Slot quarantine entries for a class: about CONFIG_SLOT_QUARANTINE_BYTES of slots,
- * split evenly between the random array and the FIFO (powers of two for masking). */
-static uint32_t slot_q_half(uint32_t size)
+/* Entries of the slot quarantine's random array for slots of `size` bytes: enough for
+ * CONFIG_SLOT_QUARANTINE_BYTES of slots, rounded up to a power of two (for masking), so
+ * between that and twice it; its FIFO ring holds SLOT_Q_FIFO_SHIFT times as many. */
+static uint32_t slot_q_random(uint32_t size)
 {
 #if CONFIG_SLOT_QUARANTINE
-	uint32_t want = (uint32_t)(CONFIG_SLOT_QUARANTINE_BYTES / size) / 2;
-	uint32_t n = want ? (uint32_t)1 << (31 - __builtin_clz(want)) : 0;
-	/* Big slots get a few entries all the same: with one, a freed slot would come back
-	 * after a fixed number of frees. */
-	return n < SLOT_Q_MIN_HALF ? SLOT_Q_MIN_HALF : n > SLOT_Q_MAX / 2 ? SLOT_Q_MAX / 2 : n;
+	uint64_t want = ((uint64_t)CONFIG_SLOT_QUARANTINE_BYTES + size - 1) / size;
+	uint32_t n = SLOT_Q_MIN_RANDOM;
+	while (n < want && n < SLOT_Q_MAX_RANDOM) n <<= 1;
+	return n;
 #else
 	(void)size;
 	return 0;
 #endif
+}
+
+/* Entries of the quarantine that live in the arena's hot block: a small random array
+ * whole with its ring (SLOT_Q_HOT_WHOLE), else the random array's first entries,
+ * SLOT_Q_HOT_BYTES of slots (a power of two from 8 up; at most half the array, which
+ * only a CONFIG_SLOT_QUARANTINE_BYTES below SLOT_Q_HOT_BYTES limits). */
+static uint32_t slot_q_hot(uint32_t size)
+{
+	uint32_t all = slot_q_random(size), n = 8;
+	if (all <= SLOT_Q_HOT_WHOLE) return all + (all << SLOT_Q_FIFO_SHIFT);
+	while (2 * n <= SLOT_Q_HOT_BYTES / size) n <<= 1;
+	return MIN(n, all / 2);
 }
 
 /* The arena's shared block of its classes' first descriptors (line-aligned: it starts
@@ -48,7 +60,7 @@ static size_t class_hot_bytes(unsigned c)
 	/* The size alone, not sc_geometry: slab_class_setup adds this up for the classes below
 	 * its own, and the geometry's search for all of them is a cost a short-lived
 	 * process notices. */
-	return GENERATOR_BYTES + align_up(2 * (size_t)slot_q_half((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
+	return GENERATOR_BYTES + align_up((size_t)slot_q_hot((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
 }
 
 /* And, written on slow paths: a directory of DIR_START chunks with both sets' summary
@@ -65,15 +77,67 @@ static size_t arena_hot_start(void)
 	return align_up(FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes(), 64);
 }
 
-/* Metadata bytes of one arena besides its class structs: the block of first
- * descriptors, then the control parts of all classes, then their hot parts, each in
- * class order. */
-static size_t arena_mem_bytes(void)
+/* Where the hot parts end: a line there holds the address of the arena's cold block
+ * (arena_cold_slot). */
+static size_t arena_hot_end(void)
 {
 	size_t bytes = arena_hot_start();
 	for (unsigned c = 0; c < SC_COUNT; c++) bytes += class_hot_bytes(c);
 	return bytes;
 }
+
+/* Metadata bytes of one arena besides its class structs and its cold block: the block
+ * of first descriptors, then the control parts of all classes, then their hot parts,
+ * each in class order, then the cold block's address. */
+static size_t arena_mem_bytes(void)
+{
+	return arena_hot_end() + 64;
+}
+
+#if CONFIG_SLOT_QUARANTINE
+/* A class's part of its arena's cold block (mapped when the first class of the arena
+ * fills its hot entries: slab_class_cold), what only a class that churns writes: its FIFO ring,
+ * then its random array at full length (where the hot entries move: slot_quarantine.c).
+ * Untouched until then, so a process pays for the pages of the quarantines of the
+ * classes it churns only, and one that churns none maps no cold block (an unprivileged
+ * mlockall counts every page mapped). */
+static size_t class_cold_bytes(unsigned c)
+{
+	uint32_t r = slot_q_random((uint32_t)sc_size(c));
+	if (r <= SLOT_Q_HOT_WHOLE) return 0;
+	return align_up(((size_t)r + ((size_t)r << SLOT_Q_FIFO_SHIFT)) * sizeof(qentry_t), 64);
+}
+
+static _Atomic(char *) *arena_cold_slot(unsigned a)
+{
+	return (_Atomic(char *) *)(roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes + arena_hot_end());
+}
+
+qentry_t *slab_class_cold(struct slab_class *k)
+{
+	unsigned r = (unsigned)(k - roots.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
+	size_t bytes = 0, at = 0;
+	for (unsigned i = 0; i < SC_COUNT; i++) {
+		if (i == c) at = bytes;
+		bytes += class_cold_bytes(i);
+	}
+	_Atomic(char *) *slot = arena_cold_slot(a);
+	char *block = atomic_load_explicit(slot, memory_order_acquire);
+	if (!block) {
+		/* Two classes of the arena, under their own locks, may map one at once: the
+		 * first to publish it wins, the other gives its own back. */
+		char *fresh = meta_alloc(bytes);
+		if (!fresh) return NULL;
+		if (atomic_compare_exchange_strong_explicit(slot, &block, fresh, memory_order_acq_rel,
+							    memory_order_acquire)) {
+			block = fresh;
+		} else {
+			meta_free(fresh, bytes);
+		}
+	}
+	return (qentry_t *)(block + at);
+}
+#endif
 
 /* Most positions class k may number, home and spill regions together: MAX_POSITIONS,
  * and no more than keep a pointer's page index from the span's base (position * pages
@@ -117,9 +181,9 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->cls = c;
 #if CONFIG_SLOT_QUARANTINE
 	k->arena1 = a + 1;
-	/* The deferred slots hold at most what the slot quarantine holds (classes up to 1 KiB):
-	 * an idle arena keeps them until its class is used again. */
-	k->defer_frees = (size_t)g.size * DEFERRED_MAX <= CONFIG_SLOT_QUARANTINE_BYTES;
+	/* The deferred slots hold at most what the hot part of the slot quarantine holds
+	 * (classes up to 1 KiB): an idle arena keeps them until its class is used again. */
+	k->defer_frees = (size_t)g.size * DEFERRED_MAX <= SLOT_Q_HOT_BYTES;
 #endif
 	k->size = g.size;
 	k->usable = g.usable;
@@ -143,11 +207,13 @@ noinline void slab_class_setup(struct slab_class *k)
 	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
 	k->first = (struct slab *)mem + c;
 	k->rnd = (struct random_state *)hot;
-	uint32_t half = slot_q_half(g.size);
-	if (half) {
+	uint32_t nrandom = slot_q_random(g.size);
+	if (nrandom) {
 		k->qrand = (qentry_t *)(hot + GENERATOR_BYTES);
-		k->qring = k->qrand + half;
-		k->qmask = half - 1;
+		k->qmask = nrandom - 1;
+		k->qhot = UINT32_MAX;
+		if (nrandom <= SLOT_Q_HOT_WHOLE) k->qring = k->qrand + nrandom;
+		else k->qhot = slot_q_hot(g.size); /* the ring: slab_class_cold */
 	}
 	k->dir = (struct slab **)control;
 	k->dir_cap = DIR_START;

@@ -11,7 +11,10 @@
  */
 #include "slab/slot_quarantine.h"
 
+#include <string.h>
+
 #include "slab/slab_life.h"
+#include "slab/slab_setup.h"
 
 #if CONFIG_SLOT_QUARANTINE
 
@@ -21,16 +24,77 @@ static inline __attribute__((always_inline)) void release_entry(struct slab_clas
 	slab_release_slot(k, desc(k, pos), pos, qentry_slot(e));
 }
 
+/* The ring's mask: SLOT_Q_FIFO_SHIFT times the random array's entries. */
+static inline uint32_t ring_mask(const struct slab_class *k)
+{
+	return k->qmask << SLOT_Q_FIFO_SHIFT | ((1u << SLOT_Q_FIFO_SHIFT) - 1);
+}
+
+/* The oldest entry leaves the quarantine: held for the class's next allocation, or back
+ * to its slab when one is held already. */
+static inline __attribute__((always_inline)) void leave(struct slab_class *k, qentry_t old)
+{
+	/* In churn the next allocation mostly took this very slot anyway: its slab had no
+	 * other free one (in small churn most allocations fill their slab). Held here, it
+	 * goes to that allocation without the slab going back onto the partial list and off
+	 * it again, and without a slot draw. The rest of the time the next allocation used
+	 * to draw among its slab's free slots; now it gets this one: reuse order is the
+	 * quarantine's alone (docs/slab.md, "How long a freed slot waits"). */
+	if (!k->released) k->released = old;
+	else release_entry(k, old);
+}
+
+/* No cold block to be had: the quarantine goes on in the hot entries alone, a random
+ * array of a quarter of them (at least 2) and a FIFO of half, full; the oldest quarter
+ * leaves now, having waited at least that FIFO's length. */
+static void shrink_into_hot(struct slab_class *k)
+{
+	qentry_t *hot = k->qrand;
+	uint32_t n = k->qfill, r = n / (1 + (1u << SLOT_Q_FIFO_SHIFT)), f;
+	r = (uint32_t)1 << (31 - __builtin_clz(r));
+	f = r << SLOT_Q_FIFO_SHIFT;
+	uint32_t gone = n - r - f;
+	invariant(r >= 2 && gone >= r);
+	for (uint32_t i = 0; i < gone; i++) leave(k, hot[i]);
+	memcpy(hot, hot + gone + f, r * sizeof *hot); /* the newest, drawn among at random */
+	memmove(hot + r, hot + gone, f * sizeof *hot); /* the rest, oldest first */
+	k->qring = hot + r;
+	k->qhead = 0;
+	k->qcount = f;
+	k->qmask = r - 1;
+	k->qfill = r;
+}
+
+/* The random array's first qhot entries, filled in order, move to its full length
+ * beside the ring: a class that takes this many frees churns, and the pages of its full
+ * arrays are the price of the wait (docs/slab.md, "How long a freed slot waits"). True
+ * when the array goes on filling, false when there was no memory for it and it is full. */
+static noinline bool grow_random_array(struct slab_class *k)
+{
+	k->qhot = UINT32_MAX;
+	qentry_t *ring = slab_class_cold(k);
+	if (unlikely(!ring)) {
+		shrink_into_hot(k);
+		return false;
+	}
+	qentry_t *full = ring + ring_mask(k) + 1;
+	memcpy(full, k->qrand, (size_t)k->qfill * sizeof *full);
+	k->qring = ring;
+	k->qrand = full;
+	return true;
+}
+
 /* A freed slot enters a random array slot; what sat there joins the FIFO, whose
  * oldest entry leaves once the FIFO is full: it is held for the class's next
  * allocation (k->released), or goes back to its slab when one is held already. Until
  * the random array is full it is filled in order: nothing leaves it before then (drawn
  * at random, an early entry could be pushed out by the next free), and a short-lived
  * process writes the first page of each class's array, not a page wherever a draw
- * lands (each a page fault of its own). */
+ * lands (each a page fault of its own); the array's first entries sit in the arena's
+ * hot block, beside the other classes' (grow_random_array). */
 static inline __attribute__((always_inline)) void put_entry(struct slab_class *k, qentry_t e)
 {
-	if (unlikely(k->qfill <= k->qmask)) {
+	if (unlikely(k->qfill <= k->qmask) && (likely(k->qfill != k->qhot) || grow_random_array(k))) {
 		k->qrand[k->qfill++] = e;
 		return;
 	}
@@ -38,22 +102,15 @@ static inline __attribute__((always_inline)) void put_entry(struct slab_class *k
 	qentry_t out = k->qrand[j];
 	k->qrand[j] = e;
 	if (!out) return;
-	if (k->qcount > k->qmask) {
+	uint32_t fmask = ring_mask(k);
+	if (k->qcount > fmask) {
 		qentry_t old = k->qring[k->qhead];
-		k->qhead = (k->qhead + 1) & k->qmask;
+		k->qhead = (k->qhead + 1) & fmask;
 		k->qcount--;
-		/* In churn the next allocation mostly took this very slot anyway: its
-		 * slab had no other free one (in small churn most allocations fill their
-		 * slab). Held here, it goes to that allocation without the slab going back
-		 * onto the partial list and off it again, and without a slot draw. The rest of
-		 * the time the next allocation used to draw among its slab's free slots;
-		 * now it gets this one: reuse order is the quarantine's alone (docs/slab.md,
-		 * "How long a freed slot waits"). */
-		if (!k->released) k->released = old;
-		else release_entry(k, old);
+		leave(k, old);
 	}
-	invariant(k->qcount <= k->qmask);
-	k->qring[(k->qhead + k->qcount) & k->qmask] = out;
+	invariant(k->qcount <= fmask);
+	k->qring[(k->qhead + k->qcount) & fmask] = out;
 	k->qcount++;
 }
 

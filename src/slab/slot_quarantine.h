@@ -5,8 +5,12 @@
  * Invariants:
  *  - A slot in the quarantine's arrays, in the deferred list or held for the next
  *    allocation (k->released) is used and quarantined in its slab's bits.
- *  - The random array and the FIFO ring hold at most qmask + 1 entries each, the
- *    deferred list at most DEFERRED_MAX.
+ *  - The random array holds at most qmask + 1 entries, the FIFO ring at most
+ *    SLOT_Q_FIFO_SHIFT times as many (ring_mask), the deferred list at most DEFERRED_MAX.
+ *  - Until the random array has been filled qhot entries (in order) it is its first
+ *    entries in the arena's hot block; from then on it is its full length after the
+ *    ring in the arena's cold block or, when that block could not be mapped, a quarter
+ *    of the hot entries with the ring in the next half; never moved again.
  *  - A slot leaves the quarantine for its slab through slab_release_slot (slab_life.h),
  *    the one call the quarantine makes into the rest of the slab.
  */

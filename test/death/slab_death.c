@@ -106,7 +106,8 @@ static char *block_among_neighbours(void)
  * until some allocation gets that slot back. */
 static void reuse_freed_48(void)
 {
-	enum { CHURN = 5000, FILL = 200000 };
+	/* CHURN: more frees than the class's slot quarantine holds (12,288 slots). */
+	enum { CHURN = 20000, FILL = 200000 };
 	static void *v[FILL];
 	for (int i = 0; i < CHURN; i++) v[i] = malloc(48);
 	for (int i = 0; i < CHURN; i++) free(v[i]);

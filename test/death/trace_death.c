@@ -33,7 +33,8 @@ static void *thread_main(void *arg)
  * its slab, its reuse does (the slot must still hold the zeros its free wrote). */
 static void write_after_free(void)
 {
-	enum { N = 64, CHURN = 5000, FILL = 200000 };
+	/* CHURN: more frees than the class's slot quarantine holds (12,288 slots). */
+	enum { N = 64, CHURN = 20000, FILL = 200000 };
 	static char *v[N];
 	static void *fill[FILL];
 	for (int i = 0; i < N; i++) v[i] = malloc(48);

@@ -1,7 +1,7 @@
 /*
  * test_guard_fault.c — fault injection (cmocka) through fake_kernel.c: what the
  * allocator does when the kernel refuses guard markers, lacks them, fakes them, runs
- * out of memory, or accounts strictly.
+ * out of memory (also for a slot quarantine's cold block), or accounts strictly.
  *
  * rampart initialises once per process, so every case runs in a forked child (it can
  * re-run guard_init() there), and the start-up cases re-execute this program with
@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "front/init.h"
 #include "os/os.h"
 #include "rampart.h"
+#include "slab/slab_class.h"
 
 #define SENTINEL 2718
 #define MiB ((size_t)1 << 20)
@@ -403,12 +405,75 @@ static void fixed_map_fails(void)
 }
 static void test_fixed_map_fails(void **state) { child_passed(in_child(fixed_map_fails)); }
 
+/* --- the slot quarantine without its cold block --- */
+
+#if CONFIG_SLOT_QUARANTINE
+/* Frees between a victim's free and its address coming back from malloc(n). */
+static long frees_until_back(size_t n)
+{
+	void *victim = malloc(n);
+	CHECK(victim);
+	free(victim);
+	for (long k = 1; k < 10000000; k++) {
+		void *q = malloc(n);
+		CHECK(q);
+		free(q);
+		if (q == victim) return k;
+	}
+	return -1;
+}
+#endif
+
+/* A fresh process whose first class to fill its hot quarantine entries (8-byte blocks:
+ * SLOT_Q_HOT_BYTES / 16 of them, at most half the random array) cannot map its arena's
+ * cold block: the class goes on in its hot entries, a random array of a quarter of them
+ * and a FIFO of half, and no freed slot comes back before that FIFO has passed it, nor
+ * as late as the full quarantine's FIFO would hold it (16,384 frees by default; checked
+ * where that is 16 times the short one). */
+static int no_cold_block(void)
+{
+#if CONFIG_SLOT_QUARANTINE
+	enum { N = 3000 };
+	static void *v[N];
+	long all = SLOT_Q_MIN_RANDOM;
+	while (all < (CONFIG_SLOT_QUARANTINE_BYTES + 15) / 16 && all < SLOT_Q_MAX_RANDOM) all <<= 1;
+	if (all <= SLOT_Q_HOT_WHOLE) {
+		fprintf(stderr, "no cold block: this build keeps 16-byte slots' quarantine hot\n");
+		return 0;
+	}
+	const long hot = MIN((long)SLOT_Q_HOT_BYTES / 16, all / 2), fifo = hot / 2;
+	const long full_fifo = all << SLOT_Q_FIFO_SHIFT;
+	CHECK(hot < N);
+	for (int i = 0; i < N; i++) CHECK(v[i] = malloc(8));
+	fk.mmap_fail_all = true;
+	fk.mprotect_errno = ENOMEM;
+	fk.guard_remove_errno = ENOMEM;
+	for (int i = 0; i < N; i++) free(v[i]);
+	unsigned long refused = fk.mmap_failed + fk.mprotect_calls + fk.guard_remove_calls;
+	fake_reset();
+	CHECK(refused > 0);
+	long lo = LONG_MAX, hi = 0;
+	for (int t = 0; t < 15; t++) {
+		long d = frees_until_back(8);
+		fprintf(stderr, "no cold block: back after %ld frees\n", d);
+		CHECK(d >= fifo && (full_fifo < 16 * fifo || d < full_fifo));
+		lo = d < lo ? d : lo;
+		hi = d > hi ? d : hi;
+	}
+	CHECK(lo < hi);
+#else
+	fprintf(stderr, "n/a   no_cold_block: this build has no slot quarantine\n");
+#endif
+	return 0;
+}
+
 /* --- start-up: the knobs in place before the first malloc of a fresh process --- */
 
 static int run_scenario(const char *name)
 {
 	alarm(30);
 	CHECK(atomic_load(&rampart_state) == STATE_NEW); /* nothing allocated before main */
+	if (strcmp(name, "no_cold_block") == 0) return no_cold_block();
 	if (strcmp(name, "no_support") == 0) fk.guard_install_errno = EINVAL;
 	else if (strcmp(name, "emulator") == 0) fk.guard_install_ignored = true;
 	else if (strcmp(name, "strict") == 0) fk.overcommit_fake = true, fk.overcommit = 2;
@@ -514,6 +579,7 @@ static void area_refused(void)
 static void test_area_refused(void **state) { child_passed(in_child(area_refused)); }
 
 static void test_startup_control(void **state) { assert_int_equal(run_scenario_child("control"), 0); }
+static void test_no_cold_block(void **state) { assert_int_equal(run_scenario_child("no_cold_block"), 0); }
 
 int main(void)
 {
@@ -537,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_mmap_enomem),
 		cmocka_unit_test(test_fixed_map_fails),
 		cmocka_unit_test(test_area_refused),
+		cmocka_unit_test(test_no_cold_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

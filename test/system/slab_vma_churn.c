@@ -6,8 +6,9 @@
  * three small classes allocated, then all freed in allocation order, 12 rounds. The
  * VMA count at the peak and after the drop is taken every round; those of the last
  * three rounds may exceed those of rounds 2-4 (round 1 fills the quarantines and sets
- * the high-water mark) by at most MARGIN, and no peak may exceed the first one by more
- * than 5% + MARGIN. Measured before the fix, under mprotect: the peak went from 1,453
+ * the high-water mark) by at most MARGIN, and no peak may exceed round 2's by more than
+ * 5% + MARGIN (round 2 is the first to allocate while the slot quarantines are full:
+ * the slots they hold, 24,576 of the three classes, take slabs of their own). Measured before the fix, under mprotect: the peak went from 1,453
  * VMAs in round 1 to about 2,800 (closed slabs reopened as islands with an anon_vma of
  * their own, which never merge again), and the count after the drop kept growing (the
  * slabs left open wandered over the area). Runs under both backends; nothing is timed.
@@ -59,9 +60,9 @@ int main(void)
 	printf("peak: rounds 2-4 %ld, last 3 %ld; after the drop: rounds 2-4 %ld, last 3 %ld\n", early_peak,
 	       late_peak, early_drop, late_drop);
 	int rc = 0;
-	for (int r = 1; r < ROUNDS; r++)
-		if (peak[r] > peak[0] + peak[0] / 20 + MARGIN) {
-			printf("FAIL  round %d peaks at %ld VMAs, round 1 at %ld\n", r + 1, peak[r], peak[0]);
+	for (int r = 2; r < ROUNDS; r++)
+		if (peak[r] > peak[1] + peak[1] / 20 + MARGIN) {
+			printf("FAIL  round %d peaks at %ld VMAs, round 2 at %ld\n", r + 1, peak[r], peak[1]);
 			rc = 1;
 			break;
 		}
