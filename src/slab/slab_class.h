@@ -196,11 +196,11 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
 #define SLOT_Q_FIFO_SHIFT 1u
 /* Bytes of slots the first entries of a class's random array hold in the arena's hot
  * block, beside every other class's (slab_setup.c): a process that frees no more into
- * a class writes no other page of it, nor maps the arena's cold block. At least 8
+ * a class writes no other page of it, nor maps its cold part. At least 8
  * entries (a line). */
 #define SLOT_Q_HOT_BYTES 16384u
 /* A random array of at most this many entries lives in the hot block whole, its ring
- * after it: the classes of 16 KiB and up, a few lines each, need no cold block. */
+ * after it: the classes of 16 KiB and up, a few lines each, need no cold part. */
 #define SLOT_Q_HOT_WHOLE 8u
 
 enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
@@ -339,7 +339,7 @@ struct slab_class {
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;
 	/* The random array is filled in order in the arena's hot block until it holds qhot
-	 * entries, then moves to its full length beside the ring, in the arena's cold block
+	 * entries, then moves to its full length beside the ring, in the class's cold part
 	 * (UINT32_MAX: it never moves). Read on the filling path only. */
 	uint32_t qhot;
 #if CONFIG_SLOT_QUARANTINE

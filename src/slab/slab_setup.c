@@ -77,8 +77,7 @@ static size_t arena_hot_start(void)
 	return align_up(FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes(), 64);
 }
 
-/* Where the hot parts end: a line there holds the address of the arena's cold block
- * (arena_cold_slot). */
+/* Where the hot parts end. */
 static size_t arena_hot_end(void)
 {
 	size_t bytes = arena_hot_start();
@@ -86,56 +85,36 @@ static size_t arena_hot_end(void)
 	return bytes;
 }
 
-/* Metadata bytes of one arena besides its class structs and its cold block: the block
- * of first descriptors, then the control parts of all classes, then their hot parts,
- * each in class order, then the cold block's address. */
+/* Metadata bytes of one arena besides its class structs: the block of first
+ * descriptors, then the control parts of all classes, then their hot parts, each in
+ * class order. */
 static size_t arena_mem_bytes(void)
 {
-	return arena_hot_end() + 64;
+	return arena_hot_end();
 }
 
 #if CONFIG_SLOT_QUARANTINE
-/* A class's part of its arena's cold block (mapped when the first class of the arena
- * fills its hot entries: slab_class_cold), what only a class that churns writes: its FIFO ring,
- * then its random array at full length (where the hot entries move: slot_quarantine.c).
- * Untouched until then, so a process pays for the pages of the quarantines of the
- * classes it churns only, and one that churns none maps no cold block (an unprivileged
- * mlockall counts every page mapped). */
+/* A class's cold part, what only a class that churns writes: its FIFO ring, then its
+ * random array at full length (where the hot entries move: slot_quarantine.c). Mapped
+ * for that class alone when it fills its hot entries, so a process maps the full arrays
+ * of the classes it churns and no others: an unprivileged mlockall counts every page
+ * mapped against RLIMIT_MEMLOCK (system/mlock_unpriv), and one block per arena for every
+ * class's arrays (about 1 MiB) took a small program past 8 MiB under a sanitizer's
+ * runtime. */
 static size_t class_cold_bytes(unsigned c)
 {
 	uint32_t r = slot_q_random((uint32_t)sc_size(c));
 	if (r <= SLOT_Q_HOT_WHOLE) return 0;
-	return align_up(((size_t)r + ((size_t)r << SLOT_Q_FIFO_SHIFT)) * sizeof(qentry_t), 64);
-}
-
-static _Atomic(char *) *arena_cold_slot(unsigned a)
-{
-	return (_Atomic(char *) *)(roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes + arena_hot_end());
+	return ((size_t)r + ((size_t)r << SLOT_Q_FIFO_SHIFT)) * sizeof(qentry_t);
 }
 
 qentry_t *slab_class_cold(struct slab_class *k)
 {
-	unsigned r = (unsigned)(k - roots.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
-	size_t bytes = 0, at = 0;
-	for (unsigned i = 0; i < SC_COUNT; i++) {
-		if (i == c) at = bytes;
-		bytes += class_cold_bytes(i);
-	}
-	_Atomic(char *) *slot = arena_cold_slot(a);
-	char *block = atomic_load_explicit(slot, memory_order_acquire);
-	if (!block) {
-		/* Two classes of the arena, under their own locks, may map one at once: the
-		 * first to publish it wins, the other gives its own back. */
-		char *fresh = meta_alloc(bytes);
-		if (!fresh) return NULL;
-		if (atomic_compare_exchange_strong_explicit(slot, &block, fresh, memory_order_acq_rel,
-							    memory_order_acquire)) {
-			block = fresh;
-		} else {
-			meta_free(fresh, bytes);
-		}
-	}
-	return (qentry_t *)(block + at);
+	size_t bytes = class_cold_bytes(k->cls);
+	invariant(bytes);
+	/* Under the class lock: meta's lock is the innermost. A class asks once (its hot
+	 * entries move once); a class that could not have it goes on without. */
+	return meta_alloc(bytes);
 }
 #endif
 

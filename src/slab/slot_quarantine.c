@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) void leave(struct slab_class *k, qe
 	else release_entry(k, old);
 }
 
-/* No cold block to be had: the quarantine goes on in the hot entries alone, a random
+/* No cold part to be had: the quarantine goes on in the hot entries alone, a random
  * array of a quarter of them (at least 2) and a FIFO of half, full; the oldest quarter
  * leaves now, having waited at least that FIFO's length. */
 static void shrink_into_hot(struct slab_class *k)

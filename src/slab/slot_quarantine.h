@@ -9,7 +9,7 @@
  *    SLOT_Q_FIFO_SHIFT times as many (ring_mask), the deferred list at most DEFERRED_MAX.
  *  - Until the random array has been filled qhot entries (in order) it is its first
  *    entries in the arena's hot block; from then on it is its full length after the
- *    ring in the arena's cold block or, when that block could not be mapped, a quarter
+ *    ring in the class's cold part or, when that could not be mapped, a quarter
  *    of the hot entries with the ring in the next half; never moved again.
  *  - A slot leaves the quarantine for its slab through slab_release_slot (slab_life.h),
  *    the one call the quarantine makes into the rest of the slab.

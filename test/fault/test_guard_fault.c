@@ -1,7 +1,7 @@
 /*
  * test_guard_fault.c — fault injection (cmocka) through fake_kernel.c: what the
  * allocator does when the kernel refuses guard markers, lacks them, fakes them, runs
- * out of memory (also for a slot quarantine's cold block), or accounts strictly.
+ * out of memory (also for a slot quarantine's cold part), or accounts strictly.
  *
  * rampart initialises once per process, so every case runs in a forked child (it can
  * re-run guard_init() there), and the start-up cases re-execute this program with
@@ -405,7 +405,7 @@ static void fixed_map_fails(void)
 }
 static void test_fixed_map_fails(void **state) { child_passed(in_child(fixed_map_fails)); }
 
-/* --- the slot quarantine without its cold block --- */
+/* --- the slot quarantine without its cold part --- */
 
 #if CONFIG_SLOT_QUARANTINE
 /* Frees between a victim's free and its address coming back from malloc(n). */
@@ -426,7 +426,7 @@ static long frees_until_back(size_t n)
 
 /* A fresh process whose first class to fill its hot quarantine entries (8-byte blocks:
  * SLOT_Q_HOT_BYTES / 16 of them, at most half the random array) cannot map its arena's
- * cold block: the class goes on in its hot entries, a random array of a quarter of them
+ * cold part: the class goes on in its hot entries, a random array of a quarter of them
  * and a FIFO of half, and no freed slot comes back before that FIFO has passed it, nor
  * as late as the full quarantine's FIFO would hold it (16,384 frees by default; checked
  * where that is 16 times the short one). */
@@ -438,7 +438,7 @@ static int no_cold_block(void)
 	long all = SLOT_Q_MIN_RANDOM;
 	while (all < (CONFIG_SLOT_QUARANTINE_BYTES + 15) / 16 && all < SLOT_Q_MAX_RANDOM) all <<= 1;
 	if (all <= SLOT_Q_HOT_WHOLE) {
-		fprintf(stderr, "no cold block: this build keeps 16-byte slots' quarantine hot\n");
+		fprintf(stderr, "no cold part: this build keeps 16-byte slots' quarantine hot\n");
 		return 0;
 	}
 	const long hot = MIN((long)SLOT_Q_HOT_BYTES / 16, all / 2), fifo = hot / 2;
@@ -455,7 +455,7 @@ static int no_cold_block(void)
 	long lo = LONG_MAX, hi = 0;
 	for (int t = 0; t < 15; t++) {
 		long d = frees_until_back(8);
-		fprintf(stderr, "no cold block: back after %ld frees\n", d);
+		fprintf(stderr, "no cold part: back after %ld frees\n", d);
 		CHECK(d >= fifo && (full_fifo < 16 * fifo || d < full_fifo));
 		lo = d < lo ? d : lo;
 		hi = d > hi ? d : hi;
