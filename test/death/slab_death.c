@@ -106,11 +106,16 @@ static char *block_among_neighbours(void)
  * until some allocation gets that slot back. */
 static void reuse_freed_48(void)
 {
-	/* CHURN: more frees than the class's slot quarantine holds (12,288 slots). */
-	enum { CHURN = 20000, FILL = 200000 };
+	/* ROUNDS x CHURN frees: the quarantine's FIFO (8,192 slots) and then some, enough
+	 * that the slot surely left its random array (4,096 entries: it stays there past
+	 * n frees with probability e^(-n/4096), about 1e-8 here; one CHURN alone was not
+	 * always enough: CI saw it once). FILL then takes every free slot of the class. */
+	enum { ROUNDS = 4, CHURN = 20000, FILL = 200000 };
 	static void *v[FILL];
-	for (int i = 0; i < CHURN; i++) v[i] = malloc(48);
-	for (int i = 0; i < CHURN; i++) free(v[i]);
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < CHURN; i++) v[i] = malloc(48);
+		for (int i = 0; i < CHURN; i++) free(v[i]);
+	}
 	for (int i = 0; i < FILL; i++) v[i] = malloc(48);
 }
 
@@ -149,8 +154,12 @@ static void write_after_free_big(void)
 	char *p = malloc(5000);
 	free(p);
 	p[4000] = 'x';
-	for (int i = 0; i < CHURN; i++) v[i] = malloc(5000);
-	for (int i = 0; i < CHURN; i++) free(v[i]);
+	/* Rounds, as in reuse_freed_48: the class's random array holds 32 entries, where
+	 * the slot stays past n frees with probability (31/32)^n; one CHURN is too few. */
+	for (int r = 0; r < 8; r++) {
+		for (int i = 0; i < CHURN; i++) v[i] = malloc(5000);
+		for (int i = 0; i < CHURN; i++) free(v[i]);
+	}
 	for (int i = 0; i < FILL; i++) v[i] = malloc(5000);
 }
 

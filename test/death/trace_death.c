@@ -33,8 +33,11 @@ static void *thread_main(void *arg)
  * its slab, its reuse does (the slot must still hold the zeros its free wrote). */
 static void write_after_free(void)
 {
-	/* CHURN: more frees than the class's slot quarantine holds (12,288 slots). */
-	enum { N = 64, CHURN = 20000, FILL = 200000 };
+	/* ROUNDS x CHURN frees: more than the class's slot quarantine holds (12,288 slots),
+	 * enough that the slot surely left its random array (4,096 entries: e^(-n/4096) to
+	 * stay past n frees; one CHURN alone was not always enough where no canary check
+	 * finds the write first: CI saw it once, in the build without canaries). */
+	enum { N = 64, ROUNDS = 4, CHURN = 20000, FILL = 200000 };
 	static char *v[N];
 	static void *fill[FILL];
 	for (int i = 0; i < N; i++) v[i] = malloc(48);
@@ -44,8 +47,10 @@ static void write_after_free(void)
 	for (int i = 0; i < N; i++)
 		if (i != N / 2) free(v[i]);
 	/* Push the slot out of the quarantine, then allocate until it comes back. */
-	for (int i = 0; i < CHURN; i++) fill[i] = malloc(48);
-	for (int i = 0; i < CHURN; i++) free(fill[i]);
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < CHURN; i++) fill[i] = malloc(48);
+		for (int i = 0; i < CHURN; i++) free(fill[i]);
+	}
 	for (int i = 0; i < FILL; i++) fill[i] = malloc(48);
 }
 
