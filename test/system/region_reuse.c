@@ -31,7 +31,12 @@
 #include "rampart.h"
 
 #define TRIALS 15
+/* Frees tried before a trial gives up. The sizes whose figures are only printed get a
+ * shorter walk: under the madvise backend each closed 32 MiB block is 8,192 guard
+ * markers to write and to clear again, and 5,000 of them a trial made this test the
+ * slowest in the suite for an assertion of min >= 1. */
 #define CAP 5000
+#define CAP_PRINTED 300
 #define MiB ((size_t)1 << 20)
 
 static size_t page;
@@ -50,7 +55,7 @@ static int cmp(const void *x, const void *y)
 }
 
 /* In a child: TRIALS distances for size; exits 0 when the asserted bounds hold. */
-static int measure(size_t size, long want_min, long want_median)
+static int measure(size_t size, long want_min, long want_median, long cap)
 {
 	long d[TRIALS];
 	for (int t = 0; t < TRIALS; t++) {
@@ -59,7 +64,7 @@ static int measure(size_t size, long want_min, long want_median)
 		uintptr_t v = (uintptr_t)victim;
 		free(victim);
 		long i;
-		for (i = 1; i < CAP; i++) {
+		for (i = 1; i < cap; i++) {
 			void *q = malloc(size);
 			CHECK(q != NULL);
 			bool hit = overlaps((uintptr_t)q, v, size);
@@ -71,17 +76,17 @@ static int measure(size_t size, long want_min, long want_median)
 	qsort(d, TRIALS, sizeof *d, cmp);
 	bool ok = d[0] >= want_min && d[TRIALS / 2] >= want_median;
 	printf("%s  %9zu B: min %ld median %ld max %ld%s (asserted: min >= %ld, median >= %ld)\n", ok ? "ok  " : "FAIL",
-	       size, d[0], d[TRIALS / 2], d[TRIALS - 1], d[TRIALS - 1] >= CAP ? " (capped)" : "", want_min,
+	       size, d[0], d[TRIALS / 2], d[TRIALS - 1], d[TRIALS - 1] >= cap ? " (capped)" : "", want_min,
 	       want_median);
 	fflush(stdout);
 	return ok ? 0 : 1;
 }
 
-static int run_size(size_t size, long want_min, long want_median)
+static int run_size(size_t size, long want_min, long want_median, long cap)
 {
 	fflush(stdout);
 	pid_t pid = fork();
-	if (pid == 0) _exit(measure(size, want_min, want_median));
+	if (pid == 0) _exit(measure(size, want_min, want_median, cap));
 	int st;
 	CHECK(waitpid(pid, &st, 0) == pid);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
@@ -94,10 +99,10 @@ static int limited(void)
 	printf("under RLIMIT_AS %lu MiB (quarantine bound %lu MiB):\n", (unsigned long)(rl.rlim_cur >> 20),
 	       (unsigned long)(rl.rlim_cur >> 24));
 	int failed = 0;
-	failed += run_size(200000, CONFIG_REGION_QUARANTINE_MIN + 1, 0);
-	failed += run_size(1 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 0);
-	failed += run_size(4 * MiB, 1, 0);
-	failed += run_size(32 * MiB, 1, 0);
+	failed += run_size(200000, CONFIG_REGION_QUARANTINE_MIN + 1, 0, CAP);
+	failed += run_size(1 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 0, CAP);
+	failed += run_size(4 * MiB, 1, 0, CAP_PRINTED);
+	failed += run_size(32 * MiB, 1, 0, CAP_PRINTED);
 	return failed != 0;
 }
 
@@ -110,10 +115,10 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "limited")) return limited();
 	printf("guard backend %s, no limit:\n", rampart_guard_backend());
 	int failed = 0;
-	failed += run_size(200000, CONFIG_REGION_QUARANTINE_MIN + 1, 1000);
-	failed += run_size(1 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 1000);
-	failed += run_size(4 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 0);
-	failed += run_size(32 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 0);
+	failed += run_size(200000, CONFIG_REGION_QUARANTINE_MIN + 1, 1000, CAP);
+	failed += run_size(1 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 1000, CAP);
+	failed += run_size(4 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 0, CAP);
+	failed += run_size(32 * MiB, CONFIG_REGION_QUARANTINE_MIN + 1, 0, CAP);
 
 	fflush(stdout);
 	pid_t pid = fork();
