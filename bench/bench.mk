@@ -68,7 +68,7 @@ bench-deps:
 	$(BENCH_SUDO) apt-get update -qq
 	$(BENCH_SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libclang-rt-14-dev \
-		sqlite3 gnuplot-nox python3 gcc strace
+		sqlite3 gnuplot-nox python3 gcc g++ git perl strace
 
 bench-clean:
 	rm -rf $(BENCH_OUT)
