@@ -21,6 +21,7 @@
 #include "front/init.h"
 #include "os/os.h"
 #include "guard/meta.h"
+#include "slab/slot_check.h"
 
 /* op(p) is fatal: asked in a child, whose report is discarded. */
 static bool fatal_in_child(void (*op)(void *), void *p)
@@ -1060,6 +1061,27 @@ START_TEST(batch_pool_state_in_metadata)
 }
 END_TEST
 
+/* slack_zero reads whole words and masks the ends: for every [from, to) in a slot of
+ * 96 bytes and every single byte written, inside or outside it, it answers what a byte
+ * by byte look answers. */
+START_TEST(slack_zero_matches_bytes)
+{
+#if CONFIG_ZERO_ON_FREE
+	enum { N = 96 };
+	static unsigned char slot[N] __attribute__((aligned(16)));
+	for (size_t from = 0; from <= N; from++)
+		for (size_t to = from; to <= N; to++)
+			for (int dirty = -1; dirty < N; dirty++) {
+				memset(slot, 0, N);
+				if (dirty >= 0) slot[dirty] = 0x80;
+				bool want = !(dirty >= 0 && (size_t)dirty >= from && (size_t)dirty < to);
+				ck_assert_msg(slack_zero((uintptr_t)slot, from, to) == want,
+					      "slack_zero(%zu, %zu) with byte %d written", from, to, dirty);
+			}
+#endif
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1091,6 +1113,7 @@ int main(int argc, char **argv)
 	tcase_add_test(t, nursery_cell_taken);
 	tcase_add_test(t, empty_slabs_follow_peak);
 	tcase_add_test(t, fork_child_draws_its_own_stream);
+	tcase_add_test(t, slack_zero_matches_bytes);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
