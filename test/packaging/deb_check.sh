@@ -70,6 +70,7 @@ B=$OUT/b/elsewhere
 copy_tree() { # copy_tree DEST
 	mkdir -p "$1" || exit 1
 	if git rev-parse --git-dir >/dev/null 2>&1; then
+		# shellcheck disable=SC2016
 		git ls-files -z --cached --others --exclude-standard |
 			xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
 			tar --null -T - -cf - | tar -C "$1" -xf - || fail "copying the source tree"
@@ -91,7 +92,9 @@ done
 say "built $PKGS $VERSION twice ($A, $B) in $(($(date +%s) - start)) s"
 
 # --- 2. build flags ---
-flags() { (cd "$A/rampart-$UPSTREAM" && DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1"); }
+# dpkg-buildflags as debian/rules calls it: in the build directory, with its options.
+maint=$(sed -n 's/^export DEB_BUILD_MAINT_OPTIONS = //p' debian/rules)
+flags() { (cd "$A/rampart-$UPSTREAM" && DEB_BUILD_MAINT_OPTIONS=$maint dpkg-buildflags --get "$1"); }
 lines=$(grep -E '^(cc|gcc|[a-z0-9_-]+-gcc) .* -c src/[a-z]+/[a-z_]+\.c ' "$A/build.log")
 n=$(printf '%s\n' "$lines" | grep -c .)
 [ "$n" -ge 10 ] || fail "only $n compile lines of the library in the build log (V=1?)"
@@ -113,7 +116,7 @@ readelf -lW "$X/a$so" | grep -q GNU_RELRO || fail "$so has no RELRO segment"
 iface=$(sed -n 's/^ \([^ @]*\)@Base .*/\1/p' debian/librampart1.symbols | sort)
 leaked=$(nm -g --defined-only "$X/a$LIBDIR/librampart.a" | awk 'NF == 3 { print $3 }' | sort -u | grep -v '^__rampart_' |
 	grep -vxF "$iface")
-[ -z "$leaked" ] || fail "librampart.a defines global symbols outside the interface: $(echo $leaked)"
+[ -z "$leaked" ] || fail "librampart.a defines global symbols outside the interface: $(printf '%s ' $leaked)"
 nm -g --defined-only "$X/a$LIBDIR/librampart.a" | grep -q ' __rampart_' || fail "librampart.a: no renamed symbols"
 say "flags: $n compile lines with dpkg-buildflags' CPPFLAGS and CFLAGS and the library's own; link with its LDFLAGS; BIND_NOW, RELRO; librampart.a exports only the interface"
 
@@ -153,8 +156,9 @@ say "lintian: no error, no warning ($(($(date +%s) - start)) s)"
 for p in $PKGS; do
 	mkdir -p "$X/control/$p" && dpkg-deb -e "$A/${p}_${VERSION}_$ARCH.deb" "$X/control/$p" || exit 1
 done
-scripts=$(cd "$X/control" && ls -d */preinst */postinst */prerm */postrm */config 2>/dev/null)
+scripts=$(cd "$X/control" && ls -d ./*/preinst ./*/postinst ./*/prerm ./*/postrm ./*/config 2>/dev/null)
 if [ -n "$scripts" ]; then
+	# shellcheck disable=SC2086
 	(cd "$X/control" && grep -l 'ld\.so\.preload' $scripts) && fail "a maintainer script names ld.so.preload"
 fi
 preload_state() { if [ -e /etc/ld.so.preload ]; then sha256sum /etc/ld.so.preload; else echo absent; fi; }
@@ -162,6 +166,7 @@ snapshot() { find /usr /etc /opt /var/lib/dpkg/info -xdev 2>/dev/null | LC_ALL=C
 snapshot >"$OUT/files.before"
 preload_before=$(preload_state)
 installed=""
+# shellcheck disable=SC2086
 cleanup() { [ -n "$installed" ] && dpkg --purge $PKGS >/dev/null 2>&1; }
 trap cleanup EXIT
 installed=yes
@@ -199,6 +204,7 @@ sh test/systemwide/check.sh "$LIBDIR/librampart.so.1" "$PROBE" "$OUT/systemwide"
 	fail "the system-wide session with the packaged library"
 say "system-wide session with $LIBDIR/librampart.so.1 in /etc/ld.so.preload: $(($(date +%s) - start)) s"
 
+# shellcheck disable=SC2086
 dpkg --purge $PKGS >"$OUT/dpkg-purge.log" 2>&1 || { cat "$OUT/dpkg-purge.log"; fail "dpkg --purge failed"; }
 installed=""
 for p in $PKGS; do
