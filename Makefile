@@ -19,13 +19,27 @@ LIB_SO_LIGHT := out/light/librampart.so
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 # Hardening of the library itself; no -march: distribution binaries run on old CPUs.
-HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fno-plt
+# A stronger level given in CFLAGS/CPPFLAGS (-fstack-protector-all, _FORTIFY_SOURCE=3)
+# is kept; anything weaker is overridden (these come after the caller's flags).
+FORTIFY := $(if $(filter -D_FORTIFY_SOURCE=3,$(CPPFLAGS) $(CFLAGS)),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
+STACK_PROTECTOR := $(if $(filter -fstack-protector-all,$(CFLAGS)),,-fstack-protector-strong)
+HARDEN := $(STACK_PROTECTOR) $(FORTIFY) -fno-plt
 # The compiler must not turn our own code into calls of the functions we define.
 NOBUILTIN := -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
+# Reproducible: the build directory's path leaves no trace in the objects (debug info,
+# __FILE__), so a build elsewhere gives the same bytes.
+REPRODUCIBLE := -ffile-prefix-map=$(CURDIR)=.
+# A distribution's CPPFLAGS, CFLAGS and LDFLAGS (dpkg-buildflags) are honoured: they come
+# first and the library's own flags after them, so where they conflict (visibility,
+# -fPIC, builtins, warnings, the configuration's -D, -z now) the library's win. Objects
+# built for link-time optimisation also carry machine code (-ffat-lto-objects): the
+# static library keeps only that, with its symbols renamed (below).
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) $(NOBUILTIN) \
-	$(CONFIG_CPPFLAGS) -Iinclude -Isrc $(CFLAGS)
-LDFLAGS_SO := -shared -Wl,-soname,$(SONAME) -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack -Wl,--as-needed
+LTO_FAT := $(if $(filter -flto%,$(CFLAGS)),-ffat-lto-objects)
+ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(LTO_FAT) -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) \
+	$(NOBUILTIN) $(REPRODUCIBLE) $(CONFIG_CPPFLAGS) -Iinclude -Isrc
+LDFLAGS_SO := $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack \
+	-Wl,--as-needed
 
 # Quiet build lines ("CC src/front/api.c"); `make V=1` shows every command in full.
 ifeq ($(V),1)
@@ -73,14 +87,16 @@ $(OUT)/$(SONAME): $(OUT)/librampart.so
 # rampart_text_cold, whose bounds the linker defines in the program: the callers listed
 # after a fatal error (src/base/report.c) start outside them. Programs that call the
 # internals by name link internal.a: the objects as compiled.
+# objcopy cannot rename inside the compiler's LTO sections, so they are left out.
 OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)
+STATIC_NO_LTO := $(if $(LTO_FAT),-R '.gnu.lto_*' -R '.gnu.debuglto_*' -N __gnu_lto_slim -N __gnu_lto_v1)
 static_sections = $$(readelf -SW $(1) | awk '{ for (i = 1; i <= NF; i++) if ($$i ~ /^\.text/) { \
 	print "--rename-section", $$i "=" ($$i ~ /^\.text\.unlikely/ ? "rampart_text_cold" : "rampart_text"); next } }')
 $(OUT)/librampart.a: $(OBJS) Makefile
 	$(Q)rm -rf $@ $(OUT)/static && mkdir -p $(OUT)/static
 	$(Q)readelf -sW $(OBJS) | awk '($$5 == "GLOBAL" || $$5 == "WEAK") && $$6 == "HIDDEN" && $$7 != "UND" \
 		{ print $$8, "__rampart_" $$8 }' | sort -u > $(OUT)/static/renames
-	$(Q)for o in $(OBJS); do $(OBJCOPY) --redefine-syms=$(OUT)/static/renames $(call static_sections,$$o) \
+	$(Q)for o in $(OBJS); do $(OBJCOPY) --redefine-syms=$(OUT)/static/renames $(call static_sections,$$o) $(STATIC_NO_LTO) \
 		$$o $(OUT)/static/$${o##*/} || exit 1; done
 	$(call say,AR,$@)ar rcs $@ $(addprefix $(OUT)/static/,$(notdir $(OBJS)))
 $(OUT)/obj/internal.a: $(OBJS)

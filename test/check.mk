@@ -15,6 +15,9 @@
 #   make check-system-wide  (root) an everyday shell session with rampart in
 #                      /etc/ld.so.preload, in a private mount namespace, against the same
 #                      session without it; glibc programs linked statically with rampart
+#   make check-deb     (root) the Debian packages (debian/) built twice, compared byte
+#                      for byte, checked by lintian, installed, the system-wide session
+#                      run on the packaged library, purged; into out-deb/
 #   make check-fuzz    the operation-sequence fuzzer (test/fuzz/) for 30 s per backend;
 #                      make fuzz FUZZ_SECONDS=n runs it longer
 #   make check-real    Python's own regression tests (libpython3.11-testsuite) with
@@ -49,6 +52,7 @@ CHECK_RUN = OUT=$(1) $(CHECK_INVARIANTS) sh test/run.sh
 .PHONY: check-seccomp check-seccomp-readme seccomp-table
 .PHONY: check-real
 .PHONY: check check-clang check-ubsan check-tsan tsan-build static-build check-musl check-arm64 check-uring check-system-wide
+.PHONY: check-deb
 
 # test/portable/api_check.c: the public interface without a test framework. In
 # test/tests.list (system/api_check) and in every static build.
@@ -101,6 +105,14 @@ $(SW_OUT)/static/%: test/portable/%.c $(OUT)/librampart.a $(wildcard test/*.h) i
 check-system-wide: lib $(SW_OUT)/secure_probe $(SW_OUT)/static/static_glibc $(SW_OUT)/static/api_check
 	sh test/run-bins.sh glibc-static $(SW_OUT)/static
 	sh test/systemwide/check.sh $(OUT)/librampart.so $(SW_OUT)/secure_probe $(SW_OUT)/results
+
+# check-deb (root; test/packaging/deb_check.sh says what it asserts): dpkg-buildpackage
+# twice, in two directories under out-deb/ (the .deb files land there), the builds
+# compared; lintian; dpkg -i; the session of check-system-wide with the packaged
+# library in /etc/ld.so.preload; dpkg --purge, leaving no file behind. Not root or no
+# dpkg: SKIPPED, exit 77 (an error for make, not a pass).
+check-deb: $(SW_OUT)/secure_probe
+	sh test/packaging/deb_check.sh out-deb $(SW_OUT)/secure_probe
 
 # The framework-free tests test/tests.list marks static (death, system, portable), linked
 # statically with this build's librampart.a: for other C libraries and other architectures.
@@ -311,4 +323,4 @@ check-configs:
 	done; \
 	if [ -n "$$failed" ]; then echo "check-configs: failed:$$failed"; exit 1; fi; echo "check-configs: all passed"
 
-check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide check-fuzz check-real check-configs
+check: check-clang check-ubsan check-tsan check-musl check-arm64 check-seccomp check-uring check-system-wide check-deb check-fuzz check-real check-configs

@@ -1,8 +1,10 @@
 #!/bin/sh
-# test/systemwide/check.sh LIB PROBE RESULTS — `make check-system-wide`: rampart as
-# the allocator of every program, the way /etc/ld.so.preload installs it.
+# test/systemwide/check.sh LIB PROBE RESULTS [installed] — `make check-system-wide`:
+# rampart as the allocator of every program, the way /etc/ld.so.preload installs it.
+# With "installed" (`make check-deb`), LIB is a library a package installed, named in
+# the preload file by its own path; otherwise a copy of LIB is.
 #
-# In a private mount namespace (unshare -m), a file naming a copy of LIB is mounted
+# In a private mount namespace (unshare -m), a file naming (a copy of) LIB is mounted
 # over /etc/ld.so.preload: bound over the file where it exists, otherwise written into
 # an overlay of /etc whose upper layer is a tmpfs; the host's /etc is never touched.
 # There test/systemwide/session.sh runs its everyday commands three times: with an
@@ -85,10 +87,17 @@ trap 'rm -rf "$W"' EXIT
 chmod 755 "$W"
 mkdir -p "$W/lib" "$W/bin" "$W/ns" "$W/home" "$R" || exit 1
 R=$(cd "$R" && pwd)
-cp "$LIB" "$W/lib/librampart.so" && cp "$PROBE" "$W/bin/secure_probe" || exit 1
-chown 0:0 "$W/bin/secure_probe" && chmod 4755 "$W/bin/secure_probe" && chmod 755 "$W/lib/librampart.so" || exit 1
+if [ "${4:-}" = installed ]; then
+	PRELOADED=$LIB
+	[ -f "$LIB" ] || fail "no installed library $LIB"
+else
+	PRELOADED=$W/lib/librampart.so
+	cp "$LIB" "$PRELOADED" && chmod 755 "$PRELOADED" || exit 1
+fi
+cp "$PROBE" "$W/bin/secure_probe" || exit 1
+chown 0:0 "$W/bin/secure_probe" && chmod 4755 "$W/bin/secure_probe" || exit 1
 : >"$W/preload-none"
-echo "$W/lib/librampart.so" >"$W/preload-rampart"
+echo "$PRELOADED" >"$W/preload-rampart"
 
 rm -rf "$R/none" "$R/rampart" "$R/rampart-mprotect" "$R"/*.verify
 for run in none:none: rampart:rampart: rampart-mprotect:rampart:guard=mprotect; do
@@ -116,7 +125,7 @@ done
 
 # rampart really was in use, and only where preloaded.
 v=$R/rampart.verify
-grep -q "^/etc/ld.so.preload: $W/lib/librampart.so$" "$v" || fail "ld.so.preload not in place ($v)"
+grep -qxF "/etc/ld.so.preload: $PRELOADED" "$v" || fail "ld.so.preload not in place ($v)"
 grep -q '^rampart: version .*guard backend madvise\|^rampart: version .*guard backend mprotect' "$v" ||
 	fail "no start-up line from rampart under RAMPART_OPTIONS=verbose=1 ($v)"
 grep -q '^maps: [1-9]' "$v" || fail "librampart not in grep's /proc/self/maps ($v)"
