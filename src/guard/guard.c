@@ -28,6 +28,7 @@
 
 #include "base/report.h"
 #include "os/os.h"
+#include "os/random.h"
 #include "base/counters.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -383,7 +384,7 @@ bool guard_window(size_t size, uintptr_t *base)
 	uintptr_t b = 0;
 	for (int attempt = 0; attempt < 16 && !b; attempt++) {
 		uint64_t r;
-		os_random(&r, sizeof r);
+		random_entropy(&r, sizeof r);
 		uintptr_t c = guard_window_pick(windows, n, lo, hi, size, r);
 		if (!c) break;
 		if (os_range_free(c, c + size)) b = c;
@@ -396,7 +397,7 @@ bool guard_window(size_t size, uintptr_t *base)
 	     from = gap_hi) {
 		for (int attempt = 0; attempt < 4 && !b; attempt++) { /* the gap may hold a window */
 			uint64_t r;
-			os_random(&r, sizeof r);
+			random_entropy(&r, sizeof r);
 			uintptr_t c = gap_lo + size / 2 +
 				      (uintptr_t)(r % ((gap_hi - gap_lo - 2 * size) / os_page + 1)) * os_page;
 			if (!in_window(c, c + size)) b = c;
