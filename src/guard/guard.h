@@ -122,6 +122,11 @@ void guard_start(struct guard_region *r, uintptr_t base);
  * PROT_NONE, which costs no page tables. */
 #define GUARD_MARKED_GROWTH_MAX ((size_t)256 << 10)
 must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
+/* guard_grow of a region not yet grown, opening [open_off, open_off + open_len) in the
+ * same set-up where the growth is behind markers (*opened then true); otherwise as
+ * guard_grow, and the span is left for guard_extend. */
+must_check bool guard_grow_open(struct guard_region *r, size_t size, const char *label, size_t open_off,
+				size_t open_len, bool *opened);
 /* Is [off, off + len) of a growing region space grown behind markers? Then opening part
  * of it splits nothing, and what is left unopened there is closed already: a caller
  * opens only what it hands out. */
