@@ -831,7 +831,9 @@ STARTUP_PROGRAMS = [
 def startup_programs(ctx, quick):
     progs = []
     for label, argv, runs in STARTUP_PROGRAMS:
-        exe = shutil.which(argv[0])
+        # The python workload's interpreter: /usr/bin/python3 before PATH, where a
+        # version manager's shim (a shell script) would be measured instead.
+        exe = ctx.python if argv[0] == "python3" else shutil.which(argv[0])
         if exe:
             progs.append((label, [exe] + argv[1:], max(5, runs // 10) if quick else runs))
     return progs

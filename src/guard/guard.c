@@ -72,8 +72,25 @@ static bool really_blocks(const void *p)
 	return blocked;
 }
 
+/* A page of the library's own zero-filled data, never used for anything else: the probe
+ * needs no mapping of its own (two system calls fewer at every start-up). Page-aligned,
+ * so it lies in the anonymous part of the data segment, past the file's last page. */
+static union {
+	char page[4096];
+} probe_page __attribute__((aligned(4096)));
+
 static bool probe_markers(void)
 {
+	if (os_page == sizeof probe_page) {
+		void *q = &probe_page;
+		if (os_advise(q, os_page, MADV_GUARD_INSTALL) == 0) {
+			bool blocks = really_blocks(q);
+			/* A marker left behind would harm nothing: the page is never used. */
+			return os_advise(q, os_page, MADV_GUARD_REMOVE) == 0 && blocks;
+		}
+		/* Refused here (a kernel that marks only mappings of its own kind): ask as
+		 * before, on a fresh mapping. */
+	}
 	void *p = NULL;
 	if (os_map(&p, os_page, OS_READ_WRITE, OS_ANYWHERE)) return false;
 	bool ok = false;
@@ -238,6 +255,22 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 		stat_inc(STAT_GUARD_FALLBACK);
 	}
 	return close_protected(r, p, len);
+}
+
+bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n)
+{
+	if (markers_on(r) && !replaceable(r) && n <= OS_SPANS_MAX) {
+		struct os_span pages[OS_SPANS_MAX] = {{0}};
+		for (unsigned i = 0; i < n; i++) pages[i] = (struct os_span){(void *)(r->base + off[i]), os_page};
+		if (os_advise_spans(pages, n, MADV_GUARD_INSTALL) == 0) {
+			r->flags |= REGION_MARKED;
+			return true;
+		}
+		/* Refused: each page again, where guard_close sorts out why and falls back. */
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (!guard_close(r, off[i], os_page)) return false;
+	return true;
 }
 
 bool guard_open(struct guard_region *r, size_t off, size_t len)
@@ -556,8 +589,8 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 static bool grow_marked_open(struct guard_region *r, void *p, size_t len, size_t open_off, size_t open_len)
 {
 	uintptr_t open = r->base + open_off, end = (uintptr_t)p + len;
-	int err = os_advise_two(p, open - (uintptr_t)p, (void *)(open + open_len), end - open - open_len,
-				MADV_GUARD_INSTALL);
+	struct os_span sides[2] = {{p, open - (uintptr_t)p}, {(void *)(open + open_len), end - open - open_len}};
+	int err = os_advise_spans(sides, 2, MADV_GUARD_INSTALL);
 	if (err) {
 		if (err == EINVAL) latch_off();
 		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);

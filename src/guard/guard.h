@@ -143,6 +143,9 @@ must_check bool guard_open(struct guard_region *r, size_t off, size_t len);
 /* Close a span: any access faults, its pages go back to the kernel. False only when
  * the kernel could not make it unreachable (VMA limit); the span is then unchanged. */
 must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
+/* guard_close of n single pages (at most OS_SPANS_MAX) at the offsets given: under
+ * markers one system call for all of them where the kernel takes it. */
+must_check bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n);
 /* Move the pages of an open span into another region's span (no copying, except the
  * rest of a move the kernel stops half-way). Every hole the move leaves is filled with a
  * fresh closed mapping, so the source region stays whole and closed there (*source_kept).

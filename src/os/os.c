@@ -84,23 +84,31 @@ int os_read_only(void *addr, size_t len) { return os_protect(addr, len, PROT_REA
 
 /* Cleared by the first refusal: an older kernel (EBADF: no PIDFD_SELF; EINVAL: advice
  * not allowed there; ENOSYS) or a seccomp filter would refuse every call the same way. */
-static _Atomic bool advise_two_works = true;
+static _Atomic bool advise_spans_works = true;
 
-int os_advise_two(void *a, size_t alen, void *b, size_t blen, int advice)
+int os_advise_spans(const struct os_span *s, unsigned n, int advice)
 {
-	if (atomic_load_explicit(&advise_two_works, memory_order_relaxed)) {
-		struct iovec v[2] = {{a, alen}, {b, blen}};
+	if (n > OS_SPANS_MAX) return EINVAL;
+	size_t total = 0;
+	struct iovec v[OS_SPANS_MAX];
+	unsigned nv = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (s[i].len) {
+			v[nv++] = (struct iovec){s[i].p, s[i].len};
+			total += s[i].len;
+		}
+	if (nv > 1 && atomic_load_explicit(&advise_spans_works, memory_order_relaxed)) {
 		int saved = errno;
-		long done = syscall(SYS_process_madvise, PIDFD_SELF_THREAD, v, 2, advice, 0);
+		long done = syscall(SYS_process_madvise, PIDFD_SELF_THREAD, v, nv, advice, 0);
 		errno = saved;
-		if (done == (long)(alen + blen)) return 0;
-		/* A short count or an error: the two calls below say which part failed and why
+		if (done == (long)total) return 0;
+		/* A short count or an error: the calls below say which span failed and why
 		 * (markers on a locked mapping: EINVAL from madvise itself). A refusal they do
 		 * not share is process_madvise's own. */
 	}
-	int err = alen ? os_advise(a, alen, advice) : 0;
-	if (!err && blen) err = os_advise(b, blen, advice);
-	if (!err) atomic_store_explicit(&advise_two_works, false, memory_order_relaxed);
+	int err = 0;
+	for (unsigned i = 0; i < nv && !err; i++) err = os_advise(v[i].iov_base, v[i].iov_len, advice);
+	if (!err && nv > 1) atomic_store_explicit(&advise_spans_works, false, memory_order_relaxed);
 	return err;
 }
 
