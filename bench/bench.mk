@@ -24,7 +24,7 @@ LIB_SO_LIGHT ?= out/light/librampart.so
 BENCH_OUT := out/bench
 BENCH_CFLAGS ?= -O2 -Wall -Wextra
 BENCH_PYTHON ?= python3
-BENCH_PROGS := $(addprefix $(BENCH_OUT)/,launch churn prodcons tree realloc list larson)
+BENCH_PROGS := $(addprefix $(BENCH_OUT)/,launch churn prodcons tree realloc list larson startup)
 
 BENCH_ARGS = --bindir $(BENCH_OUT) --rampart $(LIB_SO) --rampart-light $(LIB_SO_LIGHT) \
 	$(if $(filter-out 0,$(QUICK)),--quick) \

@@ -929,8 +929,106 @@ def write_targets(L, med, workloads, names):
     L("")
 
 
+# --------------------------------------------------------------------------
+# start-up: what every short-lived process pays
+
+# The programs of the start-up table: (label, argv, runs per round). Each run is a
+# fresh process; the allocator's one-time set-up and each size class's first use are
+# in it, which the workloads above amortise over millions of calls.
+STARTUP_PROGRAMS = [
+    ("/bin/true", ["/bin/true"], 150),
+    ("/bin/echo x", ["/bin/echo", "x"], 150),
+    ("sh -c :", ["/bin/sh", "-c", ":"], 150),
+    ("python3 -c pass", ["python3", "-c", "pass"], 30),
+]
+
+
+def startup_programs(ctx, quick):
+    progs = []
+    for label, argv, runs in STARTUP_PROGRAMS:
+        # The python workload's interpreter: /usr/bin/python3 before PATH, where a
+        # version manager's shim (a shell script) would be measured instead.
+        exe = ctx.python if argv[0] == "python3" else shutil.which(argv[0])
+        if exe:
+            progs.append((label, [exe] + argv[1:], max(5, runs // 10) if quick else runs))
+    return progs
+
+
+def run_startup(ctx, progs, alloc_path):
+    """One round of the start-up table under one allocator: {label: [(cpu_us, faults), ...]}
+    or {label: "error"}."""
+    out = {}
+    for label, argv, runs in progs:
+        r = subprocess.run([os.path.join(ctx.bindir, "startup"), str(runs), alloc_path or "-"] + argv,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=ctx.clean_env)
+        if r.returncode != 0:
+            out[label] = "failed: " + r.stderr.decode(errors="replace").strip()[-200:]
+            continue
+        out[label] = [tuple(int(x) for x in l.split()) for l in r.stdout.decode().splitlines() if l.strip()]
+    return out
+
+
+def count_startup_syscalls(ctx, progs, alloc_path):
+    """All system calls of one run of each program (strace -f -c, untimed): {label: calls}."""
+    out = {}
+    if not ctx.strace:
+        return out
+    for label, argv, _ in progs:
+        tmp = os.path.join(ctx.bindir, "startup-strace.txt")
+        env = dict(ctx.clean_env)
+        cmd = [ctx.strace, "-f", "-c", "-qq", "-o", tmp]
+        if alloc_path:
+            cmd += ["-E", "LD_PRELOAD=" + alloc_path]
+        try:
+            r = subprocess.run(cmd + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120, env=env)
+            text = open(tmp).read()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        m = re.search(r"^\s*100\.00\s+\S+\s+\S+\s+(\d+)(?:\s+\d+)?\s+total\s*$", text, re.M) or \
+            re.search(r"^\s*\S+\s+\S+\s+\S+\s+(\d+)(?:\s+\d+)?\s+total\s*$", text, re.M)
+        if r.returncode == 0 and m:
+            out[label] = int(m.group(1))
+    return out
+
+
+def startup_section(L, allocs, progs, start, start_calls):
+    """The report's start-up table: one row per program and measure, one column per allocator."""
+    names = [a for a, _ in allocs]
+    L("## Start-up: cost of one short-lived process")
+    L("")
+    L("Each program started again and again under each allocator (`out/bench/startup`, interleaved round "
+      "by round with the workloads): CPU time (user + system, from `wait4`) and page faults of the whole "
+      "process, median over all runs; system calls of one more run under `strace -f -c` (all calls, "
+      "the dynamic loader's included). The `+` rows are the difference from glibc.")
+    L("")
+    L("| program | measure | " + " | ".join(names) + " |")
+    L("|---|---|" + "---:|" * len(names))
+    for label, _, runs in progs:
+        med = {}
+        for a in names:
+            v = start.get(a, {}).get(label)
+            if isinstance(v, list) and v:
+                med[a] = (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), len(v))
+        def row(measure, f):
+            L("| %s | %s | %s |" % (label, measure, " | ".join(f(a) for a in names)))
+        row("CPU µs", lambda a: "%.0f" % med[a][0] if a in med else "FAIL")
+        if "glibc" in med:
+            g = med["glibc"][0]
+            row("CPU vs glibc", lambda a: ("%+.0f µs (%.2f×)" % (med[a][0] - g, med[a][0] / g)) if a in med and g else "")
+        row("page faults", lambda a: ("%.0f" % med[a][1]) if a in med else "FAIL")
+        calls = {a: start_calls.get(a, {}).get(label) for a in names}
+        if any(v is not None for v in calls.values()):
+            row("system calls", lambda a: str(calls[a]) if calls[a] is not None else "")
+    L("")
+    fails = [(a, label, v) for a in names for label, v in start.get(a, {}).items() if isinstance(v, str)]
+    for a, label, v in fails:
+        L("- %s under %s: %s" % (label, a, v))
+    if fails:
+        L("")
+
+
 def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, info, rounds, mode,
-                 wall, partial):
+                 wall, partial, startup=([], {}, {})):
     med = summarize(results, workloads, allocs, sysres)
     names = [a for a, _ in allocs]
     lines = []
@@ -1074,6 +1172,8 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, 
             L("- %s under %s%s, syscall-counting run: %s" % (wn, a, " (extra)" if a in EXTRA_NAMES else "",
                                                              sr["error"]))
         L("")
+    if startup[0]:
+        startup_section(L, allocs, *startup)
     L("## Workloads")
     L("")
     L("| workload | what it does | parameters |")
@@ -1221,13 +1321,21 @@ def main():
     ctx.strace = shutil.which("strace")
 
     workloads = WORKLOADS
+    # "startup" is a table of its own (bench/startup.c), not a timed workload: it
+    # stays out of the time ratios and their geometric means.
+    do_startup = True
     if args.workloads:
         want = args.workloads.split(",")
+        do_startup = "startup" in want
+        want = [w for w in want if w != "startup"]
         unknown = [w for w in want if w not in [x.name for x in WORKLOADS]]
         if unknown:
             sys.exit("bench: unknown workload(s): %s (have: %s)"
                      % (", ".join(unknown), ", ".join(w.name for w in WORKLOADS)))
         workloads = [w for w in WORKLOADS if w.name in want]
+    startup_progs = startup_programs(ctx, args.quick) if do_startup else []
+    if do_startup and not os.access(os.path.join(ctx.bindir, "startup"), os.X_OK):
+        sys.exit("bench: %s missing: build with `make bench-build`" % os.path.join(ctx.bindir, "startup"))
     tools = {"python": ("python3", ctx.python), "sqlite": ("sqlite3", ctx.sqlite3),
              "gcc": ("gcc", ctx.gcc), "shell": ("bash", ctx.bash), "cxx": ("g++", ctx.gxx),
              "git": ("git", ctx.git and ctx.bash), "perl": ("perl", ctx.perl)}
@@ -1250,7 +1358,7 @@ def main():
         notes.append("gnuplot not installed: this run will draw no chart (make bench-deps installs it)")
     for n in notes:
         print("bench: note: " + n)
-    if not allocs or not workloads:
+    if not allocs or not (workloads or startup_progs):
         sys.exit("bench: nothing to run")
 
     # Only a complete full run may replace the committed results.
@@ -1264,7 +1372,8 @@ def main():
                 partial.append("%s %s only" % (what, ", ".join(x for x in of if x in have) or "none"))
             else:
                 partial.append("%s left out: %s" % (what, ", ".join(missing)))
-        which([w.name for w in workloads], [w.name for w in WORKLOADS], "workloads")
+        which([w.name for w in workloads] + (["startup"] if startup_progs else []),
+              [w.name for w in WORKLOADS] + ["startup"], "workloads")
         which([a for a, _ in allocs],
               ["glibc", "rampart", "rampart-light", "scudo", "mimalloc", "jemalloc", "tcmalloc"],
               "allocators")
@@ -1316,7 +1425,20 @@ def main():
         if cs != ref[1]:
             r["error"] = "wrong output %r (%s printed %r)" % (cs[:60], ref[0], ref[1][:60])
 
+    start = {}
     for rnd in range(1, rounds + 1):
+        for a, path in allocs if startup_progs else []:
+            for label, v in run_startup(ctx, startup_progs, path).items():
+                have = start.setdefault(a, {}).get(label)
+                if isinstance(v, str) or isinstance(have, str):
+                    start[a][label] = have if isinstance(have, str) else v
+                else:
+                    start[a][label] = (have or []) + v
+            print("bench: startup  %-14s round %d/%d  %s  (elapsed %.0f s)"
+                  % (a, rnd, rounds, "  ".join("%s %s" % (l, ("%d µs" % statistics.median(x[0] for x in v))
+                                                           if isinstance(v, list) else "FAILED")
+                                               for l, v in start[a].items()),
+                     time.perf_counter() - t_start), flush=True)
         for w in workloads:
             for a, path in allocs:
                 done += 1
@@ -1339,6 +1461,10 @@ def main():
                 if r["error"]:
                     dead.add((w.name, a))
 
+    start_calls = {}
+    if syscalls and startup_progs:
+        for a, path in allocs:
+            start_calls[a] = count_startup_syscalls(ctx, startup_progs, path)
     sysres = {}
     if syscalls:
         for w in workloads:
@@ -1367,7 +1493,8 @@ def main():
     med = summarize(results, workloads, allocs, sysres)
     have_svg = write_chart(out_svg + ".tmp", ctx, workloads, allocs, med, info, mode, bool(partial))
     write_report(out_md, os.path.basename(out_svg) if have_svg else None, ctx, workloads, allocs,
-                 results, sysres if syscalls else None, notes, info, rounds, mode, wall, partial)
+                 results, sysres if syscalls else None, notes, info, rounds, mode, wall, partial,
+                 (startup_progs, start, start_calls))
     # The report and its chart are replaced together; a chart that could not
     # be drawn leaves no stale one beside the new report.
     os.replace(out_md + ".tmp", out_md)
@@ -1398,6 +1525,13 @@ def main():
         print("bench: extra allocators: %d passed, %d failed (not counted below)"
               % (sum(1 for (wn, a), r in runs if not r["error"] and a in EXTRA_NAMES),
                  sum(1 for (wn, a), r in runs if r["error"] and a in EXTRA_NAMES)))
+    for a, by in start.items():
+        for label, v in by.items():
+            ok = not isinstance(v, str)
+            if a not in EXTRA_NAMES:
+                passed, failed = passed + ok, failed + (not ok)
+            if not ok:
+                print("bench: FAILED startup %s under %s: %s" % (label, a, v))
     print("bench: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -28,6 +28,7 @@
 
 #include "base/report.h"
 #include "os/os.h"
+#include "os/random.h"
 #include "base/counters.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -71,8 +72,25 @@ static bool really_blocks(const void *p)
 	return blocked;
 }
 
+/* A page of the library's own zero-filled data, never used for anything else: the probe
+ * needs no mapping of its own (two system calls fewer at every start-up). Page-aligned,
+ * so it lies in the anonymous part of the data segment, past the file's last page. */
+static union {
+	char page[4096];
+} probe_page __attribute__((aligned(4096)));
+
 static bool probe_markers(void)
 {
+	if (os_page == sizeof probe_page) {
+		void *q = &probe_page;
+		if (os_advise(q, os_page, MADV_GUARD_INSTALL) == 0) {
+			bool blocks = really_blocks(q);
+			/* A marker left behind would harm nothing: the page is never used. */
+			return os_advise(q, os_page, MADV_GUARD_REMOVE) == 0 && blocks;
+		}
+		/* Refused here (a kernel that marks only mappings of its own kind): ask as
+		 * before, on a fresh mapping. */
+	}
 	void *p = NULL;
 	if (os_map(&p, os_page, OS_READ_WRITE, OS_ANYWHERE)) return false;
 	bool ok = false;
@@ -239,6 +257,22 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 	return close_protected(r, p, len);
 }
 
+bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n)
+{
+	if (markers_on(r) && !replaceable(r) && n <= OS_SPANS_MAX) {
+		struct os_span pages[OS_SPANS_MAX] = {{0}};
+		for (unsigned i = 0; i < n; i++) pages[i] = (struct os_span){(void *)(r->base + off[i]), os_page};
+		if (os_advise_spans(pages, n, MADV_GUARD_INSTALL) == 0) {
+			r->flags |= REGION_MARKED;
+			return true;
+		}
+		/* Refused: each page again, where guard_close sorts out why and falls back. */
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (!guard_close(r, off[i], os_page)) return false;
+	return true;
+}
+
 bool guard_open(struct guard_region *r, size_t off, size_t len)
 {
 	void *p = (void *)(r->base + off);
@@ -383,7 +417,7 @@ bool guard_window(size_t size, uintptr_t *base)
 	uintptr_t b = 0;
 	for (int attempt = 0; attempt < 16 && !b; attempt++) {
 		uint64_t r;
-		os_random(&r, sizeof r);
+		random_entropy(&r, sizeof r);
 		uintptr_t c = guard_window_pick(windows, n, lo, hi, size, r);
 		if (!c) break;
 		if (os_range_free(c, c + size)) b = c;
@@ -396,7 +430,7 @@ bool guard_window(size_t size, uintptr_t *base)
 	     from = gap_hi) {
 		for (int attempt = 0; attempt < 4 && !b; attempt++) { /* the gap may hold a window */
 			uint64_t r;
-			os_random(&r, sizeof r);
+			random_entropy(&r, sizeof r);
 			uintptr_t c = gap_lo + size / 2 +
 				      (uintptr_t)(r % ((gap_hi - gap_lo - 2 * size) / os_page + 1)) * os_page;
 			if (!in_window(c, c + size)) b = c;
@@ -543,6 +577,52 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	if (markers_on(r) && (size_t)r->marked_pages * os_page == r->size && size <= GUARD_MARKED_GROWTH_MAX &&
 	    grow_marked(r, p, len))
 		r->marked_pages = (uint32_t)(size / os_page);
+	r->size = size;
+	return true;
+}
+
+/* The first growth of a region behind markers with [open_off, open_off + open_len)
+ * open at once: markers go only around the span (both sides in one call where the
+ * kernel takes two ranges), so the span needs no call of its own to open. A class's
+ * first slab costs three calls instead of four, and every process pays that for every
+ * class it uses. Markers before read-write, as in grow_marked. */
+static bool grow_marked_open(struct guard_region *r, void *p, size_t len, size_t open_off, size_t open_len)
+{
+	uintptr_t open = r->base + open_off, end = (uintptr_t)p + len;
+	struct os_span sides[2] = {{p, open - (uintptr_t)p}, {(void *)(open + open_len), end - open - open_len}};
+	int err = os_advise_spans(sides, 2, MADV_GUARD_INSTALL);
+	if (err) {
+		if (err == EINVAL) latch_off();
+		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
+		r->flags &= ~REGION_MARKERS;
+		/* Whatever part was marked is still PROT_NONE: without markers it stays closed. */
+		err = os_advise(p, len, MADV_GUARD_REMOVE);
+		if (err) report_kernel(OP_GUARD_REMOVE, err, p);
+		return false;
+	}
+	err = os_protect(p, len, RW);
+	if (!err) return true;
+	if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
+	err = os_advise(p, len, MADV_GUARD_REMOVE);
+	if (err) report_kernel(OP_GUARD_REMOVE, err, p);
+	return false;
+}
+
+bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size_t open_off, size_t open_len,
+		     bool *opened)
+{
+	*opened = false;
+	if (r->size || !open_len || open_off + open_len > size || !markers_on(r) || size > GUARD_MARKED_GROWTH_MAX)
+		return guard_grow(r, size, name);
+	void *p = (void *)(r->base - os_page);
+	size_t len = size + os_page;
+	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
+	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
+	label(&piece, name);
+	if (grow_marked_open(r, p, len, open_off, open_len)) {
+		r->marked_pages = (uint32_t)(size / os_page);
+		*opened = true;
+	}
 	r->size = size;
 	return true;
 }

@@ -122,6 +122,11 @@ void guard_start(struct guard_region *r, uintptr_t base);
  * PROT_NONE, which costs no page tables. */
 #define GUARD_MARKED_GROWTH_MAX ((size_t)256 << 10)
 must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
+/* guard_grow of a region not yet grown, opening [open_off, open_off + open_len) in the
+ * same set-up where the growth is behind markers (*opened then true); otherwise as
+ * guard_grow, and the span is left for guard_extend. */
+must_check bool guard_grow_open(struct guard_region *r, size_t size, const char *label, size_t open_off,
+				size_t open_len, bool *opened);
 /* Is [off, off + len) of a growing region space grown behind markers? Then opening part
  * of it splits nothing, and what is left unopened there is closed already: a caller
  * opens only what it hands out. */
@@ -138,6 +143,9 @@ must_check bool guard_open(struct guard_region *r, size_t off, size_t len);
 /* Close a span: any access faults, its pages go back to the kernel. False only when
  * the kernel could not make it unreachable (VMA limit); the span is then unchanged. */
 must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
+/* guard_close of n single pages (at most OS_SPANS_MAX) at the offsets given: under
+ * markers one system call for all of them where the kernel takes it. */
+must_check bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n);
 /* Move the pages of an open span into another region's span (no copying, except the
  * rest of a move the kernel stops half-way). Every hole the move leaves is filled with a
  * fresh closed mapping, so the source region stays whole and closed there (*source_kept).

@@ -67,11 +67,16 @@ struct meta_header *meta_init(void)
 	struct random_state rnd = {.source = NULL};
 	random_reseed(&rnd);
 	size_t start = (1 + random_below(&rnd, 15)) * os_page;
-	if (!meta_grow(&r, window, start + 2 * os_page)) {
+	/* The first growth opens the header's page with it (guard_grow_open): a call fewer
+	 * at every start-up. */
+	size_t first = MIN(window, align_up(MAX(start + 2 * os_page, META_GROW_MIN), os_page));
+	bool opened = false;
+	if (!guard_grow_open(&r, first, "rampart:meta", start, os_page, &opened) &&
+	    !guard_grow_open(&r, start + 2 * os_page, "rampart:meta", start, os_page, &opened)) {
 		guard_window_release(base);
 		return NULL;
 	}
-	if (!guard_extend(&r, start, os_page)) {
+	if (!opened && !guard_extend(&r, start, os_page)) {
 		(void)guard_unmap(&r);
 		guard_window_release(base);
 		return NULL;
@@ -127,6 +132,46 @@ void *meta_alloc(size_t bytes)
 	}
 	meta_unlock();
 	return result;
+}
+
+bool meta_alloc_many(const size_t *bytes, void **out, unsigned n)
+{
+	struct meta_header *h = roots.meta;
+	size_t len[META_MANY_MAX], total = 0;
+	bool ok = n <= META_MANY_MAX;
+	for (unsigned i = 0; ok && i < n; i++) {
+		out[i] = NULL;
+		ok = page_round(bytes[i], &len[i]) && len[i] && len[i] < h->window;
+		total += len[i] + os_page;
+	}
+	if (!ok) return false;
+	meta_lock();
+	/* Fresh space of a region under markers but past its marked part: each chunk alone
+	 * would be opened with its guard page and the page closed again, two calls a chunk.
+	 * Here all chunks and their guards open in one call and the guards close in one. */
+	bool batch = !h->nfree && total < h->window && meta_grow(&h->region, h->window, h->next + total) &&
+		     (h->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE &&
+		     !guard_grown_marked(&h->region, h->next, total);
+	if (batch && guard_extend(&h->region, h->next, total)) {
+		size_t guards[META_MANY_MAX], at = h->next;
+		for (unsigned i = 0; i < n; i++) {
+			out[i] = (void *)(h->region.base + at);
+			guards[i] = at + len[i];
+			at += len[i] + os_page;
+		}
+		if (!guard_close_pages(&h->region, guards, n))
+			report_fatal(OP_INTERNAL, ERR_META_GUARD, (void *)(h->region.base + guards[0]));
+		h->next = at;
+		meta_unlock();
+		return true;
+	}
+	meta_unlock();
+	for (unsigned i = 0; i < n; i++)
+		if (!(out[i] = meta_alloc(bytes[i]))) {
+			while (i--) meta_free(out[i], bytes[i]);
+			return false;
+		}
+	return true;
 }
 
 void meta_free(void *p, size_t bytes)

@@ -22,6 +22,12 @@ must_check struct meta_header *meta_init(void);
 /* NULL when the window or the kernel is out of memory. */
 void *meta_alloc(size_t bytes);
 void meta_free(void *p, size_t bytes);
+/* n allocations (at most META_MANY_MAX) at once, each as from meta_alloc (zeroed, its own
+ * guard page after it), into out[]; false with none made. Fresh space is opened and its
+ * guards closed with two system calls for all of them, not two each: the set-up every
+ * process pays. */
+#define META_MANY_MAX 8
+bool meta_alloc_many(const size_t *bytes, void **out, unsigned n);
 /* Is p inside the metadata region? (A user pointer there is an invalid free.) */
 bool meta_contains(const void *p);
 

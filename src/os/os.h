@@ -39,6 +39,15 @@ must_check int os_map(void **addr, size_t len, enum os_prot prot, enum os_place 
 must_check int os_unmap(void *addr, size_t len);
 must_check int os_protect(void *addr, size_t len, int prot);
 must_check int os_advise(void *addr, size_t len, int advice);
+/* The same advice for up to OS_SPANS_MAX spans (empty ones skipped) in one system call
+ * where the kernel takes it (process_madvise on the calling thread), else one madvise
+ * each; 0 or the errno. */
+struct os_span {
+	void *p;
+	size_t len;
+};
+#define OS_SPANS_MAX 8
+must_check int os_advise_spans(const struct os_span *s, unsigned n, int advice);
 /* Make [addr, addr+len) read-only for good (the read-only roots, base/roots.h). */
 must_check int os_read_only(void *addr, size_t len);
 /* Move the pages of [old, old+len) to exactly dst (MREMAP_FIXED|MREMAP_MAYMOVE).

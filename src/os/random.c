@@ -119,6 +119,34 @@ void random_fork_child(void)
 	 * and no copy is made. */
 	if (__atomic_load_n(&random_generation, __ATOMIC_RELAXED))
 		__atomic_store_n(&random_generation, 0, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&random_fork_page.pool_left, __ATOMIC_RELAXED)) {
+		memset(random_fork_page.pool, 0, sizeof random_fork_page.pool);
+		__atomic_store_n(&random_fork_page.pool_left, 0, __ATOMIC_RELAXED);
+	}
+	/* Another thread may have held it at the fork; written only then (a write is a copy). */
+	struct lock *l = &random_fork_page.pool_lock;
+	if (atomic_load_explicit(&l->word, memory_order_relaxed) || atomic_load_explicit(&l->waiters, memory_order_relaxed))
+		lock_reset(l);
+}
+
+void random_entropy(void *buf, size_t len)
+{
+	union random_fork_page *f = &random_fork_page;
+	unsigned char *out = buf;
+	if (len > sizeof f->pool) {
+		os_random(buf, len);
+		return;
+	}
+	lock_take(&f->pool_lock);
+	if (f->pool_left < len) {
+		os_random(f->pool, sizeof f->pool);
+		f->pool_left = sizeof f->pool;
+	}
+	uint8_t *from = f->pool + sizeof f->pool - f->pool_left;
+	memcpy(out, from, len);
+	memset(from, 0, len);
+	f->pool_left -= (uint32_t)len;
+	lock_give(&f->pool_lock);
 }
 
 /* The process's generation, given a new number at its first reseed since it started
@@ -142,7 +170,7 @@ void random_reseed(struct random_state *r)
 		random_take(&s->state, r->key, sizeof r->key); /* its state has no source */
 		lock_give(&s->lock);
 	} else {
-		os_random(r->key, sizeof r->key);
+		random_entropy(r->key, sizeof r->key);
 	}
 	r->generation = generation_now();
 	r->counter = 0;

@@ -67,8 +67,17 @@ void random_source_init(struct random_source *s);
 #else
 #define RANDOM_FORK_PAGE 4096
 #endif
+/* Bytes of one getrandom() that seed the process's generators (random_entropy). */
+#define RANDOM_POOL_BYTES 256
 union random_fork_page {
-	uint32_t generation; /* 0: nothing drawn in this process since it was forked */
+	struct {
+		uint32_t generation; /* 0: nothing drawn in this process since it was forked */
+		/* The entropy pool: a child starts with none (the page is wiped), so no two
+		 * processes share a key. pool_left bytes at the end of pool are unused. */
+		uint32_t pool_left;
+		struct lock pool_lock; /* all zero: free (a child's, wiped, too); a leaf */
+		uint8_t pool[RANDOM_POOL_BYTES];
+	};
 	char pad[RANDOM_FORK_PAGE];
 };
 extern union random_fork_page random_fork_page;
@@ -78,6 +87,11 @@ extern union random_fork_page random_fork_page;
 /* At start-up, once the page size is known: asks the kernel to wipe the generation's
  * page in every child. One madvise; nothing else at start-up. */
 void random_init(void);
+
+/* len bytes from the kernel's generator for keys and placements, erased from the pool as
+ * they are taken: one getrandom() serves the several keys and window places a process
+ * draws at start-up (it asked for six), one more in a child after fork. */
+void random_entropy(void *buf, size_t len);
 
 void random_reseed(struct random_state *r);
 uint64_t random_u64(struct random_state *r);

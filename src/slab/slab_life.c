@@ -206,10 +206,18 @@ static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
  * its first slab (closed address space costs nothing until opened). If that fails
  * (address space, a foreign mapping there) the class does without: nothing was placed
  * there yet, so its positions all move to the region. */
-static void map_nursery(struct slab_class *k)
+static void map_nursery(struct slab_class *k, uint32_t first, bool *opened)
 {
-	if (k->nursery_bytes && !k->nursery.size && !guard_grow(&k->nursery, k->nursery_bytes + os_page, "rampart:slab"))
-		k->nursery_bytes = 0;
+	*opened = false;
+	if (k->nursery_bytes && !k->nursery.size) {
+		/* The first slab opens with the cell (guard_grow_open): one system call fewer
+		 * for each class a process starts using. */
+		size_t off = (size_t)first * k->slab_bytes;
+		bool in = k->open_slabs && first < k->home_pos && off + k->slab_bytes <= k->nursery_bytes;
+		if (!guard_grow_open(&k->nursery, k->nursery_bytes + os_page, "rampart:slab", in ? off : 0,
+				     in ? k->slab_bytes : 0, opened))
+			k->nursery_bytes = 0;
+	}
 	spans_update(k);
 }
 
@@ -244,11 +252,12 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 		guard = pos > k->hwm;
 	}
 	if (!have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
-	if (!k->hwm) map_nursery(k);
+	bool opened = false;
+	if (!k->hwm) map_nursery(k, pos, &opened);
 	size_t off, hwm_off;
 	struct guard_region *area = area_of(k, pos, &off);
 	if (!grow_for(k, pos, off)) return false;
-	if (k->open_slabs) {
+	if (k->open_slabs && !opened) {
 		struct guard_region *hwm_area = area_of(k, k->hwm, &hwm_off);
 		if (pos >= k->home_pos && hwm_area != area) {
 			/* A spill region's first slab: the skipped position (if any) lies in

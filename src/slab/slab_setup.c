@@ -367,19 +367,20 @@ bool slab_init(struct slab_roots *out)
 	/* Mapped for every arena now, touched only as classes are set up (fresh pages are
 	 * zero, and a zero class struct is an unlocked lock over nothing). */
 	size_t per_arena = arena_mem_bytes();
-	struct slab_class *classes = meta_alloc(nregions * sizeof *classes);
-	char *mem = meta_alloc(arenas * per_arena);
-	/* A page: the rest of it holds batched_free.c's pool state (slab_batch_pool). */
-	struct random_source *seeds = meta_alloc(sizeof *seeds);
-	struct slab_spill *spill = CONFIG_SLAB_SPILL_REGIONS ? meta_alloc(CONFIG_SLAB_SPILL_REGIONS * sizeof *spill) : NULL;
-	if (!classes || !mem || !seeds || (CONFIG_SLAB_SPILL_REGIONS && !spill)) {
-		meta_free(classes, nregions * sizeof *classes);
-		meta_free(mem, arenas * per_arena);
-		meta_free(seeds, sizeof *seeds);
-		meta_free(spill, CONFIG_SLAB_SPILL_REGIONS * sizeof *spill);
+	/* In one go (meta_alloc_many): each its own guard page, two system calls for all. The
+	 * seed source takes a page: the rest of it holds batched_free.c's pool state
+	 * (slab_batch_pool). */
+	const size_t bytes[] = {nregions * sizeof(struct slab_class), arenas * per_arena, sizeof(struct random_source),
+				CONFIG_SLAB_SPILL_REGIONS * sizeof(struct slab_spill)};
+	void *got[4];
+	if (!meta_alloc_many(bytes, got, CONFIG_SLAB_SPILL_REGIONS ? 4 : 3)) {
 		guard_window_release(base);
 		return false;
 	}
+	struct slab_class *classes = got[0];
+	char *mem = got[1];
+	struct random_source *seeds = got[2];
+	struct slab_spill *spill = CONFIG_SLAB_SPILL_REGIONS ? got[3] : NULL;
 	random_source_init(seeds);
 	*out = (struct slab_roots){.base = base, .size = total << shift, .region_shift = shift,
 				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,

@@ -573,6 +573,52 @@ START_TEST(test_grow_marked_locked)
 }
 END_TEST
 
+/* A first growth with its first span opened in the same set-up (a class's nursery cell):
+ * the closed page below, the span open and zero, the rest closed, one VMA behind markers;
+ * under mlockall(MCL_FUTURE) the markers are refused before anything is read-write, and
+ * the span is opened the old way, nothing else resident. */
+START_TEST(test_grow_open)
+{
+	enum guard_backend b = force(_i % 2);
+	bool locked = _i >= 2;
+	if (locked && b != GUARD_MADVISE) return;
+	size_t pg = os_page, size = (size_t)64 << 20, small = 24 * pg;
+	uintptr_t w;
+	ck_assert(guard_window(size, &w));
+	struct guard_region r;
+	guard_start(&r, w);
+	if (locked) ck_assert_int_eq(mlockall(MCL_CURRENT | MCL_FUTURE), 0);
+	bool opened = false;
+	errno = SENTINEL;
+	ck_assert(guard_grow_open(&r, small, "test:open", 3 * pg, 2 * pg, &opened));
+	ck_assert_int_eq(errno, SENTINEL);
+	bool marked = b == GUARD_MADVISE && !locked;
+	ck_assert(opened == marked);
+	ck_assert_uint_eq(r.size, small);
+	ck_assert_uint_eq(r.marked_pages, marked ? 24 : 0);
+	if (!opened) ck_assert(guard_extend(&r, 3 * pg, 2 * pg));
+	ck_assert(accessible((char *)w + 3 * pg) && accessible((char *)w + 5 * pg - 1));
+	ck_assert(all_zero((char *)w + 3 * pg, 2 * pg));
+	ck_assert(inaccessible((char *)w - 1) && inaccessible((char *)w) && inaccessible((char *)w + 3 * pg - 1));
+	ck_assert(inaccessible((char *)w + 5 * pg) && inaccessible((char *)w + small - 1));
+	ck_assert(child_faults((char *)w + 5 * pg, true));
+	if (marked) ck_assert_int_eq(vmas_in(w - pg, w + small), 1);
+	if (locked) {
+		ck_assert_int_eq(guard_backend(), GUARD_MPROTECT);
+		unsigned char vec[24];
+		ck_assert_int_eq(mincore((void *)w, small, vec), 0);
+		for (int i = 0; i < 24; i++)
+			if (i < 3 || i >= 5) ck_assert_int_eq(vec[i] & 1, 0);
+		munlockall();
+	}
+	/* The next span opens as after guard_grow. */
+	ck_assert(guard_extend(&r, 6 * pg, pg));
+	ck_assert(accessible((char *)w + 6 * pg) && inaccessible((char *)w + 7 * pg));
+	ck_assert(guard_unmap(&r));
+	guard_window_release(w);
+}
+END_TEST
+
 /* A window's place is drawn among the starts that keep clear of every window taken,
  * each as likely: the draw r picks the r-th of them (mod their count). Checked against
  * a brute-force enumeration over small spans with windows in any order, inside the
@@ -716,6 +762,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, test_window_grow, 0, 2);
 	tcase_add_loop_test(t, test_grow_marked, 0, 2);
 	tcase_add_test(t, test_grow_marked_locked);
+	tcase_add_loop_test(t, test_grow_open, 0, 4);
 	tcase_add_test(t, test_window_pick);
 	tcase_add_loop_test(t, test_area_walk, 0, 2);
 	tcase_add_loop_test(t, test_move, 0, 2);

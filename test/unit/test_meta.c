@@ -56,6 +56,30 @@ START_TEST(test_split_chunks_guarded)
 }
 END_TEST
 
+/* Several chunks at once (the slab set-up's four): each zero, open, its own guard page
+ * after it, in fresh space and again where remembered chunks could serve (the batch then
+ * goes one by one); none overlaps another. */
+START_TEST(test_many_chunks_guarded)
+{
+	for (int round = 0; round < 2; round++) {
+		size_t bytes[5] = {3 * pg + 1, pg, 100, 40 * pg, 2 * pg};
+		void *got[5];
+		ck_assert(meta_alloc_many(bytes, got, 5));
+		for (int i = 0; i < 5; i++) {
+			size_t len = (bytes[i] + pg - 1) / pg * pg;
+			check_chunk(got[i], len);
+			((unsigned char *)got[i])[0] = 1;
+			for (int j = 0; j < i; j++)
+				ck_assert((char *)got[j] + bytes[j] <= (char *)got[i] || (char *)got[i] + len <= (char *)got[j]);
+		}
+		if (round == 0) meta_free(got[1], bytes[1]); /* a remembered chunk for round 2 */
+	}
+	size_t too_many[META_MANY_MAX + 1] = {0};
+	void *none[META_MANY_MAX + 1];
+	ck_assert(!meta_alloc_many(too_many, none, META_MANY_MAX + 1));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("meta");
@@ -63,6 +87,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, NULL);
 	tcase_add_test(t, test_fresh_chunks_guarded);
 	tcase_add_test(t, test_split_chunks_guarded);
+	tcase_add_test(t, test_many_chunks_guarded);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);

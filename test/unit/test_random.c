@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "os/os.h"
 #include "os/random.h"
@@ -254,6 +256,43 @@ START_TEST(test_below)
 }
 END_TEST
 
+/* The entropy pool: one getrandom() serves several draws, bytes are erased as taken, and
+ * a fork child never hands out what its parent's pool still held (the wiped page, or the
+ * fork handler where the kernel does not wipe). */
+START_TEST(test_entropy_pool)
+{
+	os_init();
+	random_init();
+	uint8_t a[32], b[32], zero[32] = {0};
+	random_entropy(a, sizeof a);
+	ck_assert_uint_eq(random_fork_page.pool_left, RANDOM_POOL_BYTES - sizeof a);
+	ck_assert(!memcmp(random_fork_page.pool, zero, sizeof zero)); /* erased */
+	random_entropy(b, sizeof b);
+	ck_assert(memcmp(a, b, sizeof a));
+	for (int how = 0; how < 2; how++) {
+		int fds[2];
+		ck_assert_int_eq(pipe(fds), 0);
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			if (how) random_fork_child(); /* as where the kernel does not wipe */
+			uint8_t c[32];
+			random_entropy(c, sizeof c);
+			_exit(write(fds[1], c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
+		}
+		uint8_t c[32], next[32];
+		ck_assert_int_eq(read(fds[0], c, sizeof c), (ssize_t)sizeof c);
+		int status;
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_int_eq(status, 0);
+		close(fds[0]);
+		close(fds[1]);
+		random_entropy(next, sizeof next); /* what the pool held at the fork */
+		ck_assert_msg(memcmp(c, next, sizeof c), "a child drew its parent's pooled entropy");
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("random");
@@ -268,6 +307,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_below);
 	tcase_add_test(t, test_wiped_generation);
 	tcase_add_test(t, test_wipe_on_fork_page);
+	tcase_add_test(t, test_entropy_pool);
 	suite_add_tcase(s, t);
 	return s;
 }
