@@ -11,7 +11,7 @@ TEST_OUT := $(OUT)/test
 TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
 	$(CONFIG_CPPFLAGS) -Iinclude -Isrc
-FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap,--wrap=open,--wrap=prctl,--wrap=pthread_atfork,--wrap=syscall
+FAULT_WRAPS := -Wl,--wrap=mmap,--wrap=munmap,--wrap=mprotect,--wrap=madvise,--wrap=mremap,--wrap=open,--wrap=prctl,--wrap=pthread_atfork
 
 TEST_LIST := test/tests.list
 TEST_LIST_READ = awk -v what=$(1) $(2) -f test/list.awk $(TEST_LIST)

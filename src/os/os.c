@@ -15,7 +15,6 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,40 +74,19 @@ int os_protect(void *addr, size_t len, int prot) { OS_CALL(mprotect(addr, len, p
 int os_advise(void *addr, size_t len, int advice) { OS_CALL(madvise(addr, len, advice) != 0); }
 int os_read_only(void *addr, size_t len) { return os_protect(addr, len, PROT_READ); }
 
-#ifndef SYS_process_madvise
-#define SYS_process_madvise 440
-#endif
-/* The calling thread's pidfd without opening one (Linux 6.14+): no descriptor to hold,
- * which a program that closes every descriptor would close under us. */
-#define PIDFD_SELF_THREAD (-10000)
-
-/* Cleared by the first refusal: an older kernel (EBADF: no PIDFD_SELF; EINVAL: advice
- * not allowed there; ENOSYS) or a seccomp filter would refuse every call the same way. */
-static _Atomic bool advise_spans_works = true;
-
+/* One madvise a span. process_madvise on the calling thread would take them all in one
+ * call (Linux 6.14+), and a class's first slab would cost one call less; but a seccomp
+ * filter that allows madvise and kills on any call it does not list (OpenSSH's
+ * pre-authentication sandbox, systemd's SystemCallFilter= without
+ * SystemCallErrorNumber=) would then kill a program whose allocator it never had to
+ * know about. A new system call in a path every program takes is a change a filter's
+ * author must make first; until then, none. */
 int os_advise_spans(const struct os_span *s, unsigned n, int advice)
 {
 	if (n > OS_SPANS_MAX) return EINVAL;
-	size_t total = 0;
-	struct iovec v[OS_SPANS_MAX];
-	unsigned nv = 0;
-	for (unsigned i = 0; i < n; i++)
-		if (s[i].len) {
-			v[nv++] = (struct iovec){s[i].p, s[i].len};
-			total += s[i].len;
-		}
-	if (nv > 1 && atomic_load_explicit(&advise_spans_works, memory_order_relaxed)) {
-		int saved = errno;
-		long done = syscall(SYS_process_madvise, PIDFD_SELF_THREAD, v, nv, advice, 0);
-		errno = saved;
-		if (done == (long)total) return 0;
-		/* A short count or an error: the calls below say which span failed and why
-		 * (markers on a locked mapping: EINVAL from madvise itself). A refusal they do
-		 * not share is process_madvise's own. */
-	}
 	int err = 0;
-	for (unsigned i = 0; i < nv && !err; i++) err = os_advise(v[i].iov_base, v[i].iov_len, advice);
-	if (!err && nv > 1) atomic_store_explicit(&advise_spans_works, false, memory_order_relaxed);
+	for (unsigned i = 0; i < n && !err; i++)
+		if (s[i].len) err = os_advise(s[i].p, s[i].len, advice);
 	return err;
 }
 

@@ -39,9 +39,8 @@ must_check int os_map(void **addr, size_t len, enum os_prot prot, enum os_place 
 must_check int os_unmap(void *addr, size_t len);
 must_check int os_protect(void *addr, size_t len, int prot);
 must_check int os_advise(void *addr, size_t len, int advice);
-/* The same advice for up to OS_SPANS_MAX spans (empty ones skipped) in one system call
- * where the kernel takes it (process_madvise on the calling thread), else one madvise
- * each; 0 or the errno. */
+/* The same advice for up to OS_SPANS_MAX spans (empty ones skipped), one madvise each
+ * (os.c says why not process_madvise); 0 or the first errno. */
 struct os_span {
 	void *p;
 	size_t len;

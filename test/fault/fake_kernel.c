@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "front/init.h"
@@ -185,28 +183,6 @@ int __wrap_madvise(void *addr, size_t len, int advice)
 	}
 	if (fk.guard_install_ignored) return 0;
 	return __real_madvise(addr, len, advice);
-}
-
-/* process_madvise on the calling thread (os_advise_spans) is the same advice span by
- * span: each goes through __wrap_madvise, so what a test fakes for madvise holds for it
- * too. Like the kernel, the bytes done, or -1 when the first span already failed. Every
- * other call goes through (six arguments: what any of rampart's calls takes). */
-long __real_syscall(long nr, ...);
-long __wrap_syscall(long nr, ...)
-{
-	va_list ap;
-	va_start(ap, nr);
-	long a[6];
-	for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
-	va_end(ap);
-	if (nr != SYS_process_madvise) return __real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-	const struct iovec *v = (const struct iovec *)a[1];
-	long done = 0;
-	for (unsigned long i = 0; i < (unsigned long)a[2]; i++) {
-		if (__wrap_madvise(v[i].iov_base, v[i].iov_len, (int)a[3])) return done ? done : -1;
-		done += (long)v[i].iov_len;
-	}
-	return done;
 }
 
 void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
