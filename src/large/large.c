@@ -16,6 +16,7 @@
 
 #include "base/report.h"
 #include "large/reuse_cache.h"
+#include "large/resident_cache.h"
 #include "guard/guard.h"
 #include "base/roots.h"
 #include "os/lock.h"
@@ -50,6 +51,7 @@ struct large_state {
 	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
 	struct region_quarantine huge;
 	struct reuse_cache cache;
+	struct resident_cache resident; /* light variant: freed blocks kept with their pages */
 	struct populate_credit populate;
 	struct guard_area area; /* where fresh regions go (guard.h) */
 	/* The arrays last: init writes only the fields above, so a process that frees few
@@ -144,6 +146,46 @@ static void retire_region(struct large_state *s, struct guard_region *r)
 	else reuse_cache_put(&s->cache, r, os_now_ms());
 }
 
+/* A kept block leaves the resident cache: its pages go back (guard_close maps the span
+ * afresh) and its region joins the reuse cache, closed like any other. */
+static void resident_drop(struct large_state *s, size_t i)
+{
+	struct resident_block b = resident_cache_remove(&s->resident, i);
+	if (guard_close(&b.region, b.lead, b.len)) retire_region(s, &b.region);
+	else (void)guard_unmap(&b.region);
+}
+
+static size_t resident_flush(struct large_state *s)
+{
+	size_t n = s->resident.count;
+	while (s->resident.count) resident_drop(s, s->resident.count - 1);
+	return n;
+}
+
+/* Blocks kept longer than the reuse cache's idle bound go back. */
+static void resident_decay(struct large_state *s, uint64_t now_ms)
+{
+	for (size_t i = s->resident.count; i-- > 0;)
+		if (now_ms - s->resident.blocks[i].since_ms >= s->cache.decay_ms) resident_drop(s, i);
+}
+
+/* A kept block takes at most this share of the bound, so that it holds a few blocks. */
+#define RESIDENT_SHARE_MAX 4
+
+/* Light variant: keep a freed block's pages, wiped and sealed in place, instead of
+ * giving them back; false when it is not kept (too big for the bound, or the block may
+ * carry what the program did to it: guard_seal), and the caller closes it as always. */
+static bool keep_resident(struct large_state *s, struct large_entry *e)
+{
+	if (!s->resident.max_bytes || e->usable > s->resident.max_bytes / RESIDENT_SHARE_MAX || !guard_island_room())
+		return false;
+	while (!resident_cache_room(&s->resident, e->usable)) resident_drop(s, resident_cache_oldest(&s->resident));
+	struct resident_block b = {.region = e->region, .lead = lead_of(e), .len = e->usable, .since_ms = os_now_ms()};
+	if (!guard_seal(&b.region, b.lead, b.len)) return false;
+	resident_cache_add(&s->resident, &b);
+	return true;
+}
+
 /* A quarantined entry leaves its quarantine for good: its region goes on to the reuse
  * cache (reusable) or is unmapped. */
 static void leave_quarantine(struct large_state *s, struct region_quarantine_item out, bool reusable)
@@ -221,7 +263,8 @@ static bool map_region(struct large_state *s, struct guard_region *r, size_t *le
 		       size_t align, bool guarded)
 {
 	if (map_once(s, r, lead, len, trail, align, guarded)) return true;
-	if (reuse_cache_flush(&s->cache) && map_once(s, r, lead, len, trail, align, guarded)) return true;
+	if ((resident_flush(s) + reuse_cache_flush(&s->cache)) && map_once(s, r, lead, len, trail, align, guarded))
+		return true;
 	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
 	if (need > s->quarantine.bytes + s->huge.bytes) return false;
 	/* Huge regions first: they hold the most address space for the fewest blocks. */
@@ -264,6 +307,7 @@ struct large_state *large_init(void)
 	reuse_cache_init(&s->cache, s->cache_slots, MIN(roots.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
 	populate_init(&s->populate, roots.opt.large_refill_bytes);
+	resident_cache_init(&s->resident, CONFIG_REGION_QUARANTINE ? 0 : CONFIG_CACHE_RESIDENT_BYTES);
 	return s;
 }
 
@@ -288,6 +332,33 @@ static bool take_cached(struct large_state *s, struct guard_region *r, size_t le
 	return false;
 }
 
+/* A kept block for len bytes, reopened at its own place: its pages are there and zero.
+ * What it has beyond len (at most the largest trail guard plus the cache's waste bound)
+ * is closed and joins the trail guard. */
+static bool take_resident(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t align)
+{
+	if (!s->resident.count) return false;
+	resident_decay(s, os_now_ms());
+	long i = resident_cache_fit(&s->resident, len, len);
+	if (i < 0) return false;
+	struct resident_block *b = &s->resident.blocks[i];
+	if (align > os_page && (b->region.base + b->lead) % align) return false;
+	struct resident_block got = resident_cache_remove(&s->resident, (size_t)i);
+	if (!guard_unseal(&got.region, got.lead, got.len)) {
+		(void)guard_unmap(&got.region);
+		return false;
+	}
+	if (got.len > len && !guard_close(&got.region, got.lead + len, got.len - len)) {
+		/* The VMA limit: the excess cannot be closed, so it stays the block's. */
+		(void)guard_unmap(&got.region);
+		return false;
+	}
+	stat_inc(STAT_CACHE_HITS);
+	*r = got.region;
+	*lead = got.lead;
+	return true;
+}
+
 void *large_alloc(size_t size, size_t align)
 {
 	struct large_state *s = roots.large;
@@ -303,14 +374,17 @@ void *large_alloc(size_t size, size_t align)
 		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
 		 * than not at all; a cached region would open an island inside closed space. */
 		bool guarded = guard_island_room();
+		bool resident = guarded && take_resident(s, &e.region, &lead, len, align);
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
-		if ((guarded && take_cached(s, &e.region, lead, len, align)) ||
+		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
 		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
 			e.data = e.region.base + lead;
 			e.island = guarded && !(e.region.flags & REGION_MARKERS);
 			if (e.island) guard_island_add();
-			e.populated = populate = populate_take(&s->populate, e.data, len, &populate_off);
+			/* A kept block's pages are there already. */
+			if (!resident) populate = populate_take(&s->populate, e.data, len, &populate_off);
+			e.populated = populate;
 			e.populated_off = populate_off;
 			place(s, &e);
 			s->used++;
@@ -413,6 +487,11 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	if (e->island) guard_island_remove();
 	e->island = 0;
 	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated);
+	if (!CONFIG_REGION_QUARANTINE && keep_resident(s, e)) {
+		remove_entry(s, e);
+		lock_give(&s->lock);
+		return;
+	}
 	/* Close at once: the pages go back and any later access faults. Where even that is
 	 * refused (VMA limit), give the whole region back instead. A huge region is closed
 	 * whole by the quarantine (guard_retire), without markers first. */
@@ -514,7 +593,8 @@ size_t large_object_size(const void *p)
 	}
 	/* Inside a freed region, or one kept for reuse: a stale pointer, so the program's
 	 * idea of the heap is wrong. A live block's guards (one past the end) hold 0 bytes. */
-	if ((e && e->state != ENTRY_LIVE) || (!e && reuse_cache_contains(&s->cache, a))) {
+	if ((e && e->state != ENTRY_LIVE) ||
+	    (!e && (reuse_cache_contains(&s->cache, a) || resident_cache_contains(&s->resident, a)))) {
 		lock_give(&s->lock);
 		report_fatal(OP_OBJECT_SIZE, ERR_INTO_FREED, p);
 	}
@@ -527,7 +607,7 @@ bool large_trim(void)
 {
 	struct large_state *s = roots.large;
 	lock_take(&s->lock);
-	bool any = reuse_cache_flush(&s->cache) > 0;
+	bool any = resident_flush(s) + reuse_cache_flush(&s->cache) > 0;
 	lock_give(&s->lock);
 	return any;
 }
@@ -545,8 +625,9 @@ void large_figures(struct large_figures *f)
 	}
 	f->quarantined = s->quarantine.count + s->huge.count;
 	f->quarantined_bytes = s->quarantine.bytes + s->huge.bytes;
-	f->cached = s->cache.count;
+	f->cached = s->cache.count + s->resident.count;
 	f->cached_bytes = s->cache.bytes;
+	for (size_t i = 0; i < s->resident.count; i++) f->cached_bytes += s->resident.blocks[i].region.size;
 	lock_give(&s->lock);
 }
 
