@@ -52,6 +52,8 @@ struct large_state {
 	struct region_quarantine huge;
 	struct reuse_cache cache;
 	struct resident_cache resident; /* light variant: freed blocks kept with their pages */
+	size_t live_bytes, live_peak;   /* usable bytes of live blocks; their recent peak */
+	uint64_t peak_since_ms;         /* when live_peak was last reset to live_bytes */
 	struct populate_credit populate;
 	struct guard_area area; /* where fresh regions go (guard.h) */
 	/* The arrays last: init writes only the fields above, so a process that frees few
@@ -169,17 +171,41 @@ static void resident_decay(struct large_state *s, uint64_t now_ms)
 		if (now_ms - s->resident.blocks[i].since_ms >= s->cache.decay_ms) resident_drop(s, i);
 }
 
-/* A kept block takes at most this share of the bound, so that it holds a few blocks. */
-#define RESIDENT_SHARE_MAX 4
+/* The part of the bound kept whatever the live blocks do. */
+#define RESIDENT_FLOOR_PART 8
+
+static void live_change(struct large_state *s, size_t gone, size_t added)
+{
+	s->live_bytes = s->live_bytes - gone + added;
+	if (s->live_bytes > s->live_peak) s->live_peak = s->live_bytes;
+}
+
+/* How many bytes kept blocks may hold now: what the live blocks have fallen below their
+ * peak of the last decay interval, so that the blocks kept and the live ones together
+ * stay within what the live ones alone reached (freed memory is kept while it takes no
+ * more than the program held anyway), but at least an eighth of the bound and at most
+ * the bound. */
+static size_t resident_budget(struct large_state *s)
+{
+	uint64_t now = os_now_ms();
+	if (now - s->peak_since_ms >= s->cache.decay_ms) {
+		s->live_peak = s->live_bytes;
+		s->peak_since_ms = now;
+	}
+	size_t room = s->live_peak - s->live_bytes; /* live_peak >= live_bytes: live_change */
+	return MIN(s->resident.max_bytes, MAX(s->resident.max_bytes / RESIDENT_FLOOR_PART, room));
+}
 
 /* Light variant: keep a freed block's pages, wiped and sealed in place, instead of
- * giving them back; false when it is not kept (too big for the bound, or the block may
+ * giving them back; false when it is not kept (beyond the budget, or the block may
  * carry what the program did to it: guard_seal), and the caller closes it as always. */
 static bool keep_resident(struct large_state *s, struct large_entry *e)
 {
-	if (!s->resident.max_bytes || e->usable > s->resident.max_bytes / RESIDENT_SHARE_MAX || !guard_island_room())
-		return false;
-	while (!resident_cache_room(&s->resident, e->usable)) resident_drop(s, resident_cache_oldest(&s->resident));
+	if (!s->resident.max_bytes || !guard_island_room()) return false;
+	size_t budget = resident_budget(s);
+	if (e->usable > budget) return false;
+	while (!resident_cache_room(&s->resident, e->usable, budget))
+		resident_drop(s, resident_cache_oldest(&s->resident));
 	struct resident_block b = {.region = e->region, .lead = lead_of(e), .len = e->usable, .since_ms = os_now_ms()};
 	if (!guard_seal(&b.region, b.lead, b.len)) return false;
 	resident_cache_add(&s->resident, &b);
@@ -308,6 +334,7 @@ struct large_state *large_init(void)
 		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
 	populate_init(&s->populate, roots.opt.large_refill_bytes);
 	resident_cache_init(&s->resident, CONFIG_REGION_QUARANTINE ? 0 : CONFIG_CACHE_RESIDENT_BYTES);
+	s->populate.no_marks = s->resident.max_bytes > 0;
 	return s;
 }
 
@@ -380,6 +407,11 @@ void *large_alloc(size_t size, size_t align)
 		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
 		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
 			e.data = e.region.base + lead;
+			live_change(s, 0, len);
+			/* More live bytes leave less room for kept ones. */
+			if (s->resident.count)
+				for (size_t budget = resident_budget(s); s->resident.bytes > budget;)
+					resident_drop(s, resident_cache_oldest(&s->resident));
 			e.island = guarded && !(e.region.flags & REGION_MARKERS);
 			if (e.island) guard_island_add();
 			/* A kept block's pages are there already. */
@@ -484,6 +516,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
+	live_change(s, e->usable, 0);
 	if (e->island) guard_island_remove();
 	e->island = 0;
 	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated);
@@ -541,6 +574,7 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	}
 	n.data = n.region.base + lead;
 	n.usable = len;
+	live_change(s, e->usable, len);
 	if (e->island) guard_island_remove(); /* the old block's island is closed */
 	e->island = 0;
 	n.island = guarded && !(n.region.flags & REGION_MARKERS);
@@ -566,9 +600,13 @@ void *large_realloc(void *p, size_t size)
 	if (len <= e->usable) {
 		/* Shrink: the cut tail joins the trail guard. If the kernel refuses, the block
 		 * simply keeps its larger usable size. */
-		if (len < e->usable && guard_close(&e->region, lead + len, e->usable - len)) e->usable = len;
+		if (len < e->usable && guard_close(&e->region, lead + len, e->usable - len)) {
+			live_change(s, e->usable, len);
+			e->usable = len;
+		}
 		stat_inc(STAT_REALLOC_IN_PLACE);
 	} else if (len - e->usable + os_page <= trail && guard_open(&e->region, end, len - e->usable)) {
+		live_change(s, e->usable, len);
 		e->usable = len;
 		stat_inc(STAT_REALLOC_IN_PLACE);
 	} else {

@@ -7,7 +7,9 @@
  * Invariants:
  *  - Every block here was wiped and sealed by guard_seal: PROT_NONE, its pages zero,
  *    nothing the program did to it (guard_seal refuses those).
- *  - At most RESIDENT_SLOTS blocks and max_bytes bytes of sealed span. Under the madvise
+ *  - At most RESIDENT_SLOTS blocks and max_bytes bytes of sealed span (the caller may
+ *    set a lower budget at any moment: large.c keeps them within the live blocks' recent
+ *    peak). Under the madvise
  *    backend each sealed span is a VMA between two (its region's open neighbours), so
  *    the slot bound is also a bound on the VMAs this adds.
  *  - Pure bookkeeping: the caller seals, unseals and closes (guard.h) and keeps the lock.
@@ -39,10 +41,10 @@ long resident_cache_fit(const struct resident_cache *c, size_t len, size_t max_e
 size_t resident_cache_oldest(const struct resident_cache *c);
 /* Take block i out. */
 struct resident_block resident_cache_remove(struct resident_cache *c, size_t i);
-/* Room for a span of len bytes without taking anything out? */
-static inline bool resident_cache_room(const struct resident_cache *c, size_t len)
+/* Room for a span of len bytes within budget bytes without taking anything out? */
+static inline bool resident_cache_room(const struct resident_cache *c, size_t len, size_t budget)
 {
-	return c->count < RESIDENT_SLOTS && c->bytes + len <= c->max_bytes;
+	return c->count < RESIDENT_SLOTS && c->bytes + len <= budget;
 }
 void resident_cache_add(struct resident_cache *c, const struct resident_block *b);
 /* Is a inside a kept block's region? (Linear: error paths and introspection.) */
