@@ -334,7 +334,6 @@ struct large_state *large_init(void)
 		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
 	populate_init(&s->populate, roots.opt.large_refill_bytes);
 	resident_cache_init(&s->resident, CONFIG_REGION_QUARANTINE ? 0 : CONFIG_CACHE_RESIDENT_BYTES);
-	s->populate.no_marks = s->resident.max_bytes > 0;
 	return s;
 }
 

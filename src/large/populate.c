@@ -133,7 +133,6 @@ static void huge_windows(struct populate_credit *r, void *p, size_t len)
 	if (hi <= lo) return;
 	/* Locked memory refuses MADV_DONTNEED (EINVAL), and then gets no mark either: its
 	 * pages are populated at the lock anyway. */
-	if (mode == OS_HUGE_ASKED && r->no_marks) return;
 	int err = guard_drop_fresh((void *)lo, hi - lo);
 	if (!err && mode == OS_HUGE_ASKED) err = guard_want_huge((void *)lo, hi - lo);
 	(void)err; /* refused: the pages come as they would have */

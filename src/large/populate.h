@@ -82,9 +82,6 @@ struct populate_credit {
 	/* 0 until a populate has asked; then os_huge_pages' huge page size | its mode (the
 	 * size is a power of two above a page, so the low bits are free). */
 	_Atomic size_t huge;
-	/* No MADV_HUGEPAGE marks: they set a block's VMA apart, and the light variant's
-	 * resident reuse (guard_seal) keeps only blocks that are not. */
-	bool no_marks;
 };
 
 void populate_init(struct populate_credit *r, size_t cap);
