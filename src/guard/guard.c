@@ -312,10 +312,10 @@ bool guard_seal(struct guard_region *r, size_t off, size_t len)
 	if (!markers_on(r) || (r->flags & REGION_PROTECTED)) return false;
 	char *p = (char *)(r->base + off), *around = p - os_page;
 	if (os_spans_vmas(around, len + 2 * os_page)) return false;
-	if (!wipe_resident(p, len) || os_protect(p, len, PROT_NONE) != 0) return false;
 	/* A locked VMA (mlockall(MCL_CURRENT) locks the guards with the block) refuses
 	 * MADV_DONTNEED; the guard page below holds nothing to drop, and markers stay. */
-	return os_advise(around, os_page, MADV_DONTNEED) == 0;
+	if (os_advise(around, os_page, MADV_DONTNEED) != 0) return false;
+	return wipe_resident(p, len) && os_protect(p, len, PROT_NONE) == 0;
 }
 
 bool guard_unseal(struct guard_region *r, size_t off, size_t len)

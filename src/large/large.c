@@ -204,6 +204,8 @@ static bool keep_resident(struct large_state *s, struct large_entry *e)
 	if (!s->resident.max_bytes || !guard_island_room()) return false;
 	size_t budget = resident_budget(s);
 	if (e->usable > budget) return false;
+	/* A block mostly untouched has few page faults to save: not worth its seal. */
+	if (os_resident((void *)e->data, e->usable, e->usable / 2) < e->usable / 2) return false;
 	while (!resident_cache_room(&s->resident, e->usable, budget))
 		resident_drop(s, resident_cache_oldest(&s->resident));
 	struct resident_block b = {.region = e->region, .lead = lead_of(e), .len = e->usable, .since_ms = os_now_ms()};
