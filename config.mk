@@ -46,6 +46,10 @@ CONFIG_CACHE_BYTES ?= 536870912
 CONFIG_CACHE_MAX_WASTE_PERCENT ?= 10
 # Cached regions idle for longer than this (milliseconds) are unmapped.
 CONFIG_CACHE_DECAY_MS ?= 10000
+# Light variant only (no region quarantine): most bytes of freed large blocks kept sealed with
+# their pages (wiped, PROT_NONE), so the next block of about their size takes no page fault;
+# an eighth of it always, the rest only while live large blocks are below their recent peak.
+CONFIG_CACHE_RESIDENT_BYTES ?= 67108864
 # New large blocks are populated up front (MADV_POPULATE_WRITE) as far as large blocks
 # freed just before had resident pages, holding at most this many bytes of such credit
 # (0 = off; run time: large_refill_bytes) ...
@@ -171,6 +175,7 @@ CONFIG_RULES := \
 	CONFIG_CACHE_BYTES:0:70368744177664 \
 	CONFIG_CACHE_MAX_WASTE_PERCENT:0:100 \
 	CONFIG_CACHE_DECAY_MS:0:1099511627776 \
+	CONFIG_CACHE_RESIDENT_BYTES:0:70368744177664 \
 	CONFIG_LARGE_REFILL_BYTES:0:70368744177664 \
 	CONFIG_LARGE_REFILL_MS:1:1099511627776 \
 	CONFIG_SLAB_ARENAS:1:32 \

@@ -63,6 +63,7 @@ struct rampart_stats {
 	unsigned long cache_bytes_now;
 	unsigned long realloc_in_place;    /* large reallocs that did not move */
 	unsigned long realloc_moved;       /* large reallocs moved with mremap */
+	unsigned long cache_resident_bytes_now; /* freed large blocks kept sealed with their pages (light) */
 };
 void rampart_get_stats(struct rampart_stats *out);
 

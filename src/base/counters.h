@@ -37,7 +37,9 @@
 	X(CACHE_NOW, cache_now, NOT_IN_HEAP, "regions in the reuse cache")                               \
 	X(CACHE_BYTES_NOW, cache_bytes_now, NOT_IN_HEAP, "their bytes of address space")                 \
 	X(REALLOC_IN_PLACE, realloc_in_place, NOT_IN_HEAP, "large reallocs served without moving")       \
-	X(REALLOC_MOVED, realloc_moved, NOT_IN_HEAP, "large reallocs that moved the pages with mremap")
+	X(REALLOC_MOVED, realloc_moved, NOT_IN_HEAP, "large reallocs that moved the pages with mremap") \
+	X(CACHE_RESIDENT_BYTES_NOW, cache_resident_bytes_now, NOT_IN_HEAP,                               \
+	  "bytes of freed blocks kept sealed with their pages (light)")
 
 enum stat_id {
 #define STAT_ENUM(id, field, heap, what) STAT_##id,

@@ -297,6 +297,69 @@ bool guard_open(struct guard_region *r, size_t off, size_t len)
 	return true;
 }
 
+/* Runs of pages that are not resident in a span to seal, at most: each costs a system
+ * call (below); a block used that sparsely goes back to the kernel instead. */
+#define SEAL_HOLES_MAX 8
+
+/* Zero what the program can read back of [p, p + len): its resident pages, in place.
+ * A page that is not resident may be in swap with the old contents: MADV_DONTNEED drops
+ * it (and a page never touched costs nothing). False when the span is too sparse or the
+ * kernel will not say. */
+static bool wipe_resident(char *p, size_t len)
+{
+	enum { PAGES = 512 }; /* pages per mincore: half a KiB of vector on the stack */
+	unsigned char vec[PAGES];
+	unsigned holes = 0;
+	int saved = errno;
+	bool ok = true;
+	for (size_t off = 0; off < len && ok; off += PAGES * os_page) {
+		size_t n = MIN(len - off, PAGES * os_page), pages = n / os_page;
+		if (mincore(p + off, n, vec) != 0) {
+			ok = false;
+			break;
+		}
+		for (size_t i = 0; i < pages && ok;) {
+			size_t j = i;
+			bool in = vec[i] & 1;
+			while (j < pages && (vec[j] & 1) == in) j++;
+			char *run = p + off + i * os_page;
+			if (in) memset(run, 0, (j - i) * os_page);
+			else ok = ++holes <= SEAL_HOLES_MAX && os_advise(run, (j - i) * os_page, MADV_DONTNEED) == 0;
+			i = j;
+		}
+	}
+	errno = saved;
+	return ok;
+}
+
+bool guard_seal(struct guard_region *r, size_t off, size_t len)
+{
+	if (!len || off < os_page || off + len + os_page > r->size ||
+	    (r->flags & (REGION_RESIDUE | REGION_STALE | REGION_GROWS | REGION_KEEP_ANON)))
+		return false;
+	/* Under markers the block shares its VMA with the guards around it unless the program
+	 * set it apart (a protection, an advice, mlock, a key, a name): only such a span
+	 * would carry that state to the next owner, and one system call sees it. Under
+	 * mprotect the block is a VMA of its own between PROT_NONE guards whatever was done
+	 * to it, and sealed it stays one (it keeps VM_ACCOUNT, which the guards never had):
+	 * nothing shows what the program set on the whole block, so it is not kept. */
+	if (!markers_on(r) || (r->flags & REGION_PROTECTED)) return false;
+	char *p = (char *)(r->base + off), *around = p - os_page;
+	if (os_spans_vmas(around, len + 2 * os_page)) return false;
+	/* A locked VMA (mlockall(MCL_CURRENT) locks the guards with the block) refuses
+	 * MADV_DONTNEED; the guard page below holds nothing to drop, and markers stay. */
+	if (os_advise(around, os_page, MADV_DONTNEED) != 0) return false;
+	return wipe_resident(p, len) && os_protect(p, len, PROT_NONE) == 0;
+}
+
+bool guard_unseal(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	int err = os_protect(p, len, RW);
+	if (err && !os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
+	return err == 0;
+}
+
 bool guard_extend(struct guard_region *r, size_t off, size_t len)
 {
 	size_t marked = (size_t)r->marked_pages * os_page;

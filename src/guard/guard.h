@@ -143,9 +143,21 @@ must_check bool guard_open(struct guard_region *r, size_t off, size_t len);
 /* Close a span: any access faults, its pages go back to the kernel. False only when
  * the kernel could not make it unreachable (VMA limit); the span is then unchanged. */
 must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
-/* guard_close of n single pages (at most OS_SPANS_MAX) at the offsets given: under
- * markers one system call for all of them where the kernel takes it. */
+/* guard_close of n single pages (at most OS_SPANS_MAX) at the offsets given. */
 must_check bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n);
+/* Seal an open span of a region of its own with its pages kept (the light variant's
+ * resident reuse, docs/large.md): its resident pages are zeroed, then it is made
+ * PROT_NONE in place, so reopening it with guard_unseal costs no page fault. False, with
+ * the span open or closed but its pages not to be trusted, when the span may carry what
+ * the program did to it: it lies in a VMA apart from its guards (another protection, an
+ * advice such as MADV_DONTFORK, mlock, a protection key, a name) or its VMA is locked
+ * (mlockall), or the region is not under the madvise backend (where a PROT_NONE block is a
+ * VMA of its own whatever the program did to it); the caller then closes it with
+ * guard_close, which maps it afresh. */
+must_check bool guard_seal(struct guard_region *r, size_t off, size_t len);
+/* Reopen a span sealed by guard_seal: it reads as zero, its pages present. False (the
+ * span still sealed) when the kernel refuses (no memory, the VMA limit). */
+must_check bool guard_unseal(struct guard_region *r, size_t off, size_t len);
 /* Move the pages of an open span into another region's span (no copying, except the
  * rest of a move the kernel stops half-way). Every hole the move leaves is filled with a
  * fresh closed mapping, so the source region stays whole and closed there (*source_kept).

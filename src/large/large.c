@@ -16,6 +16,7 @@
 
 #include "base/report.h"
 #include "large/reuse_cache.h"
+#include "large/resident_cache.h"
 #include "guard/guard.h"
 #include "base/roots.h"
 #include "os/lock.h"
@@ -50,6 +51,9 @@ struct large_state {
 	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
 	struct region_quarantine huge;
 	struct reuse_cache cache;
+	struct resident_cache resident; /* light variant: freed blocks kept with their pages */
+	size_t live_bytes, live_peak;   /* usable bytes of live blocks; their recent peak */
+	uint64_t peak_since_ms;         /* when live_peak was last reset to live_bytes */
 	struct populate_credit populate;
 	struct guard_area area; /* where fresh regions go (guard.h) */
 	/* The arrays last: init writes only the fields above, so a process that frees few
@@ -144,6 +148,72 @@ static void retire_region(struct large_state *s, struct guard_region *r)
 	else reuse_cache_put(&s->cache, r, os_now_ms());
 }
 
+/* A kept block leaves the resident cache: its pages go back (guard_close maps the span
+ * afresh) and its region joins the reuse cache, closed like any other. */
+static void resident_drop(struct large_state *s, size_t i)
+{
+	struct resident_block b = resident_cache_remove(&s->resident, i);
+	if (guard_close(&b.region, b.lead, b.len)) retire_region(s, &b.region);
+	else (void)guard_unmap(&b.region);
+}
+
+static size_t resident_flush(struct large_state *s)
+{
+	size_t n = s->resident.count;
+	while (s->resident.count) resident_drop(s, s->resident.count - 1);
+	return n;
+}
+
+/* Blocks kept longer than the reuse cache's idle bound go back. */
+static void resident_decay(struct large_state *s, uint64_t now_ms)
+{
+	for (size_t i = s->resident.count; i-- > 0;)
+		if (now_ms - s->resident.blocks[i].since_ms >= s->cache.decay_ms) resident_drop(s, i);
+}
+
+/* The part of the bound kept whatever the live blocks do. */
+#define RESIDENT_FLOOR_PART 8
+
+static void live_change(struct large_state *s, size_t gone, size_t added)
+{
+	s->live_bytes = s->live_bytes - gone + added;
+	if (s->live_bytes > s->live_peak) s->live_peak = s->live_bytes;
+}
+
+/* How many bytes kept blocks may hold now: what the live blocks have fallen below their
+ * peak of the last decay interval, so that the blocks kept and the live ones together
+ * stay within what the live ones alone reached (freed memory is kept while it takes no
+ * more than the program held anyway), but at least an eighth of the bound and at most
+ * the bound. */
+static size_t resident_budget(struct large_state *s)
+{
+	uint64_t now = os_now_ms();
+	if (now - s->peak_since_ms >= s->cache.decay_ms) {
+		s->live_peak = s->live_bytes;
+		s->peak_since_ms = now;
+	}
+	size_t room = s->live_peak - s->live_bytes; /* live_peak >= live_bytes: live_change */
+	return MIN(s->resident.max_bytes, MAX(s->resident.max_bytes / RESIDENT_FLOOR_PART, room));
+}
+
+/* Light variant: keep a freed block's pages, wiped and sealed in place, instead of
+ * giving them back; false when it is not kept (beyond the budget, or the block may
+ * carry what the program did to it: guard_seal), and the caller closes it as always. */
+static bool keep_resident(struct large_state *s, struct large_entry *e)
+{
+	if (!s->resident.max_bytes || !guard_island_room()) return false;
+	size_t budget = resident_budget(s);
+	if (e->usable > budget) return false;
+	/* A block mostly untouched has few page faults to save: not worth its seal. */
+	if (os_resident((void *)e->data, e->usable, e->usable / 2) < e->usable / 2) return false;
+	while (!resident_cache_room(&s->resident, e->usable, budget))
+		resident_drop(s, resident_cache_oldest(&s->resident));
+	struct resident_block b = {.region = e->region, .lead = lead_of(e), .len = e->usable, .since_ms = os_now_ms()};
+	if (!guard_seal(&b.region, b.lead, b.len)) return false;
+	resident_cache_add(&s->resident, &b);
+	return true;
+}
+
 /* A quarantined entry leaves its quarantine for good: its region goes on to the reuse
  * cache (reusable) or is unmapped. */
 static void leave_quarantine(struct large_state *s, struct region_quarantine_item out, bool reusable)
@@ -221,7 +291,8 @@ static bool map_region(struct large_state *s, struct guard_region *r, size_t *le
 		       size_t align, bool guarded)
 {
 	if (map_once(s, r, lead, len, trail, align, guarded)) return true;
-	if (reuse_cache_flush(&s->cache) && map_once(s, r, lead, len, trail, align, guarded)) return true;
+	if ((resident_flush(s) + reuse_cache_flush(&s->cache)) && map_once(s, r, lead, len, trail, align, guarded))
+		return true;
 	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
 	if (need > s->quarantine.bytes + s->huge.bytes) return false;
 	/* Huge regions first: they hold the most address space for the fewest blocks. */
@@ -264,6 +335,7 @@ struct large_state *large_init(void)
 	reuse_cache_init(&s->cache, s->cache_slots, MIN(roots.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
 	populate_init(&s->populate, roots.opt.large_refill_bytes);
+	resident_cache_init(&s->resident, CONFIG_REGION_QUARANTINE ? 0 : CONFIG_CACHE_RESIDENT_BYTES);
 	return s;
 }
 
@@ -288,6 +360,33 @@ static bool take_cached(struct large_state *s, struct guard_region *r, size_t le
 	return false;
 }
 
+/* A kept block for len bytes, reopened at its own place: its pages are there and zero.
+ * What it has beyond len (at most the largest trail guard plus the cache's waste bound)
+ * is closed and joins the trail guard. */
+static bool take_resident(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t align)
+{
+	if (!s->resident.count) return false;
+	resident_decay(s, os_now_ms());
+	long i = resident_cache_fit(&s->resident, len, len);
+	if (i < 0) return false;
+	struct resident_block *b = &s->resident.blocks[i];
+	if (align > os_page && (b->region.base + b->lead) % align) return false;
+	struct resident_block got = resident_cache_remove(&s->resident, (size_t)i);
+	if (!guard_unseal(&got.region, got.lead, got.len)) {
+		(void)guard_unmap(&got.region);
+		return false;
+	}
+	if (got.len > len && !guard_close(&got.region, got.lead + len, got.len - len)) {
+		/* The VMA limit: the excess cannot be closed, so it stays the block's. */
+		(void)guard_unmap(&got.region);
+		return false;
+	}
+	stat_inc(STAT_CACHE_HITS);
+	*r = got.region;
+	*lead = got.lead;
+	return true;
+}
+
 void *large_alloc(size_t size, size_t align)
 {
 	struct large_state *s = roots.large;
@@ -303,14 +402,22 @@ void *large_alloc(size_t size, size_t align)
 		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
 		 * than not at all; a cached region would open an island inside closed space. */
 		bool guarded = guard_island_room();
+		bool resident = guarded && take_resident(s, &e.region, &lead, len, align);
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
-		if ((guarded && take_cached(s, &e.region, lead, len, align)) ||
+		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
 		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
 			e.data = e.region.base + lead;
+			live_change(s, 0, len);
+			/* More live bytes leave less room for kept ones. */
+			if (s->resident.count)
+				for (size_t budget = resident_budget(s); s->resident.bytes > budget;)
+					resident_drop(s, resident_cache_oldest(&s->resident));
 			e.island = guarded && !(e.region.flags & REGION_MARKERS);
 			if (e.island) guard_island_add();
-			e.populated = populate = populate_take(&s->populate, e.data, len, &populate_off);
+			/* A kept block's pages are there already. */
+			if (!resident) populate = populate_take(&s->populate, e.data, len, &populate_off);
+			e.populated = populate;
 			e.populated_off = populate_off;
 			place(s, &e);
 			s->used++;
@@ -410,9 +517,15 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
+	live_change(s, e->usable, 0);
 	if (e->island) guard_island_remove();
 	e->island = 0;
 	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated);
+	if (!CONFIG_REGION_QUARANTINE && keep_resident(s, e)) {
+		remove_entry(s, e);
+		lock_give(&s->lock);
+		return;
+	}
 	/* Close at once: the pages go back and any later access faults. Where even that is
 	 * refused (VMA limit), give the whole region back instead. A huge region is closed
 	 * whole by the quarantine (guard_retire), without markers first. */
@@ -462,6 +575,7 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	}
 	n.data = n.region.base + lead;
 	n.usable = len;
+	live_change(s, e->usable, len);
 	if (e->island) guard_island_remove(); /* the old block's island is closed */
 	e->island = 0;
 	n.island = guarded && !(n.region.flags & REGION_MARKERS);
@@ -487,9 +601,13 @@ void *large_realloc(void *p, size_t size)
 	if (len <= e->usable) {
 		/* Shrink: the cut tail joins the trail guard. If the kernel refuses, the block
 		 * simply keeps its larger usable size. */
-		if (len < e->usable && guard_close(&e->region, lead + len, e->usable - len)) e->usable = len;
+		if (len < e->usable && guard_close(&e->region, lead + len, e->usable - len)) {
+			live_change(s, e->usable, len);
+			e->usable = len;
+		}
 		stat_inc(STAT_REALLOC_IN_PLACE);
 	} else if (len - e->usable + os_page <= trail && guard_open(&e->region, end, len - e->usable)) {
+		live_change(s, e->usable, len);
 		e->usable = len;
 		stat_inc(STAT_REALLOC_IN_PLACE);
 	} else {
@@ -514,7 +632,8 @@ size_t large_object_size(const void *p)
 	}
 	/* Inside a freed region, or one kept for reuse: a stale pointer, so the program's
 	 * idea of the heap is wrong. A live block's guards (one past the end) hold 0 bytes. */
-	if ((e && e->state != ENTRY_LIVE) || (!e && reuse_cache_contains(&s->cache, a))) {
+	if ((e && e->state != ENTRY_LIVE) ||
+	    (!e && (reuse_cache_contains(&s->cache, a) || resident_cache_contains(&s->resident, a)))) {
 		lock_give(&s->lock);
 		report_fatal(OP_OBJECT_SIZE, ERR_INTO_FREED, p);
 	}
@@ -527,7 +646,7 @@ bool large_trim(void)
 {
 	struct large_state *s = roots.large;
 	lock_take(&s->lock);
-	bool any = reuse_cache_flush(&s->cache) > 0;
+	bool any = resident_flush(s) + reuse_cache_flush(&s->cache) > 0;
 	lock_give(&s->lock);
 	return any;
 }
@@ -545,8 +664,9 @@ void large_figures(struct large_figures *f)
 	}
 	f->quarantined = s->quarantine.count + s->huge.count;
 	f->quarantined_bytes = s->quarantine.bytes + s->huge.bytes;
-	f->cached = s->cache.count;
+	f->cached = s->cache.count + s->resident.count;
 	f->cached_bytes = s->cache.bytes;
+	for (size_t i = 0; i < s->resident.count; i++) f->cached_bytes += s->resident.blocks[i].region.size;
 	lock_give(&s->lock);
 }
 

@@ -132,6 +132,8 @@ static bool crosses(void *addr, size_t len)
 	return crossing;
 }
 
+bool os_spans_vmas(void *addr, size_t len) { return crosses(addr, len); }
+
 /* Linux 6.17 lets mremap move a span that crosses VMAs; before, the move fails with
  * EFAULT after unmapping its destination. Asked once, on scratch pages laid out as three
  * VMAs (the middle one read-only): move the first two pages onto the last two. Either

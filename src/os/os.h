@@ -63,6 +63,8 @@ static inline size_t os_resident(void *addr, size_t len, size_t need)
 {
 	return os_resident_ends(addr, len, need, 0, 0, NULL);
 }
+/* Does [addr, addr+len) cross a VMA boundary? One system call, no side effect. */
+bool os_spans_vmas(void *addr, size_t len);
 /* How many bytes from addr (at most len, whole pages) lie in the same VMA as addr. For
  * spans inside rampart's regions, which are always followed by more of the region. */
 size_t os_one_mapping(void *addr, size_t len);

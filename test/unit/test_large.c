@@ -455,6 +455,15 @@ static size_t witness(size_t n)
 }
 static size_t populated_pages(size_t n) { return (n - 2 * witness(n)) / pg; }
 
+/* The light variant keeps a freed block's pages for the next block of about its size
+ * (resident_cache.h): these tests are about populating fresh blocks, so what it kept
+ * goes back to the kernel at each free (test/light/resident_reuse tests the keeping). */
+static void free_fresh(void *p)
+{
+	free(p);
+	if (!CONFIG_REGION_QUARANTINE) malloc_trim(0);
+}
+
 static void let_credit_lapse(void) { usleep((CONFIG_LARGE_REFILL_MS + 100) * 1000); }
 
 /* Touched blocks freed until one was measured: the refill sees a program that uses its
@@ -466,7 +475,7 @@ static void prime(void)
 		unsigned char *p = malloc(256 * KiB);
 		ck_assert_ptr_nonnull(p);
 		memset(p, 1, 256 * KiB);
-		free(p);
+		free_fresh(p);
 	}
 	let_credit_lapse();
 }
@@ -482,7 +491,7 @@ START_TEST(test_refill_follows_use)
 	ck_assert_uint_eq(resident_pages(b, n), 0);
 	/* A touched block freed: the next block of its size is populated, zero-filled. */
 	memset(b, 0x5a, n);
-	free(b);
+	free_fresh(b);
 	unsigned char *c = malloc(n);
 	ck_assert_pages(resident_pages(c, n), (pop ? populated_pages(n) : 0));
 	ck_assert(zero(c, n));
@@ -498,13 +507,13 @@ START_TEST(test_refill_follows_use)
 	 * rampart's own pages earn a quarter less each time and the populating dies out
 	 * within a few blocks (then a block counts as less than half used and earns
 	 * nothing). */
-	free(c);
+	free_fresh(c);
 	size_t last = np, rounds = 0;
 	for (;;) {
 		unsigned char *e = malloc(n);
 		ck_assert_ptr_nonnull(e);
 		size_t r = resident_pages(e, n);
-		free(e);
+		free_fresh(e);
 		if (!r) break;
 		ck_assert_msg(r < last || (thp_always() && r == last), "round %zu: %zu pages populated after %zu",
 			      rounds, r, last);
@@ -512,19 +521,19 @@ START_TEST(test_refill_follows_use)
 		ck_assert_uint_lt(++rounds, 5);
 	}
 	ck_assert_uint_ge(rounds, (pop ? 2 : 0));
-	free(d); /* never touched: the refill now counts the program as a sparse one */
+	free_fresh(d); /* never touched: the refill now counts the program as a sparse one */
 	/* Used blocks again: within POPULATE_PROBE_EVERY frees, populating is back. */
 	for (int i = 0; i < POPULATE_PROBE_EVERY; i++) {
 		unsigned char *t = malloc(n);
 		ck_assert_ptr_nonnull(t);
 		memset(t, 2, n);
-		free(t);
+		free_fresh(t);
 	}
 	unsigned char *f = malloc(n);
 	size_t rf = resident_pages(f, n);
 	if (pop) ck_assert_msg(rf >= np / 2 && rf <= np, "%zu of %zu pages populated", rf, np);
 	else ck_assert_uint_eq(rf, 0);
-	free(f);
+	free_fresh(f);
 }
 END_TEST
 
@@ -534,7 +543,7 @@ static void touched_free(size_t n)
 	unsigned char *a = malloc(n);
 	ck_assert_ptr_nonnull(a);
 	memset(a, 0x5a, n);
-	free(a);
+	free_fresh(a);
 }
 
 /* The witnesses (populate.h): a block populated on full credit, then used all but skip_head
@@ -547,11 +556,11 @@ static size_t populated_after(size_t n, size_t skip_head, size_t skip_tail)
 	unsigned char *b = malloc(n);
 	ck_assert_ptr_nonnull(b);
 	memset(b + skip_head, 2, n - skip_head - skip_tail);
-	free(b);
+	free_fresh(b);
 	unsigned char *c = malloc(n);
 	ck_assert_ptr_nonnull(c);
 	size_t r = resident_pages(c, n);
-	free(c);
+	free_fresh(c);
 	return r;
 }
 
@@ -589,20 +598,20 @@ START_TEST(test_refill_bounded)
 	unsigned char *a = malloc(2 * MiB);
 	ck_assert_ptr_nonnull(a);
 	memset(a, 1, MiB); /* half of it */
-	free(a);
+	free_fresh(a);
 	unsigned char *b = calloc(1, 8 * MiB);
 	ck_assert_ptr_nonnull(b);
 	ck_assert_pages(resident_pages(b, 8 * MiB), (pop ? MiB / pg : 0));
 	ck_assert(zero(b, 8 * MiB));
-	free(b);
+	free_fresh(b);
 	/* Lapsed: after CONFIG_LARGE_REFILL_MS the credit of a touched block is gone. */
 	unsigned char *c = malloc(MiB);
 	memset(c, 1, MiB);
-	free(c);
+	free_fresh(c);
 	let_credit_lapse();
 	unsigned char *d = malloc(MiB);
 	ck_assert_uint_eq(resident_pages(d, MiB), 0);
-	free(d);
+	free_fresh(d);
 }
 END_TEST
 
@@ -617,7 +626,7 @@ START_TEST(test_refill_not_inherited)
 	unsigned char *a = malloc(n);
 	ck_assert_ptr_nonnull(a);
 	memset(a, 3, n);
-	free(a);
+	free_fresh(a);
 	fflush(NULL);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -631,7 +640,7 @@ START_TEST(test_refill_not_inherited)
 	unsigned char *b = malloc(n);
 	ck_assert_ptr_nonnull(b);
 	ck_assert_pages(resident_pages(b, n), (pop ? populated_pages(n) : 0));
-	free(b);
+	free_fresh(b);
 }
 END_TEST
 
@@ -646,7 +655,7 @@ START_TEST(test_refill_capped)
 	ck_assert_ptr_nonnull(a);
 	memset(a, 4, n);
 	errno = 77;
-	free(a); /* measures it with mincore: errno stays */
+	free_fresh(a); /* measures it with mincore: errno stays */
 	ck_assert_int_eq(errno, 77);
 	unsigned char *b = malloc(n);
 	ck_assert_ptr_nonnull(b);
@@ -662,7 +671,7 @@ START_TEST(test_refill_capped)
 	ck_assert_ptr_nonnull(b);
 	for (size_t i = 0; i < 8 * MiB; i += 4096) ck_assert_uint_eq(b[i], 5);
 	ck_assert(zero(b + 8 * MiB, 32 * MiB));
-	free(b);
+	free_fresh(b);
 	ck_assert_int_eq(errno, 77);
 }
 END_TEST
@@ -743,14 +752,14 @@ START_TEST(test_refill_huge_pages)
 	for (size_t i = 0; i < keep; i += 512) ck_assert_uint_eq(g[i], (unsigned char)(7 + i / 512));
 	ck_assert(zero(g + pages(keep), 4 * n - pages(keep)));
 	if (g != c) ck_assert(inaccessible(c));
-	free(g);
+	free_fresh(g);
 	ck_assert(inaccessible(g));
 	ck_assert(inaccessible(g + keep - 1));
 	/* The memory comes back as zero to the next block, populated again. */
 	unsigned char *d = calloc(1, n);
 	ck_assert_ptr_nonnull(d);
 	ck_assert(zero(d, n));
-	free(d);
+	free_fresh(d);
 }
 END_TEST
 
