@@ -45,7 +45,9 @@ size_t malloc_object_size(const void *ptr) RAMPART_POINTER_ONLY_(1);
  * hands this process's calls to the C library's allocator (rampart.conf(5)). */
 const char *rampart_guard_backend(void);
 
-/* A snapshot of rampart's counters (relaxed reads; "_now" fields are gauges). */
+/* A snapshot of rampart's counters (relaxed reads; "_now" fields are gauges). The
+ * layout is 1.0's and stays so (the library fills it through a pointer); counters added
+ * since are read by name with rampart_get_counter. */
 struct rampart_stats {
 	unsigned long guard_fallbacks;     /* guards that madvise refused and mprotect made */
 	unsigned long guard_latches;       /* times the madvise backend was switched off */
@@ -63,9 +65,12 @@ struct rampart_stats {
 	unsigned long cache_bytes_now;
 	unsigned long realloc_in_place;    /* large reallocs that did not move */
 	unsigned long realloc_moved;       /* large reallocs moved with mremap */
-	unsigned long cache_resident_bytes_now; /* freed large blocks kept sealed with their pages (light) */
 };
 void rampart_get_stats(struct rampart_stats *out);
+/* One counter by its name: a field name of struct rampart_stats, or one added since
+ * (docs/statistics.md: cache_resident_bytes_now). 0 with *value set; -1 with errno
+ * ENOENT for a name this library does not count, EINVAL for a null argument. */
+int rampart_get_counter(const char *name, unsigned long *value);
 
 /* The state of the heap, gathered under rampart's locks (one class at a time, so
  * figures of different classes may be from slightly different moments). Nothing is

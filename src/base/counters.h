@@ -2,10 +2,11 @@
  * counters.h — event counters, kept with relaxed atomics so counting never takes a lock.
  *
  * Invariants:
- *  - RAMPART_COUNTERS is the one list of counters: the enum below, the storage, the
- *    filling of the public struct rampart_stats (include/rampart.h, checked field by
- *    field against this list at compile time in front/stats.c) and the copy into
- *    struct rampart_heap_stats are all generated from it.
+ *  - RAMPART_COUNTERS, then RAMPART_COUNTERS_SINCE_1_0, are the one list of counters:
+ *    the enum below, the storage, the names rampart_get_counter answers to, the filling
+ *    of the public struct rampart_stats (include/rampart.h: the first list only, checked
+ *    field by field at compile time in front/stats.c) and the copy into struct
+ *    rampart_heap_stats are all generated from them.
  *  - Counters only grow, except the *_NOW gauges, which go up and down with the state
  *    they describe. Reading them is racy by design (a snapshot).
  *  - A leaf: includes only system headers and base files.
@@ -37,13 +38,22 @@
 	X(CACHE_NOW, cache_now, NOT_IN_HEAP, "regions in the reuse cache")                               \
 	X(CACHE_BYTES_NOW, cache_bytes_now, NOT_IN_HEAP, "their bytes of address space")                 \
 	X(REALLOC_IN_PLACE, realloc_in_place, NOT_IN_HEAP, "large reallocs served without moving")       \
-	X(REALLOC_MOVED, realloc_moved, NOT_IN_HEAP, "large reallocs that moved the pages with mremap") \
+	X(REALLOC_MOVED, realloc_moved, NOT_IN_HEAP, "large reallocs that moved the pages with mremap")
+
+/* Counters added since 1.0. struct rampart_stats keeps 1.0's layout: rampart_get_stats
+ * fills it through a pointer with no size, so a program built against 1.0's header has
+ * room for 1.0's fields and no more. These are read by name (rampart_get_counter), as
+ * every counter can be. Same X() form. */
+#define RAMPART_COUNTERS_SINCE_1_0(X)                                                                    \
 	X(CACHE_RESIDENT_BYTES_NOW, cache_resident_bytes_now, NOT_IN_HEAP,                               \
 	  "bytes of freed blocks kept sealed with their pages (light)")
 
 enum stat_id {
 #define STAT_ENUM(id, field, heap, what) STAT_##id,
 	RAMPART_COUNTERS(STAT_ENUM)
+	STAT_PUBLIC_COUNT, /* those of struct rampart_stats */
+	STAT_SINCE_1_0_BEFORE = STAT_PUBLIC_COUNT - 1,
+	RAMPART_COUNTERS_SINCE_1_0(STAT_ENUM)
 #undef STAT_ENUM
 	STAT_COUNT
 };

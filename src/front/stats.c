@@ -25,7 +25,7 @@
 		       " must be an unsigned long at the place of STAT_" #id " in RAMPART_COUNTERS");
 RAMPART_COUNTERS(STAT_AT_ITS_PLACE)
 #undef STAT_AT_ITS_PLACE
-_Static_assert(sizeof(struct rampart_stats) == STAT_COUNT * sizeof(unsigned long),
+_Static_assert(sizeof(struct rampart_stats) == STAT_PUBLIC_COUNT * sizeof(unsigned long),
 	       "struct rampart_stats (include/rampart.h) must hold exactly the counters of RAMPART_COUNTERS");
 
 __attribute__((visibility("default"))) void rampart_get_stats(struct rampart_stats *out)
@@ -33,6 +33,26 @@ __attribute__((visibility("default"))) void rampart_get_stats(struct rampart_sta
 #define STAT_READ(id, field, heap, what) out->field = stat_read(STAT_##id);
 	RAMPART_COUNTERS(STAT_READ)
 #undef STAT_READ
+}
+
+__attribute__((visibility("default"))) int rampart_get_counter(const char *name, unsigned long *value)
+{
+	static const char *const names[STAT_COUNT] = {
+#define STAT_NAME(id, field, heap, what) [STAT_##id] = #field,
+		RAMPART_COUNTERS(STAT_NAME) RAMPART_COUNTERS_SINCE_1_0(STAT_NAME)
+#undef STAT_NAME
+	};
+	if (!name || !value) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (unsigned i = 0; i < STAT_COUNT; i++)
+		if (!strcmp(names[i], name)) {
+			*value = stat_read((enum stat_id)i);
+			return 0;
+		}
+	errno = ENOENT;
+	return -1;
 }
 
 /* --- the heap's figures and the reports --- */

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,12 @@ static long minor_faults(void)
 
 static unsigned long resident_now(void)
 {
-	struct rampart_stats st;
-	rampart_get_stats(&st);
-	return st.cache_resident_bytes_now;
+	unsigned long v = 0;
+	if (rampart_get_counter("cache_resident_bytes_now", &v) != 0) {
+		printf("FAIL rampart_get_counter(\"cache_resident_bytes_now\"): errno %d\n", errno);
+		exit(1);
+	}
+	return v;
 }
 
 static bool all_zero(const unsigned char *p, size_t n)

@@ -280,6 +280,28 @@ static void threads_and_fork(void)
 }
 
 /* A double free dies with SIGABRT and a fatal line (the harness checks both). */
+/* Counters by name: every field of struct rampart_stats answers with the struct's value
+ * (a gauge held still: one live large block), the counters added since 1.0 answer too,
+ * and a name rampart does not count or a null argument is an error. */
+static void counters_by_name(void)
+{
+	void *big = malloc(300000);
+	CHECK(big != NULL);
+	struct rampart_stats st;
+	rampart_get_stats(&st);
+	unsigned long v = 12345;
+	CHECK(rampart_get_counter("large_live_now", &v) == 0 && v == st.large_live_now && v >= 1);
+	CHECK(rampart_get_counter("quarantine_bytes_now", &v) == 0 && v == st.quarantine_bytes_now);
+	CHECK(rampart_get_counter("cache_resident_bytes_now", &v) == 0);
+	errno = 0;
+	CHECK(rampart_get_counter("no_such_counter", &v) == -1 && errno == ENOENT);
+	errno = 0;
+	CHECK(rampart_get_counter(NULL, &v) == -1 && errno == EINVAL);
+	errno = 0;
+	CHECK(rampart_get_counter("large_live_now", NULL) == -1 && errno == EINVAL);
+	free(big);
+}
+
 static void die_double_free(void)
 {
 	void *p = malloc(50);
@@ -305,6 +327,7 @@ int main(void)
 	aligned();
 	guards();
 	threads_and_fork();
+	counters_by_name();
 	struct death_case dc = {"double free", die_double_free, DIE_FATAL, "double free"};
 	CHECK(death_run(&dc));
 
