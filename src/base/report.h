@@ -50,6 +50,7 @@ enum report_kind {
 	ERR_SLOT_NOT_ALLOCATED,  /* a slot never handed out, or long since freed */
 	ERR_FREED_SLAB,          /* inside a slab that was closed (all its slots freed) */
 	ERR_SLOT_FREED,          /* a slot freed already (double free) */
+	ERR_WRONG_TAG,           /* a live slot, through a pointer without its memory tag (arm64 MTE) */
 	ERR_DOUBLE_FREE,         /* a large block freed already */
 	ERR_USE_AFTER_FREE,      /* a large block freed already, used by another call */
 	ERR_INTO_FREED,          /* inside a freed large region */
