@@ -273,6 +273,9 @@ noinline bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct ar
 	memset((void *)a, 0, extent_of(k, s, i));
 #endif
 	memcpy((void *)a, &mark, 8);
+#if RAMPART_MTE
+	if (roots.mte) slot_tag_keep(k, a, mte_top(p));
+#endif
 	invariant(fb->n < CONFIG_SLAB_FREE_BATCH);
 	fb->e[fb->n] = qentry(pos, i);
 	/* Release: a fork child reading the batch of a thread that does not exist there

@@ -231,6 +231,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 #if RAMPART_MTE
 	/* Tag 0 from here: the stale pointer faults, and what follows reads and wipes the
 	 * slot through its untagged address. */
+	unsigned old_tag = mte_top((uintptr_t)p);
 	if (roots.mte && k->open_slabs) slot_tag_free(k, a);
 	p = (void *)a;
 #endif
@@ -246,6 +247,9 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		size_t extent = extent_of(k, s, i);
 		check_slack(k, a, extent, k->usable, OP_FREE);
 		memset(p, 0, extent);
+#endif
+#if RAMPART_MTE
+		if (roots.mte) slot_tag_keep(k, a, old_tag);
 #endif
 	}
 #if CONFIG_SLOT_QUARANTINE

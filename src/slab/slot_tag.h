@@ -5,7 +5,9 @@
  * included, carries it, and so does the pointer handed out (its top byte). A free
  * gives the slot tag 0, which free and never-used slots keep (fresh pages come tagged
  * 0): no pointer rampart hands out carries it, so any access through a pointer into a
- * freed slot, or past a block into its neighbour, faults at that access.
+ * freed slot, or past a block into its neighbour, faults at that access. A slot handed
+ * out again gets a tag other than its last owner's (kept in the freed slot:
+ * slot_tag_keep), so a stale pointer faults after the reuse too.
  *
  * rampart's own accesses to a freed or fresh slot go through its untagged address (tag
  * 0 matches); to a live one, through the program's pointer once its tag is checked, or
@@ -49,6 +51,9 @@ static inline bool slot_tag_ok(const struct slab_class *k, const void *p, uintpt
 }
 
 #if RAMPART_MTE
+/* The classes whose freed slots keep their last tag (slot_tag_keep): all but 16 bytes. */
+#define SLOT_TAG_KEPT_MIN 24u
+
 /* Lock held (the neighbours' tags do not change meanwhile): a new tag for slot i, at
  * a, set over the whole slot; returns the pointer to hand out. Random among 1 to 15 but
  * the tags of the slots before and after it in the slab, so that an overflow into
@@ -57,6 +62,13 @@ static inline bool slot_tag_ok(const struct slab_class *k, const void *p, uintpt
 static inline uintptr_t slot_tag_new(struct slab_class *k, uintptr_t a, uint32_t i)
 {
 	unsigned taken = 1u; /* tag 0: free slots */
+	if (k->usable >= SLOT_TAG_KEPT_MIN) {
+		/* The last owner's tag, kept in the freed slot (slot_tag_keep), is taken back
+		 * out before anything scans the slot for zeros. */
+		unsigned char *kept = (unsigned char *)a + k->usable - 1;
+		taken |= 1u << (*kept & 15u);
+		*kept = 0;
+	}
 	if (i > 0) taken |= 1u << mte_load_tag(a - k->size);
 	if (i + 1 < k->slots) taken |= 1u << mte_load_tag(a + k->size);
 	unsigned allowed = ~taken & 0xffffu;
@@ -69,6 +81,17 @@ static inline uintptr_t slot_tag_new(struct slab_class *k, uintptr_t a, uint32_t
 
 /* A freed slot at a (untagged) gets tag 0: every pointer to it faults from now on. */
 static inline void slot_tag_free(const struct slab_class *k, uintptr_t a) { mte_set_tags(a, k->size, 0); }
+
+/* A freed slot keeps its last owner's tag in its last usable byte, after the wipe, so
+ * that its next owner gets another one: a stale pointer to a slot handed out again
+ * faults too. Tag 0 memory: no pointer handed out reads it. Not in the 16-byte class,
+ * whose usable bytes lie within the 16 a neighbour's free checks for zeros
+ * (slot_check.h); there the new tag differs from the last with probability 12/13 or
+ * better. slot_tag_new takes it out again before the write-after-free scan. */
+static inline void slot_tag_keep(const struct slab_class *k, uintptr_t a, unsigned tag)
+{
+	if (k->usable >= SLOT_TAG_KEPT_MIN) ((unsigned char *)a)[k->usable - 1] = (unsigned char)tag;
+}
 #endif
 
 #endif

@@ -6,6 +6,7 @@
  *   read and write 32 bytes past the end of a slot  (inside the next slot)
  *   read and write 1 byte before a slot's start     (the previous slot's canary)
  *   read and write a block after its free
+ *   read through the old pointer once the slot is handed out again
  *
  * Each case runs in a forked child, which writes "before" to a pipe, makes the access,
  * then writes "after" and frees the block. Under synchronous tag checks the case passes
@@ -85,6 +86,24 @@ static void write_after_free(void)
 	access_at(p + 8, true);
 }
 
+/* The slot handed out again (after its wait in the quarantine) to a new owner, then
+ * read through the old pointer: the new owner's tag is never the last one's. */
+static void read_after_reuse(void)
+{
+	char *p = inner_block();
+	uintptr_t slot = (uintptr_t)p & (((uintptr_t)1 << 56) - 1);
+	free(p);
+	for (int n = 0; n < 200000; n++) {
+		char *q = malloc(SIZE);
+		if (((uintptr_t)q & (((uintptr_t)1 << 56) - 1)) == slot) {
+			access_at(p + 8, false);
+			return;
+		}
+		free(q);
+	}
+	say("never reused\n");
+}
+
 struct access_case {
 	const char *name;
 	void (*fn)(void);
@@ -99,6 +118,7 @@ static const struct access_case cases[] = {
 	{"write 1 byte before the start", write_before_start_1},
 	{"read after free", read_after_free},
 	{"write after free", write_after_free},
+	{"read through a stale pointer after reuse", read_after_reuse},
 };
 
 /* Run fn in a child; its markers in out, its wait status returned. */
