@@ -50,7 +50,6 @@ enum report_kind {
 	ERR_SLOT_NOT_ALLOCATED,  /* a slot never handed out, or long since freed */
 	ERR_FREED_SLAB,          /* inside a slab that was closed (all its slots freed) */
 	ERR_SLOT_FREED,          /* a slot freed already (double free) */
-	ERR_WRONG_TAG,           /* a live slot, through a pointer without its memory tag (arm64 MTE) */
 	ERR_DOUBLE_FREE,         /* a large block freed already */
 	ERR_USE_AFTER_FREE,      /* a large block freed already, used by another call */
 	ERR_INTO_FREED,          /* inside a freed large region */
@@ -73,6 +72,7 @@ enum report_kind {
 	ERR_META_GUARD,          /* the metadata's guard page could not be closed */
 	ERR_REENTERED,           /* the thread holds the lock it asks for */
 	ERR_KERNEL,              /* a system call failed in a way it never should (report_kernel) */
+	ERR_WRONG_TAG,           /* a live slot, through a pointer without its memory tag (arm64 MTE) */
 	ERR_COUNT
 };
 

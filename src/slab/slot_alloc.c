@@ -201,8 +201,12 @@ static noinline cold void free_unopened(const void *p)
 
 /* A pointer whose tag is not its slot's (slot_tag.h): not the live block it points at.
  * Fatal, or under on_error=report reported and ignored, like any invalid free. */
-static noinline cold void wrong_tag(struct slab_class *k, enum report_op op, const void *p)
+static noinline cold void wrong_tag(struct slab_class *k, const struct slab *s, uintptr_t a, enum report_op op,
+				    const void *p)
 {
+	/* A slot freed into another thread's batch has tag 0 already: its canary word,
+	 * read with its memory's tag, says it was freed (check_not_batched's answer). */
+	check_not_batched(k, s, slot_mem(a), op);
 	(void)not_live(k, op, ERR_WRONG_TAG, p);
 }
 
@@ -225,7 +229,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	struct slab *s = live_slot(k, a, span, &pos, &i, OP_FREE);
 	if (unlikely(!s)) return; /* on_error=report: reported and ignored */
 	if (unlikely(!slot_tag_ok(k, p, a))) {
-		wrong_tag(k, OP_FREE, p);
+		wrong_tag(k, s, a, OP_FREE, p);
 		return;
 	}
 #if RAMPART_MTE
@@ -271,7 +275,7 @@ size_t slab_usable_size(const void *p)
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, slot_untag(p), span, &pos, &i, OP_USABLE_SIZE);
 	/* Its tag checked, p reads the live slot below. */
-	if (unlikely(!slot_tag_ok(k, p, slot_untag(p)))) die(k, OP_USABLE_SIZE, ERR_WRONG_TAG, p);
+	if (unlikely(!slot_tag_ok(k, p, slot_untag(p)))) wrong_tag(k, s, slot_untag(p), OP_USABLE_SIZE, p);
 	check_not_batched(k, s, (uintptr_t)p, OP_USABLE_SIZE);
 	check_slack(k, (uintptr_t)p, extent_of(k, s, i), k->usable, OP_USABLE_SIZE);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
@@ -287,7 +291,7 @@ bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, slot_untag(p), span, &pos, &i, OP_REALLOC);
-	if (unlikely(!slot_tag_ok(k, p, slot_untag(p)))) die(k, OP_REALLOC, ERR_WRONG_TAG, p);
+	if (unlikely(!slot_tag_ok(k, p, slot_untag(p)))) wrong_tag(k, s, slot_untag(p), OP_REALLOC, p);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p, OP_REALLOC);
 	bool stays = c_new == k->cls;
 	if (stays) {
@@ -328,12 +332,12 @@ size_t slab_object_size(const void *p)
 	struct slab *s = pl.s;
 	uint32_t i = pl.i, at = pl.at;
 	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, OP_OBJECT_SIZE, ERR_NOT_LIVE_INSIDE, p);
-	if (unlikely(!slot_tag_ok(k, p, a))) die(k, OP_OBJECT_SIZE, ERR_WRONG_TAG, p);
-	/* The slot's start with p's tag (checked): the live slot is read through it. */
-	uintptr_t slot = slot_start(k, pl.pos, i) | ((uintptr_t)p - a);
-	check_not_batched(k, s, slot, OP_OBJECT_SIZE);
+	if (unlikely(!slot_tag_ok(k, p, a))) wrong_tag(k, s, slot_start(k, pl.pos, i), OP_OBJECT_SIZE, p);
+	/* The live slot is read through its start with p's tag (checked). */
+	check_not_batched(k, s, slot_with_tag_of(slot_start(k, pl.pos, i), p), OP_OBJECT_SIZE);
 	if (at < k->usable) { /* told it may use all of it */
-		check_slack(k, slot, extent_of(k, s, i), k->usable, OP_OBJECT_SIZE);
+		check_slack(k, slot_with_tag_of(slot_start(k, pl.pos, i), p), extent_of(k, s, i), k->usable,
+			    OP_OBJECT_SIZE);
 		set_extent(k, s, i, k->usable);
 	}
 	class_unlock(k);

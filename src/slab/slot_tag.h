@@ -50,6 +50,17 @@ static inline bool slot_tag_ok(const struct slab_class *k, const void *p, uintpt
 #endif
 }
 
+/* Address a (untagged) of the slot p points into, with p's tag (checked already). */
+static inline uintptr_t slot_with_tag_of(uintptr_t a, const void *p)
+{
+#if RAMPART_MTE
+	return mte_with_tag(a, mte_top((uintptr_t)p));
+#else
+	(void)p;
+	return a;
+#endif
+}
+
 #if RAMPART_MTE
 /* The classes whose freed slots keep their last tag (slot_tag_keep): all but 16 bytes. */
 #define SLOT_TAG_KEPT_MIN 24u
