@@ -132,6 +132,57 @@ static int write_after_free_small(void)
 	return 0;
 }
 
+/* Bugs no canary or check of freed memory sees, which only memory tagging (arm64 MTE)
+ * stops, at the access: a read of freed memory, a write that skips the canary into a
+ * live neighbour, a write through a stale pointer into the slot's next owner. */
+static int read_after_free_small(void)
+{
+	char *volatile p = malloc(64);
+	free(p);
+	sink = (void *)(uintptr_t)p[8];
+	return 0;
+}
+
+/* An address without its top byte: under arm64 memory tagging the tag a block's
+ * pointer carries, which differs between neighbours and between owners of a slot. */
+static uintptr_t untag(const void *p) { return (uintptr_t)p & (((uintptr_t)1 << 56) - 1); }
+
+/* Two live 24-byte blocks in adjacent 32-byte slots of one page. */
+static char *adjacent_live(void)
+{
+	static char *v[128];
+	long page = sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < 128; i++) v[i] = malloc(24);
+	for (int i = 0; i < 128; i++)
+		for (int j = 0; j < 128; j++)
+			if (untag(v[j]) == untag(v[i]) + 32 && untag(v[i]) / (uintptr_t)page == untag(v[j]) / (uintptr_t)page)
+				return v[i];
+	_exit(5);
+}
+
+static int overflow_into_live_neighbour(void)
+{
+	char *p = adjacent_live();
+	memset(p + 32, 'A', 8); /* the next block's first bytes, past this one's canary */
+	churn(24, 1000);
+	return 0;
+}
+
+static int write_after_reuse_small(void)
+{
+	char *p = malloc(64);
+	free(p);
+	for (int i = 0; i < 200000; i++) {
+		char *q = malloc(64);
+		if (untag(q) == untag(p)) { /* the slot's first reuse */
+			memset(p, 'A', 16); /* the new owner's bytes */
+			return 0;
+		}
+		free(q);
+	}
+	return 6;
+}
+
 static int write_after_free_large(void)
 {
 	char *p = malloc(1 << 20);
@@ -209,6 +260,9 @@ static const struct scenario {
 	{"overflow: 1 byte past a 1,000-byte block (inside its slot), then free", overflow_in_slot},
 	{"underflow: 8 bytes before a 24-byte block, then free", underflow_small},
 	{"write after free (64 B), then churn of that size", write_after_free_small},
+	{"read after free (64 B)", read_after_free_small},
+	{"overflow: 8 bytes into the live next block, past the canary", overflow_into_live_neighbour},
+	{"write through a stale pointer after the slot's reuse (64 B)", write_after_reuse_small},
 	{"write after free (1 MiB)", write_after_free_large},
 	{"overflow: 1 byte past a 1 MiB block's usable size", overflow_large},
 	{"underflow: a page before a 1 MiB block", underflow_large},

@@ -45,6 +45,11 @@ size_t malloc_object_size(const void *ptr) RAMPART_POINTER_ONLY_(1);
  * hands this process's calls to the C library's allocator (rampart.conf(5)). */
 const char *rampart_guard_backend(void);
 
+/* Memory tagging of small blocks (arm64 CPUs with MTE, RAMPART_OPTIONS=mte): "sync" or
+ * "async" (the tag-check mode in effect) when blocks are tagged, "off" when not (no MTE,
+ * or mte=off, or not arm64); "passthrough" or "none" as for rampart_guard_backend. */
+const char *rampart_memory_tagging(void);
+
 /* A snapshot of rampart's counters (relaxed reads; "_now" fields are gauges). The
  * layout is 1.0's and stays so (the library fills it through a pointer); counters added
  * since are read by name with rampart_get_counter. */

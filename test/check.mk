@@ -174,10 +174,18 @@ check-musl:
 # reservation would take minutes and gigabytes: this build reserves 256 MiB per
 # (arena, class) and 1 GiB of metadata. Tests that cannot run under the emulator are
 # not run and counted as skipped with their reason: test/tests.list ("arm64:" and
-# "reexec").
+# "reexec"). The emulated CPU (-cpu max) has memory tagging. qemu-user ignores guard
+# markers, so both passes use the mprotect backend: the first (guard=madvise) runs the
+# suite with small blocks tagged and tag checks synchronous (mte_death asserts it;
+# programs marked "arm64-mte:" run untagged, with the reason), the second
+# (guard=mprotect) runs it all with mte=off, as on an arm64 CPU without MTE. Tagging is
+# emulated in software and makes a program several times slower under qemu: one tagged
+# pass keeps the target near its old time. mte_death also runs on a CPU without MTE
+# (cortex-a72), where the accesses must go on as on x86_64 (docs/mte.md).
 ARM64_CC := aarch64-linux-gnu-gcc
 ARM64_CONFIG := CONFIG_SLAB_REGION_SHIFT=28 CONFIG_META_RESERVE=1073741824
-QEMU_ARM64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
+QEMU_ARM64_PLAIN := qemu-aarch64 -L /usr/aarch64-linux-gnu
+QEMU_ARM64 := $(QEMU_ARM64_PLAIN) -cpu max
 check-arm64:
 	$(MAKE) --no-print-directory OUT=out-arm64 CC=$(ARM64_CC) $(ARM64_CONFIG) $(CHECK_INVARIANTS) lib static-build
 	@printf 'int main(void) { return 0; }\n' | $(ARM64_CC) -static -x c - -o out-arm64/emu_probe
@@ -188,7 +196,12 @@ check-arm64:
 	EXPECT_BACKEND=mprotect $(QEMU_ARM64) out-arm64/test/static/api_check > out-arm64/test/api_check_auto.log 2>&1 \
 		|| { cat out-arm64/test/api_check_auto.log; exit 1; }; \
 	grep -E "^(guard backend|api_check)" out-arm64/test/api_check_auto.log; \
-	SKIP_ARCH=arm64 EXTRA_ENV=EXPECT_BACKEND=mprotect sh test/run-bins.sh arm64 out-arm64/test/static $(QEMU_ARM64)
+	echo "arm64: mte_death must find memory tagging sync, and off on a CPU without MTE"; \
+	$(QEMU_ARM64) out-arm64/test/static/mte_death 2>/dev/null | grep -x "mte_death: 0 failed (memory tagging sync)"; \
+	$(QEMU_ARM64_PLAIN) -cpu cortex-a72 out-arm64/test/static/mte_death 2>/dev/null \
+		| grep -x "mte_death: 0 failed (memory tagging off)"; \
+	SKIP_ARCH=arm64 MTE_OFF_BACKEND=mprotect EXTRA_ENV=EXPECT_BACKEND=mprotect \
+		sh test/run-bins.sh arm64 out-arm64/test/static $(QEMU_ARM64)
 
 # seccomp: one list (test/seccomp/syscalls.list) gives the allow-list of seccomp_check
 # (a header generated here) and the table of docs/seccomp.md (`make seccomp-table`

@@ -7,6 +7,8 @@
 #   run       "PROGRAM RUNS SOURCE" of every line, in order
 #   skips     "NAME<TAB>WHY" for every static program that check-`arch` leaves out
 #             (-v arch=arm64), NAME being PROGRAM's last part, as the static build names it
+#   mteoff    "NAME<TAB>WHY" for every static program that check-arm64 runs with memory
+#             tagging off (RAMPART_OPTIONS=mte=off; "arm64-mte: WHY")
 #   check     nothing; exits 1 after naming every malformed line
 # Whatever WHAT, a malformed line makes the exit status 1, and is named on stderr
 # unless -v quiet=1 (make's lists: test-list-check names them once).
@@ -48,11 +50,17 @@ function complain(msg) {
 		fact[$i] = 1
 	}
 	if (("arm64" in why) && !("static" in fact)) complain("arm64: only static programs run under check-arm64")
+	if (("arm64-mte" in why) && !("static" in fact)) complain("arm64-mte: only static programs run under check-arm64")
 
 	if (what == "programs" && (runs_wanted == "" || runs == runs_wanted)) print prog
 	else if (what == "sources") print src
 	else if (what == "static" && ("static" in fact)) print src
 	else if (what == "run") print prog, runs, src
+	else if (what == "mteoff" && ("static" in fact) && ("arm64-mte" in why)) {
+		name = prog
+		sub(/.*\//, "", name)
+		print name "\t" why["arm64-mte"]
+	}
 	else if (what == "skips" && ("static" in fact)) {
 		name = prog
 		sub(/.*\//, "", name)

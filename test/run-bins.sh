@@ -5,7 +5,9 @@
 # (test/results.sh). Logs go to DIR/../logs-NAME/.
 # EXTRA_ENV (optional) is passed to every program through env(1).
 # SKIP_ARCH=arm64: the programs test/tests.list says cannot run there are not run; each
-# counts as skipped (once per backend) with the list's reason.
+# counts as skipped (once per backend) with the list's reason; those it marks
+# "arm64-mte:" run with memory tagging off (mte=off), with a note line saying why.
+# MTE_OFF_BACKEND=mprotect: that backend's pass runs every program with mte=off.
 name=$1
 dir=$2
 shift 2
@@ -14,8 +16,10 @@ mkdir -p "$logs"
 . test/results.sh
 
 skips=""
+mteoff=""
 if [ -n "$SKIP_ARCH" ]; then
 	skips=$(awk -v what=skips -v arch="$SKIP_ARCH" -f test/list.awk test/tests.list) || exit 1
+	[ "$SKIP_ARCH" = arm64 ] && { mteoff=$(awk -v what=mteoff -f test/list.awk test/tests.list) || exit 1; }
 fi
 tab=$(printf '\t')
 
@@ -30,8 +34,15 @@ for backend in madvise mprotect; do
 			continue
 		fi
 		log=$logs/$b.$backend.log
+		opts=guard=$backend
+		mtewhy=$(printf '%s\n' "$mteoff" | sed -n "s/^$b$tab//p")
+		[ "$backend" = "$MTE_OFF_BACKEND" ] && opts=$opts,mte=off
+		if [ -n "$mtewhy" ] && [ "$backend" != "$MTE_OFF_BACKEND" ]; then
+			opts=$opts,mte=off
+			echo "note  $name: $b guard=$backend: memory tagging off: $mtewhy"
+		fi
 		st=0
-		timeout -k 10 "${TEST_TIMEOUT:-600}" env RAMPART_OPTIONS=guard=$backend $EXTRA_ENV \
+		timeout -k 10 "${TEST_TIMEOUT:-600}" env RAMPART_OPTIONS=$opts $EXTRA_ENV \
 			"$@" "$bin" >"$log" 2>&1 </dev/null || st=$?
 		result "" "$b" "$name: $b guard=$backend" "$st" "$log"
 	done

@@ -26,13 +26,15 @@ enum guard_backend { GUARD_AUTO, GUARD_MADVISE, GUARD_MPROTECT };
 enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
 /* What a detected error on a free path does: see base/report.h, report_go_on. */
 enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
+/* Memory tagging of small blocks on arm64 CPUs with MTE (os/mte.h): the tag-check mode. */
+enum mte_option { MTE_OPTION_SYNC, MTE_OPTION_ASYNC, MTE_OPTION_OFF };
 
 /* Bytes of a PATH value, terminator included. The options live in the roots, which must
  * fit one page with the largest CONFIG_SLAB_ARENAS (front/init.c checks): hence no more. */
 #define OPTIONS_PATH_MAX 128
 
 /* X(key, kind, default, most, doc): key=value sets the field of struct options named
- * key. kind: GUARD, BOOL, STATS, ONOFF, ONERROR (words), SIZE (bytes, k/m/g allowed),
+ * key. kind: GUARD, BOOL, STATS, ONOFF, ONERROR, MTE (words), SIZE (bytes, k/m/g allowed),
  * COUNT (a whole number), PATH (a file name). most: the largest SIZE or COUNT accepted
  * (0 for other kinds). doc: one line for help=1 and the man page, without the default,
  * which both print from the table. */
@@ -63,7 +65,9 @@ enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 	  "hand every call to the C library's allocator, for the life of the process "                     \
 	  "(the bare word passthrough means 1)")                                                           \
 	X(sized_free, ONOFF, true, 0, "abort on a sized free or sized delete whose size does not match")   \
-	X(on_error, ONERROR, ON_ERROR_ABORT, 0, "report an invalid, double or mis-sized free and carry on")
+	X(on_error, ONERROR, ON_ERROR_ABORT, 0, "report an invalid, double or mis-sized free and carry on")    \
+	X(mte, MTE, MTE_OPTION_SYNC, 0,                                                                    \
+	  "arm64 with MTE: tag small blocks, tag checks sync or async (off: none); no effect elsewhere")
 
 /* Each kind: the field's declaration and the values the help text shows. */
 #define OPTION_FIELD_GUARD(name) enum guard_backend name
@@ -71,6 +75,7 @@ enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 #define OPTION_FIELD_STATS(name) enum stats_report name
 #define OPTION_FIELD_ONOFF(name) bool name
 #define OPTION_FIELD_ONERROR(name) enum on_error name
+#define OPTION_FIELD_MTE(name) enum mte_option name
 #define OPTION_FIELD_SIZE(name) size_t name
 #define OPTION_FIELD_COUNT(name) size_t name
 #define OPTION_FIELD_PATH(name) char name[OPTIONS_PATH_MAX]
@@ -81,6 +86,7 @@ enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 #define OPTION_FITS_STATS(key, def, most)
 #define OPTION_FITS_ONOFF(key, def, most)
 #define OPTION_FITS_ONERROR(key, def, most)
+#define OPTION_FITS_MTE(key, def, most)
 #define OPTION_FITS_SIZE(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
 #define OPTION_FITS_COUNT(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
 #define OPTION_FITS_PATH(key, def, most) \
@@ -91,13 +97,14 @@ enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 #define OPTION_VALUES_STATS "0|1|text|json"
 #define OPTION_VALUES_ONOFF "on|off"
 #define OPTION_VALUES_ONERROR "abort|report"
+#define OPTION_VALUES_MTE "sync|async|off"
 #define OPTION_VALUES_SIZE "SIZE"
 #define OPTION_VALUES_COUNT "N"
 #define OPTION_VALUES_PATH "PATH"
 
 enum option_kind {
-	OPTION_GUARD, OPTION_BOOL, OPTION_STATS, OPTION_ONOFF, OPTION_ONERROR, OPTION_SIZE, OPTION_COUNT,
-	OPTION_PATH
+	OPTION_GUARD, OPTION_BOOL, OPTION_STATS, OPTION_ONOFF, OPTION_ONERROR, OPTION_MTE, OPTION_SIZE,
+	OPTION_COUNT, OPTION_PATH
 };
 
 struct options {
@@ -133,6 +140,10 @@ static inline const char *option_value_text(enum option_kind kind, const void *f
 	}
 	case OPTION_ONOFF: return *(const bool *)field ? "on" : "off";
 	case OPTION_ONERROR: return *(const enum on_error *)field == ON_ERROR_REPORT ? "report" : "abort";
+	case OPTION_MTE: {
+		static const char *const words[] = {"sync", "async", "off"};
+		return words[*(const enum mte_option *)field];
+	}
 	case OPTION_PATH: return *(const char *)field ? (const char *)field : "none";
 	case OPTION_SIZE:
 	case OPTION_COUNT: break;

@@ -57,6 +57,9 @@ static const struct kind_text kinds[ERR_COUNT] = {
 	[ERR_SLOT_NOT_ALLOCATED] = {"slot is not allocated (double free or invalid pointer)", false, ignored},
 	[ERR_FREED_SLAB] = {"use of a pointer into a freed slab (double free?)", false, ignored},
 	[ERR_SLOT_FREED] = {"slot was already freed (double free?)", false, ignored},
+	/* Under memory tagging a stale pointer to a slot handed out again carries the old
+	 * owner's tag; a forged one any other. */
+	[ERR_WRONG_TAG] = {"pointer's tag is not its slot's (stale or invalid pointer)", false, ignored},
 	[ERR_DOUBLE_FREE] = {"double free", false, ignored},
 	[ERR_USE_AFTER_FREE] = {"use after free", false, NULL},
 	[ERR_INTO_FREED] = {"object size of a pointer into freed memory", false, NULL},

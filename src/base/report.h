@@ -72,6 +72,7 @@ enum report_kind {
 	ERR_META_GUARD,          /* the metadata's guard page could not be closed */
 	ERR_REENTERED,           /* the thread holds the lock it asks for */
 	ERR_KERNEL,              /* a system call failed in a way it never should (report_kernel) */
+	ERR_WRONG_TAG,           /* a live slot, through a pointer without its memory tag (arm64 MTE) */
 	ERR_COUNT
 };
 

@@ -61,6 +61,7 @@ struct rampart_roots {
 	struct large_state *large;
 	struct slab_roots slab;
 	struct options opt;
+	unsigned mte; /* enum mte_state (os/mte.h): whether slab memory is tagged, the checks' mode */
 };
 
 #define ROOTS_PAGE_BYTES 4096

@@ -23,6 +23,7 @@
 #include "guard/guard.h"
 #include "front/init.h"
 #include "large/large.h"
+#include "os/mte.h"
 #include "os/os.h"
 #include "front/passthrough.h"
 #include "slab/slab.h"
@@ -354,4 +355,10 @@ API const char *rampart_guard_backend(void)
 {
 	if (!rampart_ready()) return rampart_passthrough() ? "passthrough" : "none";
 	return guard_backend_name();
+}
+
+API const char *rampart_memory_tagging(void)
+{
+	if (!rampart_ready()) return rampart_passthrough() ? "passthrough" : "none";
+	return mte_state_name(roots.mte);
 }

@@ -16,6 +16,7 @@
 #include "large/large.h"
 #include "os/lock.h"
 #include "guard/meta.h"
+#include "os/mte.h"
 #include "os/os.h"
 #include "front/passthrough.h"
 #include "front/policy.h"
@@ -75,6 +76,8 @@ static void say_choices(void)
 	struct out o = out_fd(2, space, sizeof space);
 	out_str(&o, "rampart: version " RAMPART_VERSION "; guard backend ");
 	out_str(&o, guard_backend_name());
+	out_str(&o, "; memory tagging ");
+	out_str(&o, mte_state_name(roots.mte));
 	out_str(&o, "; slab arenas ");
 	out_num(&o, roots.slab.arenas);
 	out_str(&o, "; large quarantine ");
@@ -171,6 +174,7 @@ bool rampart_init_slow(void)
 		random_init();
 		guard_init(roots.opt.guard);
 		guard_verbose(roots.opt.verbose);
+		roots.mte = mte_start(roots.opt.mte); /* before the slab regions, mapped tagged if so */
 		ok = start_modules();
 		if (ok) {
 			protect_roots();

@@ -143,6 +143,15 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		memcpy(field, &e, sizeof e);
 		return;
 	}
+	case OPTION_MTE: {
+		enum mte_option m;
+		if (word_is(v, vlen, "sync")) m = MTE_OPTION_SYNC;
+		else if (word_is(v, vlen, "async")) m = MTE_OPTION_ASYNC;
+		else if (word_is(v, vlen, "off")) m = MTE_OPTION_OFF;
+		else return complain(src, "bad value ", v, vlen, " for mte: expected sync, async or off", SIZE_MAX);
+		memcpy(field, &m, sizeof m);
+		return;
+	}
 	case OPTION_STATS: {
 		enum stats_report s;
 		if (word_is(v, vlen, "0")) s = STATS_OFF;

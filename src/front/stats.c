@@ -12,6 +12,7 @@
 #include "rampart.h"
 #include "base/text.h"
 #include "guard/guard.h"
+#include "os/mte.h"
 #include "front/init.h"
 #include "large/large.h"
 #include "slab/slab.h"
@@ -146,6 +147,8 @@ static unsigned long stats_hit_permille(const struct rampart_heap_stats *h)
 static unsigned long stats_arenas_open(void) { return slab_arenas_open(); }
 static unsigned long stats_arenas(void) { return roots.slab.arenas; }
 static unsigned long stats_guards_omitted(void) { return guard_guards_omitted(); }
+/* Slab memory tagged under arm64 MTE, and how tags are checked: "sync", "async" or "off". */
+static const char *stats_memory_tagging(void) { return mte_state_name(roots.mte); }
 
 enum stat_group {
 #define GROUP_ENUM(group, json, text) GROUP_##group,

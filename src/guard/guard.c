@@ -42,6 +42,20 @@
 #endif
 
 #define RW (PROT_READ | PROT_WRITE)
+#if defined(__aarch64__) && !defined(PROT_MTE)
+#define PROT_MTE 0x20
+#endif
+
+/* What an open span of r is: read-write, and tagged where r's memory carries tags
+ * (slab regions under arm64 memory tagging). */
+static int rw_of(const struct guard_region *r)
+{
+#if defined(__aarch64__)
+	if (r->flags & REGION_TAGGED) return RW | PROT_MTE;
+#endif
+	(void)r;
+	return RW;
+}
 
 static _Atomic int backend = GUARD_MPROTECT;
 
@@ -285,7 +299,7 @@ bool guard_open(struct guard_region *r, size_t off, size_t len)
 		}
 	}
 	if (r->flags & REGION_PROTECTED) {
-		int err = os_protect(p, len, RW);
+		int err = os_protect(p, len, rw_of(r));
 		if (err) {
 			if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
 			/* Leave it unreachable again: markers were removed above. */
@@ -377,7 +391,7 @@ bool guard_extend(struct guard_region *r, size_t off, size_t len)
 		if (!len) return true;
 	}
 	void *p = (void *)(r->base + off);
-	int err = os_protect(p, len, RW);
+	int err = os_protect(p, len, rw_of(r));
 	if (err && !os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
 	return err == 0;
 }
@@ -613,7 +627,7 @@ static bool grow_marked(struct guard_region *r, void *p, size_t len)
 		r->flags &= ~REGION_MARKERS;
 		return false;
 	}
-	err = os_protect(p, len, RW);
+	err = os_protect(p, len, rw_of(r));
 	if (!err) return true;
 	if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
 	/* Still PROT_NONE: drop the markers, which an mprotect alone would not open. */

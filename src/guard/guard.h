@@ -33,6 +33,7 @@ enum {
 	REGION_GROWS = 32u,     /* grows in a window (guard_start): a closed page lies below base */
 	REGION_STALE = 64u,     /* a span was closed in place: it may keep what a program did to it
 				 * (mlock, advice, protection), so the region is never reused */
+	REGION_TAGGED = 128u,   /* open spans are PROT_MTE (arm64 memory tagging, os/mte.h) */
 };
 /* Bits of flags holding the number of the region's label (guard.c), 0 = none. */
 #define REGION_LABEL_SHIFT 8

@@ -227,9 +227,12 @@ static struct free_batch *slab_batch_for(unsigned r)
  * anything but a clean free of a live slot: the locked path then judges it, with its
  * exact report (a double free of a batched slot finds the mark there). Reads what the
  * lock guards as slab_class.h's invariants allow. */
-noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct area_span *sp, bool sized,
+noinline bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, bool sized,
 			      unsigned c_claimed)
 {
+	/* p is the program's pointer, tagged under arm64 memory tagging (slot_tag.h): the
+	 * live slot is read through it, decoded and wiped through a. */
+	uintptr_t a = slot_untag((const void *)p);
 	if (!k->open_slabs || (sized && c_claimed != k->cls)) return false;
 	/* Decoded without the lock: a directory that holds the slot's position is seen with
 	 * the hwm that covers it (fresh_slab), even for a pointer whose free races with the
@@ -246,14 +249,19 @@ noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct ar
 	const struct slot_bits *b = &s->bits[i >> 6];
 	if (!(__atomic_load_n(&b->used, __ATOMIC_RELAXED) & ~__atomic_load_n(&b->quar, __ATOMIC_RELAXED) & bit))
 		return false;
+	if (!slot_tag_ok(k, (const void *)p, a)) return false; /* the locked path reports it */
 #if CONFIG_ZERO_ON_FREE
 	/* Written past the request: the locked path reports it (slot_check.h). */
-	if (!slack_zero(a, extent_of(k, s, i), k->usable)) return false;
+	if (!slack_zero(p, extent_of(k, s, i), k->usable)) return false;
 #endif
 	uint64_t expect = s->canary, mark = batched_canary(s);
-	if (!__atomic_compare_exchange_n((uint64_t *)(a + k->usable), &expect, mark, false, __ATOMIC_ACQUIRE,
+	if (!__atomic_compare_exchange_n((uint64_t *)(p + k->usable), &expect, mark, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		return false; /* freed already (the mark), or the canary is damaged */
+#if RAMPART_MTE
+	/* Claimed: tag 0 now, so the stale pointer faults and the rest goes through a. */
+	if (roots.mte) slot_tag_free(k, a);
+#endif
 	/* Ours alone now against any other batched free, and a neighbour's check takes it
 	 * for live (its bits say so), reading none of its data. A free under the lock in
 	 * another thread at this very moment (a double free in two threads at once) does
@@ -265,6 +273,9 @@ noinline bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct ar
 	memset((void *)a, 0, extent_of(k, s, i));
 #endif
 	memcpy((void *)a, &mark, 8);
+#if RAMPART_MTE
+	if (roots.mte) slot_tag_keep(k, a, mte_top(p));
+#endif
 	invariant(fb->n < CONFIG_SLAB_FREE_BATCH);
 	fb->e[fb->n] = qentry(pos, i);
 	/* Release: a fork child reading the batch of a thread that does not exist there

@@ -17,10 +17,10 @@
 #include "slab/slab_class.h"
 
 #if SLAB_FREE_BATCHES
-/* A free of a, in class k (k's arena is not the calling thread's), by way of the
+/* A free of p (the program's pointer), in class k (k's arena is not the calling thread's), by way of the
  * thread's batch: true when done; false, having changed nothing, for the class lock's
  * path to judge. No lock may be held. */
-bool slab_batch_free(struct slab_class *k, uintptr_t a, const struct area_span *sp, bool sized, unsigned c_claimed);
+bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, bool sized, unsigned c_claimed);
 /* Every batch of the calling thread enters its quarantine (malloc_trim). */
 void slab_batch_flush_mine(void);
 /* Fork handlers, called from slab_fork.c's: the pool lock is taken first and given back

@@ -114,7 +114,13 @@ void slab_fork_child(void);
 
 static inline bool slab_contains(const void *p)
 {
+#if defined(__aarch64__)
+	/* Without the top byte: a tag under memory tagging (slab/slot_tag.h); the slab
+	 * judges whether the pointer may carry it. */
+	return ((uintptr_t)p & (((uintptr_t)1 << 56) - 1)) - roots.slab.base < roots.slab.size;
+#else
 	return (uintptr_t)p - roots.slab.base < roots.slab.size;
+#endif
 }
 
 #endif

@@ -8,6 +8,7 @@
  * The parts, bottom-up: each includes and calls only parts listed before it (a part's
  * interface is its own header), never one listed after it:
  *   slab_class.{h,c}        data, locking, decoding (the .c: the arena and set-up bits)
+ *   slot_tag.h              a slot's memory tag (arm64 MTE)
  *   slot_check.h            judging a slot: live, its canary, its neighbours
  *   slab_setup.{h,c}        start-up, a class's set-up, spill regions, opening arenas
  *   slab_life.{h,c}         a slab's life: fresh, active, empty, closed; the budget
@@ -621,6 +622,10 @@ static inline const struct guard_region *span_region(const struct slab_class *k,
 	if (sp == &k->span[AREA_NURSERY]) return &k->nursery;
 	return &((const struct slab_spill *)((const char *)sp - offsetof(struct slab_spill, span)))->region;
 }
+
+/* The flags of a class's regions (its home region, nursery cell, spill regions): spans
+ * open and close piecemeal, and under arm64 memory tagging they are mapped tagged. */
+static inline uint32_t slab_region_flags(void) { return REGION_KEEP_ANON | (roots.mte ? REGION_TAGGED : 0); }
 
 static inline void span_write(struct area_span *sp, uintptr_t base, size_t lo, size_t hi)
 {

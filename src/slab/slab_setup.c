@@ -217,7 +217,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->seg_pos = (uint32_t)MIN((region - region / 16 - os_page) / k->slab_bytes, (size_t)positions_cap(k));
 	k->seg_magic = magic_of(k->seg_pos);
 	guard_start(&k->region, area);
-	k->region.flags |= REGION_KEEP_ANON;
+	k->region.flags |= slab_region_flags();
 	/* Its nursery cell: at a random cell-aligned place in its slot, then as many
 	 * positions as fit above a random lead of up to a quarter of the cell (at least a
 	 * page, never mapped) and below a closed page. The zero class's memory never opens:
@@ -232,7 +232,7 @@ noinline void slab_class_setup(struct slab_class *k)
 		if (fit) {
 			k->nursery_bytes = fit * k->slab_bytes;
 			guard_start(&k->nursery, at + lead);
-			k->nursery.flags |= REGION_KEEP_ANON;
+			k->nursery.flags |= slab_region_flags();
 		}
 	}
 	spans_update(k);
@@ -270,7 +270,7 @@ bool slab_spill_add(struct slab_class *k)
 	size_t lead = (1 + random_below(k->rnd, region / 16 / os_page)) * os_page;
 	uintptr_t start = roots.slab.base + ((SPILL_FIRST + j) << roots.slab.region_shift) + lead;
 	guard_start(&sp->region, start);
-	sp->region.flags |= REGION_KEEP_ANON;
+	sp->region.flags |= slab_region_flags();
 	size_t lo = (size_t)k->max_pos * k->slab_bytes; /* its first position's offset */
 	span_write(&sp->span, start - lo, lo, lo);   /* nothing mapped yet */
 	__atomic_store_n(&sp->owner, k, __ATOMIC_RELEASE);

@@ -17,6 +17,7 @@
 #include "slab/slab_setup.h"
 #include "slab/slot_check.h"
 #include "slab/slot_quarantine.h"
+#include "slab/slot_tag.h"
 
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
@@ -129,6 +130,11 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	 * slot's canary is found at the slot's next free, or at its neighbours'. */
 	if (fresh && k->open_slabs) memcpy(p + k->usable, &s->canary, 8);
 #endif
+#if RAMPART_MTE
+	/* Tagged under the lock, where a neighbour's allocation reads this slot's tag. The
+	 * scan and the clearing below go through the tagged pointer. */
+	if (roots.mte && k->open_slabs) p = (char *)slot_tag_new(k, (uintptr_t)p, i);
+#endif
 	class_unlock(k);
 	if (fresh || !k->open_slabs) return p;
 
@@ -193,9 +199,20 @@ static noinline cold void free_unopened(const void *p)
 	if (!report_go_on(OP_FREE, ERR_NOT_LIVE, p)) report_fatal(OP_FREE, ERR_NOT_LIVE, p);
 }
 
+/* A pointer whose tag is not its slot's (slot_tag.h): not the live block it points at.
+ * Fatal, or under on_error=report reported and ignored, like any invalid free. */
+static noinline cold void wrong_tag(struct slab_class *k, const struct slab *s, uintptr_t a, enum report_op op,
+				    const void *p)
+{
+	/* A slot freed into another thread's batch has tag 0 already: its canary word,
+	 * read with its memory's tag, says it was freed (check_not_batched's answer). */
+	check_not_batched(k, s, slot_mem(a), op);
+	(void)not_live(k, op, ERR_WRONG_TAG, p);
+}
+
 void slab_free(void *p, bool sized, unsigned c_claimed)
 {
-	uintptr_t a = (uintptr_t)p;
+	uintptr_t a = slot_untag(p);
 	const struct area_span *span;
 	struct slab_class *k = class_at(a, &span);
 	if (unlikely(!k)) {
@@ -203,12 +220,25 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		return;
 	}
 #if SLAB_FREE_BATCHES
-	if (tls_arena != k->arena1 && !os_single_threaded() && slab_batch_free(k, a, span, sized, c_claimed)) return;
+	if (tls_arena != k->arena1 && !os_single_threaded() &&
+	    slab_batch_free(k, (uintptr_t)p, span, sized, c_claimed))
+		return;
 #endif
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, a, span, &pos, &i, OP_FREE);
 	if (unlikely(!s)) return; /* on_error=report: reported and ignored */
+	if (unlikely(!slot_tag_ok(k, p, a))) {
+		wrong_tag(k, s, a, OP_FREE, p);
+		return;
+	}
+#if RAMPART_MTE
+	/* Tag 0 from here: the stale pointer faults, and what follows reads and wipes the
+	 * slot through its untagged address. */
+	unsigned old_tag = mte_top((uintptr_t)p);
+	if (roots.mte && k->open_slabs) slot_tag_free(k, a);
+	p = (void *)a;
+#endif
 	if (unlikely(sized && c_claimed != k->cls) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p))
 		die(k, OP_FREE, ERR_WRONG_SIZE, p);
 	if (k->open_slabs) {
@@ -221,6 +251,9 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		size_t extent = extent_of(k, s, i);
 		check_slack(k, a, extent, k->usable, OP_FREE);
 		memset(p, 0, extent);
+#endif
+#if RAMPART_MTE
+		if (roots.mte) slot_tag_keep(k, a, old_tag);
 #endif
 	}
 #if CONFIG_SLOT_QUARANTINE
@@ -236,11 +269,13 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 size_t slab_usable_size(const void *p)
 {
 	const struct area_span *span;
-	struct slab_class *k = class_at((uintptr_t)p, &span);
+	struct slab_class *k = class_at(slot_untag(p), &span);
 	if (unlikely(!k)) report_fatal(OP_USABLE_SIZE, ERR_NOT_LIVE, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, OP_USABLE_SIZE);
+	struct slab *s = live_slot(k, slot_untag(p), span, &pos, &i, OP_USABLE_SIZE);
+	/* Its tag checked, p reads the live slot below. */
+	if (unlikely(!slot_tag_ok(k, p, slot_untag(p)))) wrong_tag(k, s, slot_untag(p), OP_USABLE_SIZE, p);
 	check_not_batched(k, s, (uintptr_t)p, OP_USABLE_SIZE);
 	check_slack(k, (uintptr_t)p, extent_of(k, s, i), k->usable, OP_USABLE_SIZE);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
@@ -251,11 +286,12 @@ size_t slab_usable_size(const void *p)
 bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 {
 	const struct area_span *span;
-	struct slab_class *k = class_at((uintptr_t)p, &span);
+	struct slab_class *k = class_at(slot_untag(p), &span);
 	if (unlikely(!k)) report_fatal(OP_REALLOC, ERR_NOT_LIVE, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
-	struct slab *s = live_slot(k, (uintptr_t)p, span, &pos, &i, OP_REALLOC);
+	struct slab *s = live_slot(k, slot_untag(p), span, &pos, &i, OP_REALLOC);
+	if (unlikely(!slot_tag_ok(k, p, slot_untag(p)))) wrong_tag(k, s, slot_untag(p), OP_REALLOC, p);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p, OP_REALLOC);
 	bool stays = c_new == k->cls;
 	if (stays) {
@@ -270,7 +306,7 @@ bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 
 size_t slab_object_size(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
+	uintptr_t a = slot_untag(p);
 	const struct area_span *span;
 	struct slab_class *k = class_at(a, &span);
 	if (!k) return 0; /* a region never mapped: whatever is there is not rampart's */
@@ -296,9 +332,12 @@ size_t slab_object_size(const void *p)
 	struct slab *s = pl.s;
 	uint32_t i = pl.i, at = pl.at;
 	if (unlikely(i >= k->slots || !slot_live(s, i))) die(k, OP_OBJECT_SIZE, ERR_NOT_LIVE_INSIDE, p);
-	check_not_batched(k, s, slot_start(k, pl.pos, i), OP_OBJECT_SIZE);
+	if (unlikely(!slot_tag_ok(k, p, a))) wrong_tag(k, s, slot_start(k, pl.pos, i), OP_OBJECT_SIZE, p);
+	/* The live slot is read through its start with p's tag (checked). */
+	check_not_batched(k, s, slot_with_tag_of(slot_start(k, pl.pos, i), p), OP_OBJECT_SIZE);
 	if (at < k->usable) { /* told it may use all of it */
-		check_slack(k, slot_start(k, pl.pos, i), extent_of(k, s, i), k->usable, OP_OBJECT_SIZE);
+		check_slack(k, slot_with_tag_of(slot_start(k, pl.pos, i), p), extent_of(k, s, i), k->usable,
+			    OP_OBJECT_SIZE);
 		set_extent(k, s, i, k->usable);
 	}
 	class_unlock(k);
@@ -321,7 +360,7 @@ static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
 		if (s->state != SLAB_ACTIVE) continue;
 		for (uint32_t i = 0; i < k->slots; i++) {
 			if (!slot_live(s, i)) continue;
-			uint64_t v = canary_word(slot_start(k, pos, i) + k->usable);
+			uint64_t v = canary_word(slot_mem(slot_start(k, pos, i) + k->usable));
 			if (likely(v == s->canary)) continue;
 #if SLAB_FREE_BATCHES
 			if (v == batched_canary(s)) continue; /* freed, in another thread's batch */
