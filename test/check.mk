@@ -200,6 +200,11 @@ check-arm64:
 	$(QEMU_ARM64) out-arm64/test/static/mte_death 2>/dev/null | grep -x "mte_death: 0 failed (memory tagging sync)"; \
 	$(QEMU_ARM64_PLAIN) -cpu cortex-a72 out-arm64/test/static/mte_death 2>/dev/null \
 		| grep -x "mte_death: 0 failed (memory tagging off)"; \
+	echo "arm64: a tag-check mode the program chose (glibc.mem.tagging) is kept"; \
+	$(ARM64_CC) -static -O2 -Wall -Wextra -Werror -Iinclude -o out-arm64/mte_keep_mode test/arm64/mte_keep_mode.c \
+		out-arm64/librampart.a -lpthread; \
+	GLIBC_TUNABLES=glibc.mem.tagging=1 MTE_EXPECT=async $(QEMU_ARM64) out-arm64/mte_keep_mode; \
+	GLIBC_TUNABLES=glibc.mem.tagging=3 MTE_EXPECT=sync $(QEMU_ARM64) out-arm64/mte_keep_mode; \
 	SKIP_ARCH=arm64 MTE_OFF_BACKEND=mprotect EXTRA_ENV=EXPECT_BACKEND=mprotect \
 		sh test/run-bins.sh arm64 out-arm64/test/static $(QEMU_ARM64)
 
