@@ -191,27 +191,33 @@ class ShellWorkload(Workload):
         return {"argv": [ctx.bash, os.path.join(HERE, "shell.sh"), str(p[0])]}
 
 
+def compile_and_check(ctx, compiler, src, exe, expect):
+    """The run spec of a compile of SRC into EXE whose program must print EXPECT
+    (run untimed, no preload); EXE is removed before each run."""
+    name = os.path.basename(compiler)
+
+    def verify(stdout):
+        if not os.path.exists(exe):
+            return "%s produced no executable" % name
+        r = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env=ctx.clean_env)
+        if r.returncode != 0 or r.stdout.decode() != expect:
+            return "compiled program printed %r, expected %r" % (r.stdout.decode()[:40], expect)
+        return None
+
+    def before():
+        if os.path.exists(exe):
+            os.unlink(exe)
+
+    return {"argv": [compiler, "-O2", "-o", exe, src], "verify": verify, "before": before}
+
+
 class GccWorkload(Workload):
     def setup(self, ctx, p):
         n = p[0]
         src = os.path.join(ctx.bindir, "gcc-big-%d.c" % n)
-        exe = os.path.join(ctx.bindir, "gcc-big-%d" % n)
         expect = gen_c(src, n)  # cheap; always regenerate so src and expect agree
-
-        def verify(stdout):
-            if not os.path.exists(exe):
-                return "gcc produced no executable"
-            r = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=60, env=ctx.clean_env)
-            if r.returncode != 0 or r.stdout.decode() != expect:
-                return "compiled program printed %r, expected %r" % (r.stdout.decode()[:40], expect)
-            return None
-
-        def before():
-            if os.path.exists(exe):
-                os.unlink(exe)
-
-        return {"argv": [ctx.gcc, "-O2", "-o", exe, src], "verify": verify, "before": before}
+        return compile_and_check(ctx, ctx.gcc, src, os.path.join(ctx.bindir, "gcc-big-%d" % n), expect)
 
 
 def gen_cxx(path, nfuncs):
@@ -247,23 +253,8 @@ class CxxWorkload(Workload):
     def setup(self, ctx, p):
         n = p[0]
         src = os.path.join(ctx.bindir, "cxx-big-%d.cpp" % n)
-        exe = os.path.join(ctx.bindir, "cxx-big-%d" % n)
         expect = gen_cxx(src, n)
-
-        def verify(stdout):
-            if not os.path.exists(exe):
-                return "g++ produced no executable"
-            r = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=60, env=ctx.clean_env)
-            if r.returncode != 0 or r.stdout.decode() != expect:
-                return "compiled program printed %r, expected %r" % (r.stdout.decode()[:40], expect)
-            return None
-
-        def before():
-            if os.path.exists(exe):
-                os.unlink(exe)
-
-        return {"argv": [ctx.gxx, "-O2", "-o", exe, src], "verify": verify, "before": before}
+        return compile_and_check(ctx, ctx.gxx, src, os.path.join(ctx.bindir, "cxx-big-%d" % n), expect)
 
 
 def git_repo(ctx, path, ncommits):
