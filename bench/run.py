@@ -867,56 +867,121 @@ def fmt_rate(v):
     return "%.0f" % v if v >= 1000 else "%.3g" % v
 
 
-# The targets of the issue "Speed" (#9): time and RSS against glibc, rampart against Scudo.
-TARGET_TIME, TARGET_LIGHT, TARGET_MID, TARGET_RSS = 1.3, 1.1, 2.0, 1.2
-SCUDO_EXEMPT = ("large",)
+# The targets of issue 37 ("Speed where every process feels it"), one row each in
+# the report. Each is (what, limit, how this run is measured against it); the limits
+# are the issue's, so a target changes here and nowhere else.
+TARGET_GEO_DEFAULT, TARGET_GEO_LIGHT = 1.45, 1.15      # time, geometric mean over all workloads
+TARGET_SHELL = 1.25                                     # `shell` against glibc
+TARGET_LARGE_DEFAULT, TARGET_LARGE_LIGHT = 2.2, 1.5     # `large` against glibc
+TARGET_SCUDO = ("small", "threads2")                    # at or below Scudo's time
+TARGET_MID_OVER_FLOOR = 1.10                            # `mid` at most its floor + 10 %
+TARGET_RSS, TARGET_RSS_REAL = 1.2, 1.15                 # peak RSS, all workloads / real programs
+TARGET_REAL = 1.05                                      # time, geometric mean of the real programs
+TARGET_SHELL_VMAS = 10                                  # mappings a shell gains over glibc's
+# start-up: (program, measure, "+" for a difference from glibc or "x" for a ratio, limit)
+TARGET_STARTUP = [
+    ("/bin/echo x", "cpu", "+", 150), ("sh -c :", "cpu", "+", 60), ("python3 -c pass", "cpu", "x", 1.05),
+    ("/bin/echo x", "calls", "+", 30), ("/bin/echo x", "faults", "+", 25),
+]
+
+# `mid`'s floor: its own program under glibc, doing itself the two passes rampart
+# makes over what was asked for (bench/churn.c, PASSES=1), in every round.
+FLOOR_OF = "mid"
 
 
-def write_targets(L, med, workloads, names):
+def floor_workload(w):
+    return CWorkload(w.name + "-floor", "the floor of " + w.name, w.binary,
+                     w.params["full"] + [1, 1], w.params["quick"] + [1, 1])
+
+
+def write_targets(L, med, workloads, names, results, start, start_calls):
     """Each target of the issue with what this run measured: the report says itself
     which are met, so nobody has to work it out from the tables by hand."""
     if "glibc" not in names or "rampart" not in names:
         return
     rows = []
 
-    def geo(a, key, limit, what):
+    def ok(a, w):
+        m = med.get((w, a))
+        return m if m and not m["error"] else None
+
+    def geo(a, key, limit, what, subset=None):
         if a not in names:
             return
-        g, n = ratio_vs(med, workloads, a, "glibc", key)
+        ws = [w for w in workloads if subset is None or subset(w)]
+        if not ws:
+            return
+        g, n = ratio_vs(med, ws, a, "glibc", key)
         if g is not None:
-            cover = "" if n == len(workloads) else " (%d of %d workloads)" % (n, len(workloads))
-            rows.append((what, "≤ %.1f×" % limit, "%.2f×%s" % (g, cover), g <= limit))
+            cover = "" if n == len(ws) else " (%d of %d workloads)" % (n, len(ws))
+            rows.append((what, "≤ %.2f×" % limit, "%.2f×%s" % (g, cover), g <= limit))
 
-    geo("rampart", "time", TARGET_TIME, "rampart: time against glibc, geometric mean")
-    geo("rampart-light", "time", TARGET_LIGHT, "rampart-light: time against glibc, geometric mean")
-    m, g = med.get(("mid", "rampart")), med.get(("mid", "glibc"))
-    if m and g and not m["error"] and not g["error"]:
-        r = m["time"] / g["time"]
-        rows.append(("rampart: mid against glibc", "≤ %.1f×" % TARGET_MID, "%.2f×" % r, r <= TARGET_MID))
-    geo("rampart", "rss", TARGET_RSS, "rampart: peak RSS against glibc, geometric mean")
+    def one(a, w, limit, what, key="time"):
+        x, g = ok(a, w), ok("glibc", w)
+        if a in names and x and g:
+            r = x[key] / g[key]
+            rows.append((what, "≤ %.2f×" % limit, "%.2f×" % r, r <= limit))
+
+    real = lambda w: w.per_run  # the programs, not the C workloads
+    geo("rampart", "time", TARGET_GEO_DEFAULT, "rampart: time against glibc, geometric mean")
+    geo("rampart-light", "time", TARGET_GEO_LIGHT, "rampart-light: time against glibc, geometric mean")
+    geo("rampart", "time", TARGET_REAL, "rampart: real programs' time against glibc, geometric mean", real)
+    one("rampart", "shell", TARGET_SHELL, "rampart: shell against glibc")
+    one("rampart", "large", TARGET_LARGE_DEFAULT, "rampart: large against glibc")
+    one("rampart-light", "large", TARGET_LARGE_LIGHT, "rampart-light: large against glibc")
     if "scudo" in names:
-        slower, compared = [], 0
-        for w in workloads:
-            x, y = med.get((w.name, "rampart")), med.get((w.name, "scudo"))
-            if w.name in SCUDO_EXEMPT or not x or not y or x["error"] or y["error"]:
-                continue
-            compared += 1
-            if x["time"] > y["time"]:
-                slower.append("%s %.2f×" % (w.name, x["time"] / y["time"]))
-        if compared:
-            rows.append(("rampart: no workload slower than Scudo (but %s)" % ", ".join(SCUDO_EXEMPT),
-                         "none slower", "slower on %d of %d: %s" % (len(slower), compared, ", ".join(slower))
-                         if slower else "none of %d" % compared, not slower))
+        for w in TARGET_SCUDO:
+            x, y = ok("rampart", w), ok("scudo", w)
+            if x and y:
+                r = x["time"] / y["time"]
+                rows.append(("rampart: %s against Scudo" % w, "≤ 1.00×", "%.2f×" % r, r <= 1.0))
+    floor = [r["time"] for r in results.get((FLOOR_OF + "-floor", "glibc"), []) if not r["error"]]
+    x, g = ok("rampart", FLOOR_OF), ok("glibc", FLOOR_OF)
+    if floor and x and g:
+        f = statistics.median(floor)
+        rows.append(("rampart: %s against its floor (glibc plus the wipe and the check: %.2f× glibc)"
+                     % (FLOOR_OF, f / g["time"]), "≤ %.2f×" % TARGET_MID_OVER_FLOOR,
+                     "%.2f×" % (x["time"] / f), x["time"] / f <= TARGET_MID_OVER_FLOOR))
+    geo("rampart", "rss", TARGET_RSS, "rampart: peak RSS against glibc, geometric mean")
+    geo("rampart", "rss", TARGET_RSS_REAL, "rampart: real programs' peak RSS against glibc, geometric mean", real)
+    x, g = ok("rampart", "shell"), ok("glibc", "shell")
+    if x and g:
+        d = x["vmas"] - g["vmas"]
+        rows.append(("rampart: shell's mappings over glibc's (largest process, at peak)",
+                     "≤ +%d" % TARGET_SHELL_VMAS, "%+d" % d, d <= TARGET_SHELL_VMAS))
+    for label, measure, how, limit in TARGET_STARTUP:
+        def value(a):
+            v = start.get(a, {}).get(label)
+            if measure == "calls":
+                return start_calls.get(a, {}).get(label)
+            if not isinstance(v, list) or not v:
+                return None
+            return statistics.median(t[0 if measure == "cpu" else 1] for t in v)
+        r, g = value("rampart"), value("glibc")
+        if r is None or g is None or not g:
+            continue
+        unit = {"cpu": " µs", "calls": " calls", "faults": " faults"}[measure]
+        what = "rampart: start-up of `%s`, %s against glibc" % (
+            label, {"cpu": "CPU time", "calls": "system calls", "faults": "page faults"}[measure])
+        if how == "+":
+            rows.append((what, "≤ +%d%s" % (limit, unit), "%+.0f%s" % (r - g, unit), r - g <= limit))
+        else:
+            rows.append((what, "≤ %.2f×" % limit, "%.2f×" % (r / g), r / g <= limit))
     if not rows:
         return
-    L("## Targets of the issue \"Speed\"")
+    L("## Targets of issue 37, \"Speed where every process feels it\"")
     L("")
     L("| target | limit | this run | met |")
     L("|---|---|---|---|")
-    for what, limit, got, ok in rows:
-        L("| %s | %s | %s | %s |" % (what, limit, got, "yes" if ok else "**no**"))
+    for what, limit, got, met in rows:
+        L("| %s | %s | %s | %s |" % (what, limit, got, "yes" if met else "**no**"))
     L("")
-    L("Ratios against Scudo are rampart's time over Scudo's, workload by workload (medians).")
+    L("Ratios are medians over the rounds. Real programs are the workloads that run a program "
+      "(%s), not a C workload. `%s`'s floor is its own program run under glibc in every round, "
+      "zeroing each block before it frees it and reading each new block through "
+      "(`churn ... 1 1`): glibc's work plus the two passes the issue holds rampart to; "
+      "it leaves out the slot quarantine, whose cost is the distance to it."
+      % (", ".join(w.name for w in workloads if w.per_run) or "none in this run", FLOOR_OF))
     L("")
 
 
@@ -1111,7 +1176,7 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, 
                 cells.append("%.2f" % (m["time"] / base["time"]))
         L("| %s | %s |" % (w.name, " | ".join(cells)))
     L("")
-    write_targets(L, med, workloads, names)
+    write_targets(L, med, workloads, names, results, *startup[1:])
     table("Peak RSS (MiB, median)", "rss", lambda v: "%.1f" % v,
           [("geomean RSS vs glibc", "glibc"), ("geomean RSS vs rampart", "rampart")])
     table("VMAs at peak (lines of /proc/PID/maps, median)", "vmas", lambda v: "%d" % v, [])
@@ -1439,6 +1504,13 @@ def main():
                 r["round"] = rnd
                 check_output(w, a, r)
                 results.setdefault((w.name, a), []).append(r)
+                if w.name == FLOOR_OF and a == "glibc" and not r["error"]:
+                    fw = floor_workload(w)
+                    fr = run_one(ctx, fw, fw.setup(ctx, fw.params[mode]), path, timeout)
+                    check_output(w, a, fr)  # the same checksum as the workload's own
+                    results.setdefault((fw.name, a), []).append(fr)
+                    print("bench: %-15s %-14s round %d/%d %8.3f s%s" % (fw.name, a, rnd, rounds, fr["time"],
+                          "" if not fr["error"] else "  FAILED: " + fr["error"]), flush=True)
                 status = "ok" if not r["error"] else "FAILED: " + r["error"]
                 if r["faults"] is None or r["error"]:
                     flt = "%19s" % ""
