@@ -659,32 +659,13 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 }
 
 /* The first growth of a region behind markers with [open_off, open_off + open_len)
- * open at once: markers go only around the span (both sides in one call where the
- * kernel takes two ranges), so the span needs no call of its own to open. A class's
- * first slab costs three calls instead of four, and every process pays that for every
- * class it uses. Markers before read-write, as in grow_marked. */
-static bool grow_marked_open(struct guard_region *r, void *p, size_t len, size_t open_off, size_t open_len)
-{
-	uintptr_t open = r->base + open_off, end = (uintptr_t)p + len;
-	struct os_span sides[2] = {{p, open - (uintptr_t)p}, {(void *)(open + open_len), end - open - open_len}};
-	int err = os_advise_spans(sides, 2, MADV_GUARD_INSTALL);
-	if (err) {
-		if (err == EINVAL) latch_off();
-		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
-		r->flags &= ~REGION_MARKERS;
-		/* Whatever part was marked is still PROT_NONE: without markers it stays closed. */
-		err = os_advise(p, len, MADV_GUARD_REMOVE);
-		if (err) report_kernel(OP_GUARD_REMOVE, err, p);
-		return false;
-	}
-	err = os_protect(p, len, RW);
-	if (!err) return true;
-	if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
-	err = os_advise(p, len, MADV_GUARD_REMOVE);
-	if (err) report_kernel(OP_GUARD_REMOVE, err, p);
-	return false;
-}
-
+ * open at once: mapped read-write, markers only around the span, so neither the span
+ * nor the rest needs a call of its own. A class's first slab costs three calls (mmap
+ * and a madvise for each side) where closed-then-opened takes four, and every process
+ * pays that for every class it uses. Under mlockall(MCL_FUTURE) the mapping is
+ * populated before the kernel refuses the markers (EINVAL): it is given back and the
+ * region starts again closed, unmarked, as guard_grow makes it; the refusal latches
+ * the backend off, so a process pays that once. */
 bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size_t open_off, size_t open_len,
 		     bool *opened)
 {
@@ -693,14 +674,26 @@ bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size
 		return guard_grow(r, size, name);
 	void *p = (void *)(r->base - os_page);
 	size_t len = size + os_page;
-	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
+	/* Refused read-write (the commit limit, a memlock limit under mlockall): the
+	 * closed way, which charges only what it opens. */
+	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return guard_grow(r, size, name);
+	uintptr_t open = r->base + open_off, end = (uintptr_t)p + len;
+	struct os_span sides[2] = {{p, open - (uintptr_t)p}, {(void *)(open + open_len), end - open - open_len}};
+	int err = os_advise_spans(sides, 2, MADV_GUARD_INSTALL);
+	if (err) {
+		if (err == EINVAL) latch_off();
+		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
+		r->flags &= ~REGION_MARKERS;
+		/* One whole mapping: its unmap splits nothing, so the VMA limit cannot refuse it. */
+		err = os_unmap(p, len);
+		if (err) report_kernel(OP_MUNMAP, err, p);
+		return guard_grow(r, size, name);
+	}
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
 	label(&piece, name);
-	if (grow_marked_open(r, p, len, open_off, open_len)) {
-		r->marked_pages = (uint32_t)(size / os_page);
-		*opened = true;
-	}
+	r->marked_pages = (uint32_t)(size / os_page);
 	r->size = size;
+	*opened = true;
 	return true;
 }
 

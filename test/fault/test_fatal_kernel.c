@@ -46,9 +46,13 @@ static void efault_while_a_class_grows(void)
 
 /* A class's cell grown behind markers whose mprotect fails for want of memory: the
  * markers must come out again, and the kernel refuses that (madvise backend only; under
- * mprotect the failing mprotect of the growth's first open is fatal by itself). */
+ * mprotect the failing mprotect of the growth's first open is fatal by itself). The cell
+ * is first refused read-write (guard_grow_open), so it is grown the closed way. */
 static void efault_taking_markers_out(void)
 {
+	fk.noreplace_fail = 1;
+	fk.noreplace_errno = ENOMEM;
+	fk.noreplace_min = 64 << 10;
 	fk.mprotect_errno = guard_backend() == GUARD_MADVISE ? ENOMEM : EFAULT;
 	fk.guard_remove_errno = EFAULT;
 	void *volatile p = malloc(7000);

@@ -10,8 +10,8 @@
  *    one getrandom for every key and window place, the policy file, the backend's probe,
  *    the window checks and the metadata (docs/slab.md, "What a process pays at start-up");
  *  - each class more costs at most CLASS_MAX calls on average: its nursery cell mapped
- *    with its first slab open in the same set-up (guard_grow_open: mmap, a madvise for
- *    the markers on each side, mprotect; under the mprotect backend mmap and mprotect),
+ *    read-write with its first slab open in the same set-up (guard_grow_open: mmap and a
+ *    madvise for the markers on each side; under the mprotect backend mmap and mprotect),
  *    and now and then a growth of a metadata block.
  * Counts, not times: the bounds hold under both guard backends (the mprotect one opens
  * the first slab with one mprotect instead of markers).
@@ -30,7 +30,7 @@
 #include "slab/sizeclass.h"
 
 #define SETUP_MAX 36
-#define CLASS_MAX 4.5
+#define CLASS_MAX 3.5
 /* Where the kernel names mappings (PR_SET_VMA_ANON_NAME), every fresh mapping carries
  * one more call (its label): the bounds grow by that much. */
 #define LABEL_SETUP 6

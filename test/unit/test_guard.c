@@ -575,8 +575,9 @@ END_TEST
 
 /* A first growth with its first span opened in the same set-up (a class's nursery cell):
  * the closed page below, the span open and zero, the rest closed, one VMA behind markers;
- * under mlockall(MCL_FUTURE) the markers are refused before anything is read-write, and
- * the span is opened the old way, nothing else resident. */
+ * under mlockall(MCL_FUTURE) the read-write cell is populated, its markers are refused,
+ * and it is given back and grown closed: the span is opened the old way, nothing else
+ * resident. */
 START_TEST(test_grow_open)
 {
 	enum guard_backend b = force(_i % 2);
