@@ -162,6 +162,8 @@ static uint32_t generation_now(void)
 	return g;
 }
 
+uint32_t random_generation_current(void) { return generation_now(); }
+
 void random_reseed(struct random_state *r)
 {
 	struct random_source *s = r->source;

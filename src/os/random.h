@@ -44,8 +44,13 @@ struct random_state {
 	uint32_t until_reseed;
 	uint32_t pos;
 	uint32_t generation; /* the fork generation it was seeded in */
+	/* Its owner's mark, never touched here: the fork generation the owner last acted
+	 * in (the slab's: the one its slot quarantine started in). In the padding the
+	 * buffer's alignment leaves: no byte more. */
+	uint32_t owner_generation;
 	uint8_t buf[RANDOM_BUF_BYTES];
 };
+_Static_assert(sizeof(struct random_state) == 64 + RANDOM_BUF_BYTES, "the header is one cache line");
 
 /* A generator whose keystream seeds other generators (random_state.source): 32 bytes
  * each, erased from it as they are taken. Its own key comes from getrandom(), so a
@@ -94,6 +99,8 @@ void random_init(void);
 void random_entropy(void *buf, size_t len);
 
 void random_reseed(struct random_state *r);
+/* The process's fork generation, given a new number if it has none since its fork. */
+uint32_t random_generation_current(void);
 uint64_t random_u64(struct random_state *r);
 /* The buffered keystream is spent, or the state predates the last fork. */
 void random_refill(struct random_state *r);

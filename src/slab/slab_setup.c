@@ -206,6 +206,9 @@ noinline void slab_class_setup(struct slab_class *k)
 	 * Never mapped: the region starts above it. */
 	k->rnd->source = roots.slab.seeds;
 	random_reseed(k->rnd);
+#if CONFIG_SLOT_QUARANTINE
+	k->rnd->owner_generation = k->rnd->generation; /* its quarantine's (slot_quarantine.c) */
+#endif
 	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
 	uintptr_t area = roots.slab.base + (size_t)place_of(r) * region + guard_pages * os_page;
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)positions_cap(k));

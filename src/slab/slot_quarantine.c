@@ -109,8 +109,23 @@ static inline __attribute__((always_inline)) void prefetch_next_to_leave(const s
  * process writes the first page of each class's array, not a page wherever a draw
  * lands (each a page fault of its own); the array's first entries sit in the arena's
  * hot block, beside the other classes' (grow_random_array). */
+/* A quarantine belongs to the process that filled it. In a child after fork it starts
+ * again, empty and filled in order, as in a new process; the parent's entries are
+ * dropped: those slots stay marked quarantined, never handed out in the child. Carried
+ * on, the parent's full arrays took every free of a short-lived child to a random page
+ * of them, each a copy of its own; filled in order, a child's frees write a page every
+ * 512 entries. A slot freed in the child waits as long as in a new process; one freed
+ * before the fork, for good (docs/slab.md, "How long a freed slot waits"). */
+static noinline cold void start_after_fork(struct slab_class *k)
+{
+	k->qfill = k->qcount = k->qhead = 0;
+	k->rnd->owner_generation = random_generation_current();
+}
+
 static inline __attribute__((always_inline)) void put_entry(struct slab_class *k, qentry_t e)
 {
+	if (unlikely(k->rnd->owner_generation != __atomic_load_n(&random_generation, __ATOMIC_RELAXED)))
+		start_after_fork(k);
 	if (unlikely(k->qfill <= k->qmask) && (likely(k->qfill != k->qhot) || grow_random_array(k))) {
 		k->qrand[k->qfill++] = e;
 		return;

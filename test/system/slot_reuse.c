@@ -15,7 +15,10 @@
  *  - up to 16 KiB, in the default sizing, has a median below hardened_malloc's for the
  *    same request (HM_MEDIAN).
  * Then the same floor with malloc_trim called between the frees, and for a slot freed
- * by a thread of another arena that exits at once: neither lets a slot out early.
+ * by a thread of another arena that exits at once: neither lets a slot out early. And
+ * in a child after fork, whose quarantine starts empty (slab_class.h, class_random): a
+ * slot freed in the parent before the fork is not handed out in the child, and one
+ * freed in the child waits at least the floor.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -23,6 +26,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../harness.h"
 #include "slab/slab_class.h"
@@ -120,6 +125,51 @@ static bool trials(unsigned c, long (*measure)(unsigned), long *v)
 	return true;
 }
 
+/* In a child: the parent's freed `victim` (class c) stays out through ROUNDS times
+ * the random array and the FIFO together, and a slot freed in the child waits at
+ * least the floor. Exit status 0 when both hold. */
+enum { ROUNDS = 8 };
+static int child_after_fork(unsigned c, void *victim)
+{
+	size_t n = sc_usable(c);
+	long floor = fifo_floor(c), span = ROUNDS * (floor + floor / (1 << SLOT_Q_FIFO_SHIFT));
+	for (long k = 1; k <= span; k++) {
+		void *q = malloc(n);
+		if (!q) return 2;
+		free(q);
+		if (((uintptr_t)q & (((uintptr_t)1 << 56) - 1)) == ((uintptr_t)victim & (((uintptr_t)1 << 56) - 1))) {
+			printf("FAIL: class %u: a slot freed before the fork came back in the child after %ld frees\n",
+			       c, k);
+			return 1;
+		}
+	}
+	long back = frees_until_back(n, false);
+	if (back < floor) {
+		printf("FAIL: class %u: in the child a slot came back after %ld frees, floor %ld\n", c, back, floor);
+		return 1;
+	}
+	printf("fork, class %u (%zu): the parent's slot stayed out for %ld frees; a child's slot came back after %ld, floor %ld\n",
+	       c, sc_size(c), span, back, floor);
+	return 0;
+}
+
+static bool fork_case(unsigned c)
+{
+	void *victim = malloc(sc_usable(c));
+	if (!victim) return false;
+	free(victim);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) return false;
+	if (pid == 0) {
+		int rc = child_after_fork(c, victim);
+		fflush(stdout);
+		_exit(rc);
+	}
+	int st;
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 static long plain(unsigned c) { return frees_until_back(sc_usable(c), false); }
 static long trimmed(unsigned c) { return frees_until_back(sc_usable(c), true); }
 static long thread_exit(unsigned c) { return frees_after_thread_exit(sc_usable(c)); }
@@ -170,6 +220,8 @@ int main(void)
 		       v[TRIALS / 2], v[TRIALS - 1], fifo_floor(c), bad ? "   <- below the floor" : "");
 		failed |= bad;
 	}
+	/* The classes churned above: their quarantines are full, drawn at random. */
+	for (unsigned j = 0; j < 4; j++) failed |= !fork_case(exit_classes[j]);
 	printf("slot_reuse: %s\n", failed ? "FAIL" : "ok");
 	return failed;
 }
