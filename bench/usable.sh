@@ -7,20 +7,21 @@
 set -eu
 prog=$1 n=$2
 shift 2
-count() { # lib kind calls -> total instructions
-	out=$(mktemp)
+count() { # lib kind calls -> total instructions; nothing when the program failed
+	out=$(mktemp) rc=0
 	if [ "$1" = none ]; then
-		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$prog" "$2" "$3" >/dev/null 2>"$out"
+		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$prog" "$2" "$3" >/dev/null 2>"$out" || rc=$?
 	else
 		# valgrind keeps the client's LD_PRELOAD (adding its own)
 		LD_PRELOAD="$1" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-			"$prog" "$2" "$3" >/dev/null 2>"$out"
+			"$prog" "$2" "$3" >/dev/null 2>"$out" || rc=$?
 	fi
-	sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out"
+	[ "$rc" = 0 ] && sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out"
 	rm -f "$out"
 }
-per() { # lib kind -> per-call instructions (one decimal)
-	a=$(count "$1" "$2" "$n") b=$(count "$1" "$2" $((2 * n)))
+per() { # lib kind -> per-call instructions (one decimal); n/a when a run failed
+	a=$(count "$1" "$2" "$n" || :) b=$(count "$1" "$2" $((2 * n)) || :)
+	if [ -z "$a" ] || [ -z "$b" ]; then echo n/a; return; fi
 	echo "$a $b $n" | awk '{ printf "%.1f", ($2 - $1) / $3 }'
 }
 printf '| allocator | small | mid | large | redis round: 2 questions, each |\n|---|---:|---:|---:|---:|\n'
@@ -29,6 +30,7 @@ for spec in "$@"; do
 	[ "$name" = glibc ] && lib=none
 	s=$(per "$lib" small) m=$(per "$lib" mid) l=$(per "$lib" large)
 	r=$(per "$lib" redis) p=$(per "$lib" plain)
-	q=$(echo "$r $p" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
+	q=n/a
+	[ "$r" = n/a ] || [ "$p" = n/a ] || q=$(echo "$r $p" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
 	printf '| %s | %s | %s | %s | %s |\n' "$name" "$s" "$m" "$l" "$q"
 done
