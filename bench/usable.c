@@ -11,13 +11,21 @@
  *   usable plain N     the same rounds without the two questions (subtract it from
  *                      redis's count to get the questions' share)
  *
+ *   usable KIND N timed      the same, and prints nanoseconds a round on stderr (a
+ *                      timing: run the allocators interleaved, compare in one run)
+ *   usable KIND N threaded   timed, with a second thread alive (asleep), as in redis:
+ *                      an allocator's locks then take their atomic path
+ *
  * Prints a checksum so that nothing is optimised away.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define BLOCKS 256
 
@@ -34,15 +42,32 @@ static size_t size_of(const char *kind, unsigned j)
 	return 8 + h % (1024 - 8 + 1);
 }
 
+static void *asleep(void *arg)
+{
+	(void)arg;
+	for (;;) pause();
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: usable small|mid|large|redis|plain N\n");
+	if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "timed") || !strcmp(argv[3], "threaded")))) {
+		fprintf(stderr, "usage: usable small|mid|large|redis|plain N [timed|threaded]\n");
 		return 2;
 	}
 	const char *kind = argv[1];
 	unsigned long n = strtoul(argv[2], NULL, 10);
 	size_t sum = 0;
+	pthread_t t;
+	if (argc == 4 && !strcmp(argv[3], "threaded") && pthread_create(&t, NULL, asleep, NULL)) return 1;
+	double t0 = now();
 	if (!strcmp(kind, "redis") || !strcmp(kind, "plain")) {
 		int ask = !strcmp(kind, "redis");
 		void *keep[BLOCKS] = {0};
@@ -63,6 +88,7 @@ int main(int argc, char **argv)
 		for (unsigned long r = 0; r < n; r++) sum += usable(b[r % nb]);
 		for (unsigned j = 0; j < nb; j++) free(b[j]);
 	}
+	if (argc == 4) fprintf(stderr, "%.2f ns a round\n", (now() - t0) / (double)n);
 	printf("%zu\n", sum);
 	return 0;
 }
