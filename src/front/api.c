@@ -223,13 +223,18 @@ API void *pvalloc(size_t size)
 	return alloc_or_enomem(rounded, os_page);
 }
 
+/* Out of line, like alloc_not_ready: a program that asks the size of every block
+ * (redis) then saves no registers on each question. */
+static noinline cold size_t usable_size_not_ready(void *p)
+{
+	if (!rampart_passthrough()) report_fatal(OP_USABLE_SIZE, ERR_NEVER_HANDED_OUT, p);
+	return passthrough_usable_size(p);
+}
+
 API size_t malloc_usable_size(void *p)
 {
 	if (!p) return 0;
-	if (unlikely(!rampart_ready())) {
-		if (!rampart_passthrough()) report_fatal(OP_USABLE_SIZE, ERR_NEVER_HANDED_OUT, p);
-		return passthrough_usable_size(p);
-	}
+	if (unlikely(!rampart_ready())) return usable_size_not_ready(p);
 	if (slab_contains(p)) return slab_usable_size(p);
 	return large_usable_size(p, OP_USABLE_SIZE);
 }

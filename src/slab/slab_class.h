@@ -28,11 +28,12 @@
  *  - Every pointer into the window is decoded by class_at and decode_slot, and nowhere
  *    else; a slot's address is slot_start's (prefetch_free_slots alone steps through a
  *    slab from slab_start).
- *  - One path reads class state without the lock: a free from another arena's thread
- *    (slab_batch_free, batched_free.c) reads the spans, hwm, dir and the slot's word of
- *    bits, which change while it reads. Those are written whole: atomic stores
+ *  - Two paths read class state without the lock: a free from another arena's thread
+ *    (slab_batch_free, batched_free.c) and a size question (slab_usable_size,
+ *    slot_alloc.c) read the spans, hwm, dir and the slot's word of bits, which change
+ *    while they read. Those are written whole: atomic stores
  *    (spans_update, fresh_slab, dir_room, have_desc) and aligned word stores (bits_write,
- *    atomic under ThreadSanitizer); a directory is never unmapped. Everything else it
+ *    atomic under ThreadSanitizer); a directory is never unmapped. Everything else they
  *    reads was written before the slot it frees was handed out.
  *
  * The window: a region per (arena, class) in a random order (roots.slab.owner), the

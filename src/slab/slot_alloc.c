@@ -266,11 +266,10 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	class_unlock(k);
 }
 
-size_t slab_usable_size(const void *p)
+/* The usable size of the live slot p points at, the lock's way: every check, with its
+ * exact report. The unlocked path below hands it whatever it does not answer itself. */
+static noinline size_t usable_size_locked(struct slab_class *k, const struct area_span *span, const void *p)
 {
-	const struct area_span *span;
-	struct slab_class *k = class_at(slot_untag(p), &span);
-	if (unlikely(!k)) report_fatal(OP_USABLE_SIZE, ERR_NOT_LIVE, p);
 	class_lock(k);
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, slot_untag(p), span, &pos, &i, OP_USABLE_SIZE);
@@ -280,6 +279,69 @@ size_t slab_usable_size(const void *p)
 	check_slack(k, (uintptr_t)p, extent_of(k, s, i), k->usable, OP_USABLE_SIZE);
 	set_extent(k, s, i, k->usable); /* the program may use all of it now */
 	class_unlock(k);
+	return k->usable;
+}
+
+/* The first question about a live slot whose extent is short of its usable size (the
+ * first after its allocation, mostly): the bytes the extent gains are checked zero and
+ * the extent widened, without the lock (slab_usable_size says why that holds). Out of
+ * line, so that the usual question, about a slot asked before, saves no registers. */
+static noinline size_t widen_extent(struct slab_class *k, const struct area_span *span, struct slab *s, uint32_t i,
+				    const void *p)
+{
+#if CONFIG_ZERO_ON_FREE
+	size_t extent = MIN((size_t)__atomic_load_n(&s->extent[i], __ATOMIC_RELAXED) << k->extent_shift, (size_t)k->usable);
+	if (unlikely(!slack_zero((uintptr_t)p, extent, k->usable))) return usable_size_locked(k, span, p);
+#else
+	(void)span, (void)p;
+#endif
+	/* set_extent's value for the usable size, stored whole. */
+	uint16_t all = (uint16_t)((k->usable + ((size_t)1 << k->extent_shift) - 1) >> k->extent_shift);
+	__atomic_store_n(&s->extent[i], all, __ATOMIC_RELAXED);
+	return k->usable;
+}
+
+/* Programs that keep their own count of memory ask the size of every block at its
+ * allocation and again at its free (redis does): the question is answered without the
+ * class lock when it can be, as slab_batch_free judges a slot (slab_class.h's
+ * invariants say what may be read so). Every check the locked path makes is made here
+ * too, in the same order of reads: the slot decodes to a slot start in an active slab
+ * (the directory seen through decode_slot's NO_LOCK loads), its bits say live (one
+ * word, written whole: a neighbour's free or allocation in another thread changes
+ * other bits of it, never ours), its tag is its slot's, it is not waiting in another
+ * thread's free batch (its canary word, read atomically), and the bytes its extent
+ * gains are zero. Anything else, a bad pointer above all, takes the locked path, which
+ * judges it again and makes the report. A slot the program owns is not changed by
+ * anyone else: no neighbour's free reads or writes its data, extent or bits, nor can
+ * its slab close while it is live. So the answer is the locked one whenever the
+ * program's own order puts a free of p before or after this call; a free of p racing
+ * with it in another thread is the program's race, which the lock could not order
+ * either. The bits are read with acquire: the slot's memory is read after them. The
+ * extent (this slot's alone) is read and widened atomically: its other readers are
+ * operations on this slot, ordered with this one by the program. */
+size_t slab_usable_size(const void *p)
+{
+	uintptr_t a = slot_untag(p);
+	const struct area_span *span;
+	struct slab_class *k = class_at(a, &span);
+	if (unlikely(!k)) report_fatal(OP_USABLE_SIZE, ERR_NOT_LIVE, p);
+	struct slot_place pl = decode_slot(k, span, a, NO_LOCK);
+	struct slab *s = pl.s;
+	if (unlikely(!s || pl.at || pl.i >= k->slots) ||
+	    unlikely(__atomic_load_n(&s->state, __ATOMIC_RELAXED) != SLAB_ACTIVE))
+		return usable_size_locked(k, span, p);
+	uint32_t i = pl.i;
+	const struct slot_bits *b = &s->bits[i >> 6];
+	uint64_t live = __atomic_load_n(&b->used, __ATOMIC_ACQUIRE) & ~__atomic_load_n(&b->quar, __ATOMIC_ACQUIRE);
+	if (unlikely(!(live >> (i & 63) & 1)) || unlikely(!slot_tag_ok(k, p, a)))
+		return usable_size_locked(k, span, p);
+#if SLAB_FREE_BATCHES
+	if (k->open_slabs && unlikely(canary_word((uintptr_t)p + k->usable) == batched_canary(s)))
+		return usable_size_locked(k, span, p);
+#endif
+	if (k->track_extent &&
+	    ((size_t)__atomic_load_n(&s->extent[i], __ATOMIC_RELAXED) << k->extent_shift) < k->usable)
+		return widen_extent(k, span, s, i, p);
 	return k->usable;
 }
 

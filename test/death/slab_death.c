@@ -441,6 +441,33 @@ static void usable_size_of_freed(void)
 	sink = (char)malloc_usable_size(p);
 }
 
+/* The size questions below take the unlocked path first (slot_alloc.c), which must
+ * hand every one of these to the locked path's report. */
+static void usable_size_of_interior(void)
+{
+	char *p = malloc(64);
+	sink = (char)malloc_usable_size(p + 16);
+}
+
+static void usable_size_of_unused_slot(void)
+{
+	char *p = malloc(14000);
+	long page = sysconf(_SC_PAGESIZE);
+	sink = (char)malloc_usable_size((uintptr_t)p % (uintptr_t)page == 0 ? p + 14336 : p - 14336);
+}
+
+static void usable_size_in_freed_slab(void)
+{
+	void *a = malloc(100000), *b = malloc(100000), *c = malloc(100000); /* 1 slot per slab */
+	free(a);
+	free(b);
+	free(c);
+	void *d[64];
+	for (int i = 0; i < 64; i++) d[i] = malloc(100000); /* churn the quarantine */
+	for (int i = 0; i < 64; i++) free(d[i]);
+	sink = (char)malloc_usable_size(b);
+}
+
 static void wild_pointer_free(void) { free((void *)(uintptr_t)0x10000); }
 
 struct death_case {
@@ -485,6 +512,9 @@ static const struct death_case cases[] = {
 	{"free_aligned_sized with a wrong alignment", aligned_sized_free_wrong_alignment, SIGABRT, 0},
 	{"free into a freed slab", free_into_freed_slab, SIGABRT, 0},
 	{"malloc_usable_size of a freed pointer", usable_size_of_freed, SIGABRT, 0},
+	{"malloc_usable_size of an interior pointer", usable_size_of_interior, SIGABRT, 0},
+	{"malloc_usable_size of a never-allocated slot", usable_size_of_unused_slot, SIGABRT, 0},
+	{"malloc_usable_size into a freed slab", usable_size_in_freed_slab, SIGABRT, 0},
 };
 
 /* Run one case; true if the child died as expected. */
