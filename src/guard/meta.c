@@ -47,7 +47,9 @@ static bool meta_grow(struct guard_region *r, size_t window, size_t end)
 {
 	if (end <= r->size) return true;
 	if (end > window) return false;
-	size_t want = MIN(window, align_up(MAX(end, r->size + MAX(r->size / 4, META_GROW_MIN)), os_page));
+	/* At least META_GROW_MIN past what is asked (closed address space costs nothing): the
+	 * start-up's first blocks, the slab's and then the large allocator's, fit one growth. */
+	size_t want = MIN(window, align_up(MAX(end + META_GROW_MIN, r->size + MAX(r->size / 4, META_GROW_MIN)), os_page));
 	return guard_grow(r, want, "rampart:meta") || guard_grow(r, end, "rampart:meta");
 }
 
@@ -68,8 +70,10 @@ struct meta_header *meta_init(void)
 	random_reseed(&rnd);
 	size_t start = (1 + random_below(&rnd, 15)) * os_page;
 	/* The first growth opens the header's page with it (guard_grow_open): a call fewer
-	 * at every start-up. */
-	size_t first = MIN(window, align_up(MAX(start + 2 * os_page, META_GROW_MIN), os_page));
+	 * at every start-up. Only the header and its guard page: the slab's blocks, next,
+	 * then lie in a growth of their own, opened by one mprotect, where a first growth
+	 * behind markers reaching under them took a madvise more to take those out. */
+	size_t first = MIN(window, start + 2 * os_page);
 	bool opened = false;
 	if (!guard_grow_open(&r, first, "rampart:meta", start, os_page, &opened) &&
 	    !guard_grow_open(&r, start + 2 * os_page, "rampart:meta", start, os_page, &opened)) {

@@ -310,14 +310,15 @@ static size_t held_bound(size_t configured, const struct rlimit *as)
 
 struct large_state *large_init(void)
 {
-	struct large_state *s = meta_alloc(sizeof *s);
-	if (!s) return NULL;
-	s->cap = 64;
-	s->table = meta_alloc(s->cap * sizeof *s->table);
-	if (!s->table) {
-		meta_free(s, sizeof *s);
-		return NULL;
-	}
+	/* Both blocks in one go (meta_alloc_many): three system calls where two meta_allocs
+	 * took five, at every start-up. */
+	enum { FIRST_CAP = 64 };
+	size_t bytes[2] = {sizeof(struct large_state), FIRST_CAP * sizeof(struct large_entry)};
+	void *got[2];
+	if (!meta_alloc_many(bytes, got, 2)) return NULL;
+	struct large_state *s = got[0];
+	s->cap = FIRST_CAP;
+	s->table = got[1];
 	s->rnd.source = NULL; /* one generator: its key straight from the kernel */
 	random_reseed(&s->rnd);
 	s->hash_mul = random_u64(&s->rnd) | 1;

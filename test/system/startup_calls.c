@@ -29,7 +29,7 @@
 #include "../harness.h"
 #include "slab/sizeclass.h"
 
-#define SETUP_MAX 36
+#define SETUP_MAX 32
 #define CLASS_MAX 3.5
 /* Where the kernel names mappings (PR_SET_VMA_ANON_NAME), every fresh mapping carries
  * one more call (its label): the bounds grow by that much. */
