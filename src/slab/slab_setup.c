@@ -48,19 +48,21 @@ static uint32_t slot_q_hot(uint32_t size)
  * the arena's metadata, and each arena's share is a whole number of lines). */
 #define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
 
-/* Metadata bytes of class c in its arena's block, in two parts. What every malloc and
- * free writes, its generator and its slot quarantine, beside every other class's: a
- * process that frees into a dozen classes after fork copies the few pages they fill
- * together rather than one page for each (a shell's command substitutions faulted on
- * quarantine arrays spread between the directories). Whole lines,
- * so that classes under different locks never share one. */
+/* Metadata bytes of class c in its arena's block, in three parts. What every malloc
+ * writes, its generator, in a run of all the classes' generators: a short-lived
+ * process whose classes mostly allocate writes a page of them for a dozen classes, not
+ * a page each. What every free writes, its slot quarantine's first entries, beside
+ * every other class's: a process that frees into a dozen classes after fork copies the
+ * few pages they fill together rather than one page for each (a shell's command
+ * substitutions faulted on quarantine arrays spread between the directories). Whole
+ * lines, so that classes under different locks never share one. */
 #define GENERATOR_BYTES align_up(sizeof(struct random_state), 64)
 static size_t class_hot_bytes(unsigned c)
 {
 	/* The size alone, not sc_geometry: slab_class_setup adds this up for the classes below
 	 * its own, and the geometry's search for all of them is a cost a short-lived
 	 * process notices. */
-	return GENERATOR_BYTES + align_up((size_t)slot_q_hot((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
+	return align_up((size_t)slot_q_hot((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
 }
 
 /* And, written on slow paths: a directory of DIR_START chunks with both sets' summary
@@ -70,11 +72,16 @@ static size_t class_control_bytes(void)
 	return DIR_BYTES + SQ_BYTES + SET0_BYTES;
 }
 
-/* Where the hot parts start: after the block of first descriptors and every class's
- * control part (a fixed size each), on a line. */
-static size_t arena_hot_start(void)
+/* Where the generators start: after the block of first descriptors and every class's
+ * control part (a fixed size each), on a line. The hot parts follow them. */
+static size_t arena_generators_start(void)
 {
 	return align_up(FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes(), 64);
+}
+
+static size_t arena_hot_start(void)
+{
+	return arena_generators_start() + SC_COUNT * GENERATOR_BYTES;
 }
 
 /* Where the hot parts end. */
@@ -86,8 +93,8 @@ static size_t arena_hot_end(void)
 }
 
 /* Metadata bytes of one arena besides its class structs: the block of first
- * descriptors, then the control parts of all classes, then their hot parts, each in
- * class order. */
+ * descriptors, then the control parts of all classes, their generators, then their hot
+ * parts, each in class order. */
 static size_t arena_mem_bytes(void)
 {
 	return arena_hot_end();
@@ -185,10 +192,10 @@ noinline void slab_class_setup(struct slab_class *k)
 	char *hot = mem + arena_hot_start();
 	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
 	k->first = (struct slab *)mem + c;
-	k->rnd = (struct random_state *)hot;
+	k->rnd = (struct random_state *)(mem + arena_generators_start() + (size_t)c * GENERATOR_BYTES);
 	uint32_t nrandom = slot_q_random(g.size);
 	if (nrandom) {
-		k->qrand = (qentry_t *)(hot + GENERATOR_BYTES);
+		k->qrand = (qentry_t *)hot;
 		k->qmask = nrandom - 1;
 		k->qhot = UINT32_MAX;
 		if (nrandom <= SLOT_Q_HOT_WHOLE) k->qring = k->qrand + nrandom;
