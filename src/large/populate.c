@@ -31,7 +31,8 @@ static size_t huge_size(struct populate_credit *r, int *mode)
 	return h & ~(size_t)3;
 }
 
-void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated)
+void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated,
+		    const unsigned char *vec)
 {
 	if (!len || !r->cap || atomic_load_explicit(&r->off, memory_order_relaxed)) return;
 	if (!r->dense && r->skip) {
@@ -61,7 +62,8 @@ void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t
 	 * resident earns nothing: a sparse one stops the count early (mincore runs under
 	 * the large lock), and then the witness counts are partial but unused. */
 	size_t ends_in[2];
-	size_t resident = os_resident_ends((void *)p, len, len / 2, ours ? off : 0, ours ? tail : 0, ends_in);
+	size_t resident = vec ? os_resident_counted(vec, len, ours ? off : 0, ours ? tail : 0, ends_in)
+			      : os_resident_ends((void *)p, len, len / 2, ours ? off : 0, ours ? tail : 0, ends_in);
 	size_t used = resident;
 	if (ours) {
 		bool seen = off && tail && ends_in[0] >= off / 2 && ends_in[1] >= tail / 2;
@@ -118,13 +120,28 @@ size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t 
  * reopening removes the markers but not the tables): MADV_DONTNEED frees empty ones
  * where the kernel reclaims page tables (CONFIG_PT_RECLAIM: Linux 6.14 and later, on
  * x86_64 first); elsewhere only fresh regions get huge pages and the call is wasted.
- * The span is fresh and no one has seen it, so dropping it loses nothing. Where the
+ * The span is fresh and no one has seen it, so dropping it loses nothing; a region
+ * mapped just now has no page tables yet (munmap freed those of the space it took), and
+ * the call is skipped. Where the
  * kernel maps huge pages only on request, the windows are marked MADV_HUGEPAGE: a mark
  * splits the VMA at its ends, so only whole windows are marked, and it stays with the
  * address space after the block is freed (under the madvise backend; the mprotect
  * backend's close maps the span anew, without it). Both are advice: whatever fails
  * leaves the pages to come one by one, as before. */
-static void huge_windows(struct populate_credit *r, void *p, size_t len)
+bool populate_counts(const struct populate_credit *r)
+{
+	if (!r->cap || atomic_load_explicit(&r->off, memory_order_relaxed) || (!r->dense && r->skip)) return false;
+	return r->credit < r->cap || os_now_ms() >= r->until_ms;
+}
+
+bool populate_marked(struct populate_credit *r, uintptr_t p, size_t len)
+{
+	int mode;
+	size_t size = len ? huge_size(r, &mode) : 0;
+	return size && mode == OS_HUGE_ASKED && align_up(p, size) + size <= p + len;
+}
+
+static void huge_windows(struct populate_credit *r, void *p, size_t len, bool fresh)
 {
 	int mode;
 	size_t size = huge_size(r, &mode);
@@ -133,14 +150,14 @@ static void huge_windows(struct populate_credit *r, void *p, size_t len)
 	if (hi <= lo) return;
 	/* Locked memory refuses MADV_DONTNEED (EINVAL), and then gets no mark either: its
 	 * pages are populated at the lock anyway. */
-	int err = guard_drop_fresh((void *)lo, hi - lo);
+	int err = fresh ? 0 : guard_drop_fresh((void *)lo, hi - lo);
 	if (!err && mode == OS_HUGE_ASKED) err = guard_want_huge((void *)lo, hi - lo);
 	(void)err; /* refused: the pages come as they would have */
 }
 
-void populate_block(struct populate_credit *r, void *p, size_t len)
+void populate_block(struct populate_credit *r, void *p, size_t len, bool fresh)
 {
-	huge_windows(r, p, len);
+	huge_windows(r, p, len, fresh);
 	int err = guard_populate(p, len);
 	if (!err) {
 		if (!atomic_load_explicit(&r->worked, memory_order_relaxed))
