@@ -412,7 +412,6 @@ void *large_alloc(size_t size, size_t align)
 	if (size > LARGE_MAX || !page_round(size, &len) || align > LARGE_MAX) return NULL;
 	void *result = NULL;
 	size_t populate = 0, populate_off = 0;
-	bool fresh = false;
 	lock_take(&s->lock);
 	if (reserve_slot(s)) {
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
@@ -424,9 +423,8 @@ void *large_alloc(size_t size, size_t align)
 		bool resident = guarded && take_resident(s, &e.region, &lead, len, align);
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
-		bool reused = resident || (guarded && take_cached(s, &e.region, lead, len, align));
-		if (reused || map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
-			fresh = !reused;
+		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
+		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
 			e.data = e.region.base + lead;
 			live_change(s, 0, len);
 			/* More live bytes leave less room for kept ones. */
@@ -446,7 +444,7 @@ void *large_alloc(size_t size, size_t align)
 		}
 	}
 	lock_give(&s->lock);
-	if (populate) populate_block(&s->populate, (char *)result + populate_off, populate, fresh);
+	if (populate) populate_block(&s->populate, (char *)result + populate_off, populate);
 	return result;
 }
 

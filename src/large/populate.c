@@ -114,20 +114,6 @@ size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t 
 	return take;
 }
 
-/* The huge-page windows of [p, p + len): the spans aligned to the huge page size inside
- * it. Empty page tables keep the kernel from mapping a huge page there, and a reused
- * region has them (closing a span installs guard markers, which need page tables, and
- * reopening removes the markers but not the tables): MADV_DONTNEED frees empty ones
- * where the kernel reclaims page tables (CONFIG_PT_RECLAIM: Linux 6.14 and later, on
- * x86_64 first); elsewhere only fresh regions get huge pages and the call is wasted.
- * The span is fresh and no one has seen it, so dropping it loses nothing; a region
- * mapped just now has no page tables yet (munmap freed those of the space it took), and
- * the call is skipped. Where the
- * kernel maps huge pages only on request, the windows are marked MADV_HUGEPAGE: a mark
- * splits the VMA at its ends, so only whole windows are marked, and it stays with the
- * address space after the block is freed (under the madvise backend; the mprotect
- * backend's close maps the span anew, without it). Both are advice: whatever fails
- * leaves the pages to come one by one, as before. */
 bool populate_counts(const struct populate_credit *r)
 {
 	if (!r->cap || atomic_load_explicit(&r->off, memory_order_relaxed) || (!r->dense && r->skip)) return false;
@@ -141,7 +127,19 @@ bool populate_marked(struct populate_credit *r, uintptr_t p, size_t len)
 	return size && mode == OS_HUGE_ASKED && align_up(p, size) + size <= p + len;
 }
 
-static void huge_windows(struct populate_credit *r, void *p, size_t len, bool fresh)
+/* The huge-page windows of [p, p + len): the spans aligned to the huge page size inside
+ * it. Empty page tables keep the kernel from mapping a huge page there, and a reused
+ * region has them (closing a span installs guard markers, which need page tables, and
+ * reopening removes the markers but not the tables): MADV_DONTNEED frees empty ones
+ * where the kernel reclaims page tables (CONFIG_PT_RECLAIM: Linux 6.14 and later, on
+ * x86_64 first); elsewhere only fresh regions get huge pages and the call is wasted.
+ * The span is fresh and no one has seen it, so dropping it loses nothing. Where the
+ * kernel maps huge pages only on request, the windows are marked MADV_HUGEPAGE: a mark
+ * splits the VMA at its ends, so only whole windows are marked, and it stays with the
+ * address space after the block is freed (under the madvise backend; the mprotect
+ * backend's close maps the span anew, without it). Both are advice: whatever fails
+ * leaves the pages to come one by one, as before. */
+static void huge_windows(struct populate_credit *r, void *p, size_t len)
 {
 	int mode;
 	size_t size = huge_size(r, &mode);
@@ -150,14 +148,14 @@ static void huge_windows(struct populate_credit *r, void *p, size_t len, bool fr
 	if (hi <= lo) return;
 	/* Locked memory refuses MADV_DONTNEED (EINVAL), and then gets no mark either: its
 	 * pages are populated at the lock anyway. */
-	int err = fresh ? 0 : guard_drop_fresh((void *)lo, hi - lo);
+	int err = guard_drop_fresh((void *)lo, hi - lo);
 	if (!err && mode == OS_HUGE_ASKED) err = guard_want_huge((void *)lo, hi - lo);
 	(void)err; /* refused: the pages come as they would have */
 }
 
-void populate_block(struct populate_credit *r, void *p, size_t len, bool fresh)
+void populate_block(struct populate_credit *r, void *p, size_t len)
 {
-	huge_windows(r, p, len, fresh);
+	huge_windows(r, p, len);
 	int err = guard_populate(p, len);
 	if (!err) {
 		if (!atomic_load_explicit(&r->worked, memory_order_relaxed))

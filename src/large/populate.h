@@ -101,9 +101,7 @@ bool populate_counts(const struct populate_credit *r);
  * the span apart in a VMA of its own, so guard_seal will not keep the block)? */
 bool populate_marked(struct populate_credit *r, uintptr_t p, size_t len);
 /* Populate [p, p + len) of a block no one else has seen yet; errno unchanged. */
-/* fresh: the block's region was mapped just now (never held page tables), so nothing
- * stands in the way of huge pages there. */
-void populate_block(struct populate_credit *r, void *p, size_t len, bool fresh);
+void populate_block(struct populate_credit *r, void *p, size_t len);
 /* In the child after fork (no other thread exists there). */
 void populate_fork_child(struct populate_credit *r);
 
