@@ -315,38 +315,45 @@ bool guard_open(struct guard_region *r, size_t off, size_t len)
  * call (below); a block used that sparsely goes back to the kernel instead. */
 #define SEAL_HOLES_MAX 8
 
-/* Zero what the program can read back of [p, p + len): its resident pages, in place.
- * A page that is not resident may be in swap with the old contents: MADV_DONTNEED drops
- * it (and a page never touched costs nothing). False when the span is too sparse or the
- * kernel will not say. */
-static bool wipe_resident(char *p, size_t len)
+/* Zero or drop the pages [p, p + n) by vec (one byte per page, bit 0: resident): a
+ * resident run is zeroed in place; a page that is not resident may be in swap with the
+ * old contents, and MADV_DONTNEED drops it (a page never touched costs nothing). False
+ * once *holes passes SEAL_HOLES_MAX. */
+static bool wipe_by(char *p, size_t n, const unsigned char *vec, unsigned *holes)
+{
+	size_t pages = n / os_page;
+	for (size_t i = 0; i < pages;) {
+		size_t j = i;
+		bool in = vec[i] & 1;
+		while (j < pages && (vec[j] & 1) == in) j++;
+		char *run = p + i * os_page;
+		if (in) memset(run, 0, (j - i) * os_page);
+		else if (++*holes > SEAL_HOLES_MAX || os_advise(run, (j - i) * os_page, MADV_DONTNEED) != 0) return false;
+		i = j;
+	}
+	return true;
+}
+
+/* Zero what the program can read back of [p, p + len): its resident pages, in place,
+ * the others dropped (wipe_by), as vec says or, without it, mincore now. False when the
+ * span is too sparse or the kernel will not say. */
+static bool wipe_resident(char *p, size_t len, const unsigned char *vec)
 {
 	enum { PAGES = 512 }; /* pages per mincore: half a KiB of vector on the stack */
-	unsigned char vec[PAGES];
+	unsigned char own[PAGES];
 	unsigned holes = 0;
 	int saved = errno;
 	bool ok = true;
-	for (size_t off = 0; off < len && ok; off += PAGES * os_page) {
-		size_t n = MIN(len - off, PAGES * os_page), pages = n / os_page;
-		if (mincore(p + off, n, vec) != 0) {
-			ok = false;
-			break;
-		}
-		for (size_t i = 0; i < pages && ok;) {
-			size_t j = i;
-			bool in = vec[i] & 1;
-			while (j < pages && (vec[j] & 1) == in) j++;
-			char *run = p + off + i * os_page;
-			if (in) memset(run, 0, (j - i) * os_page);
-			else ok = ++holes <= SEAL_HOLES_MAX && os_advise(run, (j - i) * os_page, MADV_DONTNEED) == 0;
-			i = j;
-		}
+	if (vec) ok = wipe_by(p, len, vec, &holes);
+	for (size_t off = 0; !vec && off < len && ok; off += PAGES * os_page) {
+		size_t n = MIN(len - off, PAGES * os_page);
+		ok = mincore(p + off, n, own) == 0 && wipe_by(p + off, n, own, &holes);
 	}
 	errno = saved;
 	return ok;
 }
 
-bool guard_seal(struct guard_region *r, size_t off, size_t len)
+bool guard_seal(struct guard_region *r, size_t off, size_t len, const unsigned char *vec)
 {
 	if (!len || off < os_page || off + len + os_page > r->size ||
 	    (r->flags & (REGION_RESIDUE | REGION_STALE | REGION_GROWS | REGION_KEEP_ANON)))
@@ -363,7 +370,7 @@ bool guard_seal(struct guard_region *r, size_t off, size_t len)
 	/* A locked VMA (mlockall(MCL_CURRENT) locks the guards with the block) refuses
 	 * MADV_DONTNEED; the guard page below holds nothing to drop, and markers stay. */
 	if (os_advise(around, os_page, MADV_DONTNEED) != 0) return false;
-	return wipe_resident(p, len) && os_protect(p, len, PROT_NONE) == 0;
+	return wipe_resident(p, len, vec) && os_protect(p, len, PROT_NONE) == 0;
 }
 
 bool guard_unseal(struct guard_region *r, size_t off, size_t len)

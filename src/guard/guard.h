@@ -154,8 +154,10 @@ must_check bool guard_close_pages(struct guard_region *r, const size_t *off, uns
  * advice such as MADV_DONTFORK, mlock, a protection key, a name) or its VMA is locked
  * (mlockall), or the region is not under the madvise backend (where a PROT_NONE block is a
  * VMA of its own whatever the program did to it); the caller then closes it with
- * guard_close, which maps it afresh. */
-must_check bool guard_seal(struct guard_region *r, size_t off, size_t len);
+ * guard_close, which maps it afresh. vec, where not NULL, is the span's os_residency read
+ * by the caller (under its lock, before this call): the wipe then asks the kernel no
+ * more. Every page is still either zeroed or dropped, whatever its state now. */
+must_check bool guard_seal(struct guard_region *r, size_t off, size_t len, const unsigned char *vec);
 /* Reopen a span sealed by guard_seal: it reads as zero, its pages present. False (the
  * span still sealed) when the kernel refuses (no memory, the VMA limit). */
 must_check bool guard_unseal(struct guard_region *r, size_t off, size_t len);

@@ -41,6 +41,10 @@ struct large_entry {
 	struct guard_region region;
 };
 
+/* Pages of the biggest block whose residency large_free reads once for everything it
+ * decides (8 MiB of 4 KiB pages); a bigger block asks the kernel as each step needs. */
+#define RESIDENT_VEC_PAGES 2048
+
 struct large_state {
 	struct lock lock;
 	struct random_state rnd;
@@ -63,6 +67,9 @@ struct large_state {
 	struct region_quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
 	struct region_quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
 	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
+	/* Light variant: a freed block's os_residency, read once for the populating credit,
+	 * the keep decision and the wipe (large_free); touched only there. */
+	unsigned char resident_vec[CONFIG_REGION_QUARANTINE ? 1 : RESIDENT_VEC_PAGES];
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,
@@ -196,20 +203,31 @@ static size_t resident_budget(struct large_state *s)
 	return MIN(s->resident.max_bytes, MAX(s->resident.max_bytes / RESIDENT_FLOOR_PART, room));
 }
 
+/* Might keep_resident keep e? Its checks that cost no system call. */
+static bool may_keep(struct large_state *s, const struct large_entry *e)
+{
+	/* A block whose pages got huge-page marks is set apart by them: guard_seal would
+	 * refuse it after a system call (docs/large.md). */
+	return s->resident.max_bytes && guard_island_room() && e->usable <= resident_budget(s) &&
+	       !populate_marked(&s->populate, e->data + e->populated_off, e->populated);
+}
+
 /* Light variant: keep a freed block's pages, wiped and sealed in place, instead of
  * giving them back; false when it is not kept (beyond the budget, or the block may
- * carry what the program did to it: guard_seal), and the caller closes it as always. */
-static bool keep_resident(struct large_state *s, struct large_entry *e)
+ * carry what the program did to it: guard_seal), and the caller closes it as always.
+ * vec: the block's os_residency where large_free read it, else NULL. */
+static bool keep_resident(struct large_state *s, struct large_entry *e, const unsigned char *vec)
 {
-	if (!s->resident.max_bytes || !guard_island_room()) return false;
+	if (!may_keep(s, e)) return false;
 	size_t budget = resident_budget(s);
-	if (e->usable > budget) return false;
 	/* A block mostly untouched has few page faults to save: not worth its seal. */
-	if (os_resident((void *)e->data, e->usable, e->usable / 2) < e->usable / 2) return false;
+	size_t resident = vec ? os_resident_counted(vec, e->usable, 0, 0, NULL)
+			      : os_resident((void *)e->data, e->usable, e->usable / 2);
+	if (resident < e->usable / 2) return false;
 	while (!resident_cache_room(&s->resident, e->usable, budget))
 		resident_drop(s, resident_cache_oldest(&s->resident));
 	struct resident_block b = {.region = e->region, .lead = lead_of(e), .len = e->usable, .since_ms = os_now_ms()};
-	if (!guard_seal(&b.region, b.lead, b.len)) return false;
+	if (!guard_seal(&b.region, b.lead, b.len, vec)) return false;
 	resident_cache_add(&s->resident, &b);
 	return true;
 }
@@ -521,8 +539,15 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	live_change(s, e->usable, 0);
 	if (e->island) guard_island_remove();
 	e->island = 0;
-	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated);
-	if (!CONFIG_REGION_QUARANTINE && keep_resident(s, e)) {
+	/* Where the block may be kept, one mincore serves the credit, the keep decision
+	 * and the wipe: three passes over the same pages cost three system calls. */
+	const unsigned char *vec = NULL;
+	if (!CONFIG_REGION_QUARANTINE && e->usable / os_page <= RESIDENT_VEC_PAGES &&
+	    (may_keep(s, e) || populate_counts(&s->populate)) &&
+	    os_residency((void *)e->data, e->usable, s->resident_vec))
+		vec = s->resident_vec;
+	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated, vec);
+	if (!CONFIG_REGION_QUARANTINE && keep_resident(s, e, vec)) {
 		remove_entry(s, e);
 		lock_give(&s->lock);
 		return;

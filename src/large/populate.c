@@ -31,7 +31,8 @@ static size_t huge_size(struct populate_credit *r, int *mode)
 	return h & ~(size_t)3;
 }
 
-void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated)
+void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated,
+		    const unsigned char *vec)
 {
 	if (!len || !r->cap || atomic_load_explicit(&r->off, memory_order_relaxed)) return;
 	if (!r->dense && r->skip) {
@@ -61,7 +62,8 @@ void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t
 	 * resident earns nothing: a sparse one stops the count early (mincore runs under
 	 * the large lock), and then the witness counts are partial but unused. */
 	size_t ends_in[2];
-	size_t resident = os_resident_ends((void *)p, len, len / 2, ours ? off : 0, ours ? tail : 0, ends_in);
+	size_t resident = vec ? os_resident_counted(vec, len, ours ? off : 0, ours ? tail : 0, ends_in)
+			      : os_resident_ends((void *)p, len, len / 2, ours ? off : 0, ours ? tail : 0, ends_in);
 	size_t used = resident;
 	if (ours) {
 		bool seen = off && tail && ends_in[0] >= off / 2 && ends_in[1] >= tail / 2;
@@ -110,6 +112,19 @@ size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t 
 	r->credit -= take; /* take <= credit: rounding only shrinks it */
 	*off = start - p;
 	return take;
+}
+
+bool populate_counts(const struct populate_credit *r)
+{
+	if (!r->cap || atomic_load_explicit(&r->off, memory_order_relaxed) || (!r->dense && r->skip)) return false;
+	return r->credit < r->cap || os_now_ms() >= r->until_ms;
+}
+
+bool populate_marked(struct populate_credit *r, uintptr_t p, size_t len)
+{
+	int mode;
+	size_t size = len ? huge_size(r, &mode) : 0;
+	return size && mode == OS_HUGE_ASKED && align_up(p, size) + size <= p + len;
 }
 
 /* The huge-page windows of [p, p + len): the spans aligned to the huge page size inside

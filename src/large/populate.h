@@ -86,11 +86,20 @@ struct populate_credit {
 
 void populate_init(struct populate_credit *r, size_t cap);
 /* A large block [p, p + len) is about to be freed, [p + off, p + off + populated)
- * filled by populate_block: its resident pages become credit. Never reads the block. */
-void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated);
+ * filled by populate_block: its resident pages become credit. Never reads the block.
+ * vec, where not NULL, is the block's os_residency, read by the caller just before:
+ * then no mincore of its own. */
+void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t off, size_t populated,
+		    const unsigned char *vec);
 /* Bytes (whole pages) to populate in a new block [p, p + len), from p + *off (set
  * only when the answer is not 0). */
 size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t *off);
+/* Will the next populate_freed count the block's resident pages (else it asks the
+ * kernel nothing)? For a caller that reads them once for several uses. */
+bool populate_counts(const struct populate_credit *r);
+/* Did populate_block(r, p, len) ask for huge pages with marks of their own (which set
+ * the span apart in a VMA of its own, so guard_seal will not keep the block)? */
+bool populate_marked(struct populate_credit *r, uintptr_t p, size_t len);
 /* Populate [p, p + len) of a block no one else has seen yet; errno unchanged. */
 void populate_block(struct populate_credit *r, void *p, size_t len);
 /* In the child after fork (no other thread exists there). */

@@ -95,25 +95,49 @@ int os_move(void *old, size_t len, void *dst)
 	OS_CALL(mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
 }
 
+/* Adds the resident bytes of pages [at, at + n) of a span of len bytes, vec[0] being
+ * the page at at; ends_in as os_resident_ends. */
+static size_t count_resident(const unsigned char *vec, size_t at, size_t n, size_t len, size_t head, size_t tail,
+			     size_t ends_in[2])
+{
+	size_t found = 0, tail_from = len - MIN(tail, len);
+	for (size_t i = 0; i < (n + os_page - 1) / os_page; i++) {
+		size_t in = (vec[i] & 1) * os_page, off = at + i * os_page;
+		found += in;
+		if (ends_in && off < head) ends_in[0] += in;
+		if (ends_in && off >= tail_from) ends_in[1] += in;
+	}
+	return found;
+}
+
 size_t os_resident_ends(void *addr, size_t len, size_t need, size_t head, size_t tail, size_t ends_in[2])
 {
 	enum { PAGES = 1024 }; /* pages per call: 1 KiB of vector on the stack */
 	unsigned char vec[PAGES];
 	int saved = errno;
-	size_t found = 0, tail_from = len - MIN(tail, len);
+	size_t found = 0;
 	if (ends_in) ends_in[0] = ends_in[1] = 0;
 	for (size_t off = 0; off < len && found + (len - off) >= need; off += PAGES * os_page) {
 		size_t n = MIN(len - off, PAGES * os_page);
 		if (mincore((char *)addr + off, n, vec) != 0) break;
-		for (size_t i = 0; i < (n + os_page - 1) / os_page; i++) {
-			size_t in = (vec[i] & 1) * os_page, at = off + i * os_page;
-			found += in;
-			if (ends_in && at < head) ends_in[0] += in;
-			if (ends_in && at >= tail_from) ends_in[1] += in;
-		}
+		found += count_resident(vec, off, n, len, head, tail, ends_in);
 	}
 	errno = saved;
 	return found;
+}
+
+bool os_residency(void *addr, size_t len, unsigned char *vec)
+{
+	int saved = errno;
+	bool ok = mincore(addr, len, vec) == 0;
+	errno = saved;
+	return ok;
+}
+
+size_t os_resident_counted(const unsigned char *vec, size_t len, size_t head, size_t tail, size_t ends_in[2])
+{
+	if (ends_in) ends_in[0] = ends_in[1] = 0;
+	return count_resident(vec, 0, len, len, head, tail, ends_in);
 }
 
 /* Does [addr, addr+len) cross a VMA boundary? Asking the kernel to grow the span in

@@ -63,6 +63,12 @@ static inline size_t os_resident(void *addr, size_t len, size_t need)
 {
 	return os_resident_ends(addr, len, need, 0, 0, NULL);
 }
+/* One mincore over [addr, addr+len) into vec (a byte per page, bit 0 set for a resident
+ * page), so that callers deciding several things about the same span ask the kernel
+ * once; errno unchanged. False where the kernel refuses. */
+bool os_residency(void *addr, size_t len, unsigned char *vec);
+/* os_resident_ends counted from such a vector (the whole span, no early stop). */
+size_t os_resident_counted(const unsigned char *vec, size_t len, size_t head, size_t tail, size_t ends_in[2]);
 /* Does [addr, addr+len) cross a VMA boundary? One system call, no side effect. */
 bool os_spans_vmas(void *addr, size_t len);
 /* How many bytes from addr (at most len, whole pages) lie in the same VMA as addr. For

@@ -167,6 +167,17 @@ START_TEST(test_resident_stops_early)
 	ck_assert_uint_eq(os_resident_ends(p, n, 0, 0, 0, ends), 11 * pg);
 	ck_assert_uint_eq(ends[0] + ends[1], 0);
 	ck_assert_int_eq(errno, SENTINEL);
+	/* One os_residency read, counted as often as wanted, says what os_resident_ends
+	 * says (the light variant's free counts credit, keep and wipe from one read). */
+	static unsigned char vec[4096];
+	ck_assert(os_residency(p, n, vec));
+	ck_assert_uint_eq(os_resident_counted(vec, n, 0, 0, NULL), 11 * pg);
+	ck_assert_uint_eq(os_resident_counted(vec, n, 2000 * pg, 3000 * pg, ends), 11 * pg);
+	ck_assert_uint_eq(ends[0], 10 * pg);
+	ck_assert_uint_eq(ends[1], pg);
+	ck_assert_uint_eq(os_resident_counted(vec, 12 * pg, 0, 0, NULL), 10 * pg);
+	ck_assert(!os_residency((char *)p + 1, pg, vec)); /* not page-aligned: refused */
+	ck_assert_int_eq(errno, SENTINEL);
 	memset(p, 2, n);
 	ck_assert_uint_eq(os_resident(p, n, n / 2), n);
 	ck_assert_int_eq(os_unmap(p, n), 0);
