@@ -67,6 +67,20 @@ static inline unsigned mte_load_tag(uintptr_t a)
 	return mte_top(r) & 15;
 }
 
+/* The 8 bytes at a (aligned), read with tag checks suspended (PSTATE.TCO): for a word
+ * of a slot whose tag another thread may change between a tag load and the read (a
+ * free into a thread's batch retags its slot without the class lock). One load, single-
+ * copy atomic, as an aligned ldr is. */
+static inline uint64_t mte_load_unchecked(uintptr_t a)
+{
+	uint64_t v;
+	__asm__ volatile(".arch armv8.5-a+memtag\n\tmsr tco, #1\n\tldr %0, [%1]\n\tmsr tco, #0"
+			 : "=r"(v)
+			 : "r"(mte_untag(a))
+			 : "memory");
+	return v;
+}
+
 /* Give the n bytes at a (granule-aligned, n a multiple of the granule) the tag `tag`. */
 static inline void mte_set_tags(uintptr_t a, size_t n, unsigned tag)
 {

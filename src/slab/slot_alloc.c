@@ -205,8 +205,12 @@ static noinline cold void wrong_tag(struct slab_class *k, const struct slab *s, 
 				    const void *p)
 {
 	/* A slot freed into another thread's batch has tag 0 already: its canary word,
-	 * read with its memory's tag, says it was freed (check_not_batched's answer). */
-	check_not_batched(k, s, slot_mem(a), op);
+	 * read unchecked, says it was freed (check_not_batched's answer). */
+#if SLAB_FREE_BATCHES
+	if (k->open_slabs && slot_word(a + k->usable) == batched_canary(s)) die(k, op, ERR_SLOT_FREED, (void *)a);
+#else
+	(void)s;
+#endif
 	(void)not_live(k, op, ERR_WRONG_TAG, p);
 }
 
@@ -422,7 +426,7 @@ static void check_class_at_exit(struct slab_class *k, uintptr_t *last)
 		if (s->state != SLAB_ACTIVE) continue;
 		for (uint32_t i = 0; i < k->slots; i++) {
 			if (!slot_live(s, i)) continue;
-			uint64_t v = canary_word(slot_mem(slot_start(k, pos, i) + k->usable));
+			uint64_t v = slot_word(slot_start(k, pos, i) + k->usable);
 			if (likely(v == s->canary)) continue;
 #if SLAB_FREE_BATCHES
 			if (v == batched_canary(s)) continue; /* freed, in another thread's batch */

@@ -168,13 +168,8 @@ static inline void check_neighbours(struct slab_class *k, const struct slab *s, 
 	if (i > 0) {
 		const struct slot_bits *b = &s->bits[(i - 1) >> 6];
 		uint64_t live = bit_mask(b->used & ~b->quar, i - 1), fresh = bit_mask(b->fresh, i - 1);
-		/* Read with the neighbour's own tag (it may be live: slot_tag.h). */
-#if CONFIG_SLOT_CANARY
-		uint64_t v = canary_word(slot_mem(a - 8));
-#else
-		uint64_t v;
-		memcpy(&v, (const char *)slot_mem(a - 8), 8);
-#endif
+		/* Read unchecked (it may be live, or retagged by a batched free: slot_tag.h). */
+		uint64_t v = slot_word(a - 8);
 		/* A slot ends in its canary once handed out, live or freed since (a free
 		 * wipes the data, not the canary), in zeros while fresh; a live slot is never
 		 * fresh. Without zero-on-free a free slot's end is not judged, nor without

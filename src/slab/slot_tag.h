@@ -11,7 +11,7 @@
  *
  * rampart's own accesses to a freed or fresh slot go through its untagged address (tag
  * 0 matches); to a live one, through the program's pointer once its tag is checked, or
- * through slot_mem. Elsewhere than on arm64 everything here compiles to the address
+ * through slot_word. Elsewhere than on arm64 everything here compiles to the address
  * unchanged: the x86_64 paths are what they were.
  *
  * Included by slot_check.h (after slab_class.h in the parts' order: data and inline
@@ -26,14 +26,17 @@
 /* The address a pointer from the program decodes by: without its tag. */
 static inline uintptr_t slot_untag(const void *p) { return mte_untag((uintptr_t)p); }
 
-/* Address a, with the tag its memory carries: how rampart reads a slot that may be live
- * and whose pointer it does not have (a neighbour's canary, a live slot at exit). */
-static inline uintptr_t slot_mem(uintptr_t a)
+/* The 8 bytes at a (aligned): how rampart reads a word of a slot that may be live and
+ * whose pointer it does not have (a neighbour's canary, a live slot at exit). Under
+ * tagging, with tag checks suspended: a slot freed into another thread's batch is
+ * retagged without the class lock, so a tag loaded first could be stale by the read
+ * (a tag fault in the reader; arm64 check, usable_threads). */
+static inline uint64_t slot_word(uintptr_t a)
 {
 #if RAMPART_MTE
-	if (roots.mte) return mte_with_tag(a, mte_load_tag(a));
+	if (roots.mte) return mte_load_unchecked(a);
 #endif
-	return a;
+	return __atomic_load_n((const uint64_t *)a, __ATOMIC_RELAXED);
 }
 
 /* Does p carry the tag of the slot memory at a (p's untagged address) in class k? With
