@@ -420,9 +420,9 @@ static void aligned_sized_free_wrong_alignment(void)
 	free_aligned_sized(p, 16, 200);
 }
 
-/* A slab whose slot went back is closed (the empty cache holds one): a stale pointer
- * into it is neither freeable nor readable. */
-static void free_into_freed_slab(void)
+/* A pointer into a slab whose slot went back and which was closed (the empty cache
+ * holds one): a stale pointer into it is neither freeable nor readable. */
+static void *pointer_into_freed_slab(void)
 {
 	void *a = malloc(100000), *b = malloc(100000), *c = malloc(100000); /* 1 slot per slab */
 	free(a);
@@ -431,8 +431,10 @@ static void free_into_freed_slab(void)
 	void *d[64];
 	for (int i = 0; i < 64; i++) d[i] = malloc(100000); /* churn the quarantine */
 	for (int i = 0; i < 64; i++) free(d[i]);
-	free(b);
+	return b;
 }
+
+static void free_into_freed_slab(void) { free(pointer_into_freed_slab()); }
 
 static void usable_size_of_freed(void)
 {
@@ -456,17 +458,7 @@ static void usable_size_of_unused_slot(void)
 	sink = (char)malloc_usable_size((uintptr_t)p % (uintptr_t)page == 0 ? p + 14336 : p - 14336);
 }
 
-static void usable_size_in_freed_slab(void)
-{
-	void *a = malloc(100000), *b = malloc(100000), *c = malloc(100000); /* 1 slot per slab */
-	free(a);
-	free(b);
-	free(c);
-	void *d[64];
-	for (int i = 0; i < 64; i++) d[i] = malloc(100000); /* churn the quarantine */
-	for (int i = 0; i < 64; i++) free(d[i]);
-	sink = (char)malloc_usable_size(b);
-}
+static void usable_size_in_freed_slab(void) { sink = (char)malloc_usable_size(pointer_into_freed_slab()); }
 
 static void wild_pointer_free(void) { free((void *)(uintptr_t)0x10000); }
 
