@@ -618,28 +618,36 @@ void guard_start(struct guard_region *r, uintptr_t base)
 				   REGION_GROWS | (guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED), 0};
 }
 
-/* Map [p, p + len) read-write behind guard markers: closed like PROT_NONE, but one VMA
- * with the region's open spans, so a class in use costs one VMA instead of three (the
- * closed page below, the open slabs, the closed rest). Each VMA costs every fork and
- * every exit: bash peaks at 61 VMAs instead of 110, a few percent of a fork-heavy shell
- * script (docs/guard-backends.md, "Kernel mappings of the slab allocator"). Markers first, then read-write: under mlockall a
- * read-write mapping would be populated at once, but the markers are refused before
- * that (EINVAL: the backend latches off and the span stays PROT_NONE). */
-static bool grow_marked(struct guard_region *r, void *p, size_t len)
+/* Grow r by [p, p + len) read-write behind guard markers: closed like PROT_NONE, but
+ * one VMA with the region's open spans, so a class in use costs one VMA instead of three
+ * (the closed page below, the open slabs, the closed rest). Each VMA costs every fork and
+ * every exit (docs/guard-backends.md, "Kernel mappings of the slab allocator").
+ *
+ * Mapped read-write first, markers after: the new space joins the VMA below it at the
+ * mmap. Marked while PROT_NONE, it got an anon_vma of its own (installing markers
+ * prepares one) and never merged: each growth of a class's region stayed a VMA apart
+ * (bash kept nine regions of four VMAs each). Until the markers are in, the new space is
+ * read-write and unmarked, but nothing points into it and the region's last page below
+ * it is still marked. Under mlockall(MCL_FUTURE) the mapping is populated and the
+ * markers are refused (EINVAL, the backend latches off): it is given back (the top of
+ * a VMA: its unmap splits nothing, so the VMA limit cannot refuse it) and grown closed.
+ * Tagged regions (arm64) keep the closed way: their spans open PROT_MTE, which an
+ * untagged mapping would not merge with. False when the caller should grow it closed. */
+static bool grow_marked(struct guard_region *r, void *p, size_t len, const char *name)
 {
+	if (r->flags & REGION_TAGGED) return false;
+	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
+	/* Named before the markers: a nameless piece beside a named region would stay a VMA
+	 * of its own. The page below carries the label too. */
+	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
+	label(&piece, name);
 	int err = os_advise(p, len, MADV_GUARD_INSTALL);
-	if (err) {
-		if (err == EINVAL) latch_off();
-		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
-		r->flags &= ~REGION_MARKERS;
-		return false;
-	}
-	err = os_protect(p, len, rw_of(r));
 	if (!err) return true;
-	if (!os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
-	/* Still PROT_NONE: drop the markers, which an mprotect alone would not open. */
-	err = os_advise(p, len, MADV_GUARD_REMOVE);
-	if (err) report_kernel(OP_GUARD_REMOVE, err, p);
+	if (err == EINVAL) latch_off();
+	else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
+	r->flags &= ~REGION_MARKERS;
+	err = os_unmap(p, len);
+	if (err) report_kernel(OP_MUNMAP, err, p);
 	return false;
 }
 
@@ -651,16 +659,19 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	size_t below = r->size ? 0 : os_page;
 	void *p = (void *)(r->base + r->size - below);
 	size_t len = size - r->size + below;
+	/* Markers cost page tables where PROT_NONE costs nothing: only small growth behind
+	 * the marked part is marked. */
+	if (markers_on(r) && (size_t)r->marked_pages * os_page == r->size && size <= GUARD_MARKED_GROWTH_MAX &&
+	    grow_marked(r, p, len, name)) {
+		r->marked_pages = (uint32_t)(size / os_page);
+		r->size = size;
+		return true;
+	}
 	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
 	/* The page below carries the label too: a page named apart from its neighbour is a
 	 * VMA of its own. */
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
 	label(&piece, name);
-	/* Markers cost page tables where PROT_NONE costs nothing: only small growth behind
-	 * the marked part is marked. */
-	if (markers_on(r) && (size_t)r->marked_pages * os_page == r->size && size <= GUARD_MARKED_GROWTH_MAX &&
-	    grow_marked(r, p, len))
-		r->marked_pages = (uint32_t)(size / os_page);
 	r->size = size;
 	return true;
 }

@@ -260,9 +260,10 @@ static void enomem_on_install(void)
 static void test_enomem_on_install(void **state) { child_passed(in_child(enomem_on_install)); }
 
 /* A region grown behind markers (guard_grow, small regions) when the kernel refuses the
- * markers (EINVAL: a locked mapping): latched off, the growth stays PROT_NONE and opens
- * with mprotect. When the markers went in but mprotect refuses (ENOMEM), the markers are
- * taken out again and the growth stays PROT_NONE. */
+ * markers (EINVAL: a locked mapping): latched off, the growth is given back and mapped
+ * PROT_NONE, and opens with mprotect. When the read-write mapping is refused (ENOMEM:
+ * the commit limit), the growth is mapped PROT_NONE without markers and the backend
+ * stays. Grown behind markers, the growths of a region and the page below are one VMA. */
 static void grow_refused(void)
 {
 	start_madvise();
@@ -289,18 +290,40 @@ static void grow_refused(void)
 	start_madvise();
 	CHECK(guard_window((size_t)64 << 20, &w));
 	guard_start(&r, w);
-	fk.mprotect_errno = ENOMEM;
+	fk.mmap_fail_nth = 1;
 	errno = SENTINEL;
 	CHECK(guard_grow(&r, 16 * pg, "test"));
 	CHECK(errno == SENTINEL);
-	CHECK(fk.guard_install_calls == 1 && fk.guard_remove_calls == 1);
+	CHECK(fk.guard_install_calls == 0);
 	CHECK(r.marked_pages == 0);
 	CHECK(guard_backend() == GUARD_MADVISE); /* no latch: only this growth went without */
-	fk.mprotect_errno = 0;
-	CHECK(inaccessible((char *)w + 4 * pg));
+	CHECK(inaccessible((char *)w + 4 * pg) && inaccessible((char *)w - 1));
 	CHECK(guard_extend(&r, 4 * pg, pg));
 	CHECK(accessible((char *)w + 4 * pg) && inaccessible((char *)w + 5 * pg));
 	CHECK(guard_unmap(&r));
+	guard_window_release(w);
+
+	/* Grown three times behind markers, with a span opened between growths: one VMA
+	 * more than before, not one a growth, and every unopened page closed. */
+	start_madvise();
+	CHECK(guard_window((size_t)64 << 20, &w));
+	guard_start(&r, w);
+	long vmas = count_vmas();
+	CHECK(guard_grow(&r, 8 * pg, "test"));
+	CHECK(guard_grown_marked(&r, 0, 8 * pg));
+	CHECK(guard_extend(&r, 2 * pg, pg));
+	((char *)w)[2 * pg] = 1;
+	CHECK(guard_grow(&r, 16 * pg, "test"));
+	CHECK(guard_grow(&r, 32 * pg, "test"));
+	CHECK(guard_grown_marked(&r, 0, 32 * pg));
+	CHECK(count_vmas() == vmas + 1);
+	CHECK(fk.mprotect_calls == 0);
+	CHECK(inaccessible((char *)w - 1) && inaccessible((char *)w + 8 * pg) && inaccessible((char *)w + 31 * pg));
+	CHECK(accessible((char *)w + 2 * pg) && inaccessible((char *)w + 3 * pg));
+	CHECK(guard_extend(&r, 20 * pg, pg));
+	CHECK(accessible((char *)w + 20 * pg) && count_vmas() == vmas + 1);
+	CHECK(guard_unmap(&r));
+	CHECK(count_vmas() == vmas);
 	guard_window_release(w);
 }
 static void test_grow_refused(void **state) { child_passed(in_child(grow_refused)); }
