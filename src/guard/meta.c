@@ -1,7 +1,7 @@
 /*
  * meta.c — a bump allocator of pages inside one region that grows in place in its own
- * window of address space (guard_window), mapped PROT_NONE as it grows and opened as
- * it is handed out (never guard-install a huge span: markers cost page tables). Freed
+ * window of address space (guard_window), grown closed (behind guard markers while the
+ * region is small, PROT_NONE beyond: guard_grow) and opened as it is handed out. Freed
  * chunks are closed and remembered by size for reuse; the list lives in the region.
  */
 #define _GNU_SOURCE
