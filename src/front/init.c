@@ -113,9 +113,12 @@ static void protect_roots(void)
  * call; those that started are kept. Under the init lock. */
 static bool start_modules(void)
 {
+	/* The slab window first (slab.h says why); once set aside it stays for the next try
+	 * when a later step fails. */
+	static struct slab_roots slab;
+	if (!roots.slab.classes && !slab.size && !slab_window(&slab)) return false;
 	if (!roots.meta && !(roots.meta = meta_init())) return false; /* meta_alloc reads it from here on */
 	if (!roots.slab.classes) {
-		struct slab_roots slab;
 		if (!slab_init(&slab)) return false;
 		roots.slab = slab;
 	}

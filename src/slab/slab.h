@@ -68,8 +68,13 @@
 struct slab_class;
 
 struct slab_roots;
-/* Set aside the slab window and fill in *out (init.c keeps it in the roots; false: no address
- * space or memory). */
+/* Set aside the slab window: its place and size in *out (false: no address space). Drawn
+ * before any other window (init.c): it is the largest by far, and drawn after the
+ * metadata's it found no room beside it in a third of processes. */
+must_check bool slab_window(struct slab_roots *out);
+/* Set up the slab allocator in the window slab_window put in *out, and fill in the rest
+ * of *out (init.c keeps it in the roots; false: no memory, the window stays for another
+ * try). */
 must_check bool slab_init(struct slab_roots *out);
 
 /* Is p inside the slab window? (Then only slab_* may handle it.) */

@@ -360,19 +360,28 @@ static unsigned arenas_wanted(void)
 	return cpus && cpus < CONFIG_SLAB_ARENAS ? cpus : CONFIG_SLAB_ARENAS;
 }
 
-bool slab_init(struct slab_roots *out)
+bool slab_window(struct slab_roots *out)
 {
 	/* The window and the nursery are laid out for every arena the build has (address
-	 * space only: class_at decodes with the build's constants); threads are sent to
-	 * the first `arenas` of them. */
-	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
+	 * space only: class_at decodes with the build's constants). Set aside, not mapped:
+	 * each region maps what it uses as it grows; one more region's worth holds the
+	 * nursery, and the spill regions follow. */
 	unsigned shift = CONFIG_SLAB_REGION_SHIFT;
-	/* Address space set aside, not mapped: each region maps what it uses as it grows;
-	 * one more region's worth holds the nursery, and the spill regions follow. */
 	size_t total = SPILL_FIRST + CONFIG_SLAB_SPILL_REGIONS;
 	uintptr_t base;
 	while (!guard_window(total << shift, &base))
 		if (--shift < MIN_REGION_SHIFT) return false;
+	*out = (struct slab_roots){.base = base, .size = total << shift, .region_shift = shift};
+	return true;
+}
+
+bool slab_init(struct slab_roots *out)
+{
+	/* Threads are sent to the first `arenas` of the build's arenas. */
+	unsigned arenas = CONFIG_SLAB_ARENAS, nregions = arenas * SC_COUNT;
+	uintptr_t base = out->base;
+	size_t size = out->size;
+	unsigned shift = out->region_shift;
 
 	/* Mapped for every arena now, touched only as classes are set up (fresh pages are
 	 * zero, and a zero class struct is an unlocked lock over nothing). */
@@ -383,16 +392,13 @@ bool slab_init(struct slab_roots *out)
 	const size_t bytes[] = {nregions * sizeof(struct slab_class), arenas * per_arena, sizeof(struct random_source),
 				CONFIG_SLAB_SPILL_REGIONS * sizeof(struct slab_spill)};
 	void *got[4];
-	if (!meta_alloc_many(bytes, got, CONFIG_SLAB_SPILL_REGIONS ? 4 : 3)) {
-		guard_window_release(base);
-		return false;
-	}
+	if (!meta_alloc_many(bytes, got, CONFIG_SLAB_SPILL_REGIONS ? 4 : 3)) return false;
 	struct slab_class *classes = got[0];
 	char *mem = got[1];
 	struct random_source *seeds = got[2];
 	struct slab_spill *spill = CONFIG_SLAB_SPILL_REGIONS ? got[3] : NULL;
 	random_source_init(seeds);
-	*out = (struct slab_roots){.base = base, .size = total << shift, .region_shift = shift,
+	*out = (struct slab_roots){.base = base, .size = size, .region_shift = shift,
 				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
 				     .arena_mem_bytes = per_arena, .seeds = seeds, .spill = spill,
 				     .nspill = CONFIG_SLAB_SPILL_REGIONS};
