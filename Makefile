@@ -39,7 +39,7 @@ LTO_FAT := $(if $(filter -flto%,$(CFLAGS)),-ffat-lto-objects)
 ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(LTO_FAT) -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) \
 	$(NOBUILTIN) $(REPRODUCIBLE) $(CONFIG_CPPFLAGS) -Iinclude -Isrc
 LDFLAGS_SO := $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack \
-	-Wl,--as-needed
+	-Wl,--as-needed -Wl,--sort-section=name
 
 # Quiet build lines ("CC src/front/api.c"); `make V=1` shows every command in full.
 ifeq ($(V),1)

@@ -265,7 +265,7 @@ static struct {
 		uintptr_t ra, base;
 		bool own;
 	} found[TRACE_FOUND];
-} trace_space;
+} trace_space STATIC_APART(trace_space);
 static atomic_flag trace_busy = ATOMIC_FLAG_INIT;
 
 static noinline __attribute__((no_sanitize_address)) void print_trace_held(void)

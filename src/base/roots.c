@@ -2,7 +2,7 @@
 #include "base/roots.h"
 
 /* The roots sit alone on their page so that page can be made read-only. */
-union roots_page roots_page __attribute__((aligned(ROOTS_PAGE_BYTES)));
+union roots_page roots_page __attribute__((aligned(ROOTS_PAGE_BYTES))) STATIC_APART(roots_page);
 
 _Atomic int rampart_state = STATE_NEW;
 

@@ -61,7 +61,7 @@ enum policy_matched policy_match_exe(const char *pattern, size_t plen, const str
 
 /* The name the program was run by, kept: AT_EXECFN's string lies in memory the program
  * may reuse (a process title written over argv and the environment). */
-static char run_as_path[4096];
+static char run_as_path[4096] STATIC_APART(run_as_path);
 
 void policy_name_exe(struct policy_exe *exe, const char *kernel_file, const char *path, const char *run_as,
 		     bool secure)
@@ -149,8 +149,8 @@ const char *policy_unsafe(const struct stat *st)
 }
 
 /* Start-up runs once, under the init lock: static storage is not shared. */
-static char policy_text[POLICY_MAX_BYTES];
-static char exe_path[4096];
+static char policy_text[POLICY_MAX_BYTES] STATIC_APART(policy_text);
+static char exe_path[4096] STATIC_APART(exe_path);
 
 /* This process's names: the executable as the kernel names it, and the path it was
  * run by where that counts (see policy.h). */

@@ -91,7 +91,7 @@ static bool really_blocks(const void *p)
  * so it lies in the anonymous part of the data segment, past the file's last page. */
 static union {
 	char page[4096];
-} probe_page __attribute__((aligned(4096)));
+} probe_page __attribute__((aligned(4096))) STATIC_APART(probe_page);
 
 static bool probe_markers(void)
 {

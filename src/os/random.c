@@ -98,7 +98,7 @@ static void chacha_lanes(const uint32_t key[8], uint64_t counter, uint8_t *out)
 		}
 }
 
-union random_fork_page random_fork_page __attribute__((aligned(RANDOM_FORK_PAGE)));
+union random_fork_page random_fork_page __attribute__((aligned(RANDOM_FORK_PAGE))) STATIC_APART(random_fork_page);
 
 /* The last generation number given out, in memory a child inherits as it was: every
  * state's generation is at most this, so one above it is new to the process. */

@@ -332,6 +332,7 @@ noinline bool slab_new(struct slab_class *k)
 {
 	uint32_t pos;
 	struct slab *s;
+	bool fresh = false;
 	if (unlikely(!k->size)) slab_class_setup(k);
 	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
 	if (k->nempty) {
@@ -351,10 +352,14 @@ noinline bool slab_new(struct slab_class *k)
 		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
 		if (!fresh_slab(k, &pos)) return false;
 		s = desc(k, pos);
+		fresh = true;
 	}
 	k->nactive++;
 	if (k->nactive > k->peak_now) k->peak_now = k->nactive;
-	if (s->state != SLAB_EMPTY) {
+	/* A fresh slab's descriptor is not read first: on a page nothing has written yet a
+	 * read maps the zero page, and the write after it takes a second fault (a class's
+	 * first slab, in every process). */
+	if (fresh || s->state != SLAB_EMPTY) {
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used,
 		 * and those handed out before still hold its canary, so it keeps that too. */
