@@ -32,10 +32,10 @@
 #define cold __attribute__((cold))
 /* Zero-initialised static storage kept out of the way of the small variables: whole
  * pages (page-aligned for a system call of their own) and buffers used only with a
- * policy file or a trace. The shared library links with --sort-section=name, so these
- * come after every other variable of .bss and the small ones, which every process
- * writes at start-up, share one or two pages: each page first written is a page
- * fault, and they were spread over nine. */
+ * policy file or a trace. The shared library links with --sort-section=name (GNU ld and
+ * gold; lld ignores it), so these come after every other variable of .bss, and the
+ * small ones, which every process writes at start-up, share one or two pages: each
+ * page first written is a page fault, and they were spread over nine. */
 #define STATIC_APART(name) __attribute__((section(".bss.zz_apart." #name)))
 
 /* invariant(cond): a condition the code around it relies on. Built with

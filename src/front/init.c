@@ -10,6 +10,7 @@
 #include "front/init.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #include "base/report.h"
 #include "guard/guard.h"
@@ -121,6 +122,8 @@ static bool start_modules(void)
 	if (!roots.slab.classes) {
 		if (!slab_init(&slab)) return false;
 		roots.slab = slab;
+		/* The roots are made read-only; no writable copy of them stays behind. */
+		explicit_bzero(&slab, sizeof slab);
 	}
 	return roots.large || (roots.large = large_init());
 }

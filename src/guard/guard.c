@@ -629,13 +629,12 @@ void guard_start(struct guard_region *r, uintptr_t base)
  * (bash kept nine regions of four VMAs each). Until the markers are in, the new space is
  * read-write and unmarked, but nothing points into it and the region's last page below
  * it is still marked. Under mlockall(MCL_FUTURE) the mapping is populated and the
- * markers are refused (EINVAL, the backend latches off): it is given back (the top of
- * a VMA: its unmap splits nothing, so the VMA limit cannot refuse it) and grown closed.
- * Tagged regions (arm64) keep the closed way: their spans open PROT_MTE, which an
- * untagged mapping would not merge with. False when the caller should grow it closed. */
+ * markers are refused (EINVAL, the backend latches off): it is given back and the caller
+ * grows it closed. Unmapping the top of a VMA is no split the VMA limit can refuse.
+ * Tagged regions (arm64) never take this way: their spans are PROT_MTE, which a
+ * read-write mmap is not. False when the caller should grow it closed. */
 static bool grow_marked(struct guard_region *r, void *p, size_t len, const char *name)
 {
-	if (r->flags & REGION_TAGGED) return false;
 	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
 	/* Named before the markers: a nameless piece beside a named region would stay a VMA
 	 * of its own. The page below carries the label too. */
@@ -651,22 +650,17 @@ static bool grow_marked(struct guard_region *r, void *p, size_t len, const char 
 	return false;
 }
 
-bool guard_grow(struct guard_region *r, size_t size, const char *name)
+/* May r grow by read-write space behind markers up to size? Markers cost page tables
+ * where PROT_NONE costs nothing: only small growth behind the marked part is marked. */
+static bool grows_marked(const struct guard_region *r, size_t size)
 {
-	if (size <= r->size) return true;
-	/* The first growth maps the closed page below in the same call: one system call
-	 * fewer for every class a process uses (each new process pays them at start-up). */
-	size_t below = r->size ? 0 : os_page;
-	void *p = (void *)(r->base + r->size - below);
-	size_t len = size - r->size + below;
-	/* Markers cost page tables where PROT_NONE costs nothing: only small growth behind
-	 * the marked part is marked. */
-	if (markers_on(r) && (size_t)r->marked_pages * os_page == r->size && size <= GUARD_MARKED_GROWTH_MAX &&
-	    grow_marked(r, p, len, name)) {
-		r->marked_pages = (uint32_t)(size / os_page);
-		r->size = size;
-		return true;
-	}
+	return markers_on(r) && !(r->flags & REGION_TAGGED) && (size_t)r->marked_pages * os_page == r->size &&
+	       size <= GUARD_MARKED_GROWTH_MAX;
+}
+
+/* guard_grow's closed way: PROT_NONE, opened later by mprotect. */
+static bool grow_closed(struct guard_region *r, void *p, size_t len, size_t size, const char *name)
+{
 	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
 	/* The page below carries the label too: a page named apart from its neighbour is a
 	 * VMA of its own. */
@@ -676,6 +670,29 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	return true;
 }
 
+/* The growth of r to size: where it starts and how long it is. The first growth maps
+ * the closed page below in the same call: one system call fewer for every class a
+ * process uses (each new process pays them at start-up). */
+static void *growth_of(const struct guard_region *r, size_t size, size_t *len)
+{
+	size_t below = r->size ? 0 : os_page;
+	*len = size - r->size + below;
+	return (void *)(r->base + r->size - below);
+}
+
+bool guard_grow(struct guard_region *r, size_t size, const char *name)
+{
+	if (size <= r->size) return true;
+	size_t len;
+	void *p = growth_of(r, size, &len);
+	if (grows_marked(r, size) && grow_marked(r, p, len, name)) {
+		r->marked_pages = (uint32_t)(size / os_page);
+		r->size = size;
+		return true;
+	}
+	return grow_closed(r, p, len, size, name);
+}
+
 /* The first growth of a region behind markers with [open_off, open_off + open_len)
  * open at once: mapped read-write, markers only around the span, so neither the span
  * nor the rest needs a call of its own. A class's first slab costs three calls (mmap
@@ -683,18 +700,19 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
  * pays that for every class it uses. Under mlockall(MCL_FUTURE) the mapping is
  * populated before the kernel refuses the markers (EINVAL): it is given back and the
  * region starts again closed, unmarked, as guard_grow makes it; the refusal latches
- * the backend off, so a process pays that once. */
+ * the backend off, so a process pays that once. A tagged region (arm64) grows closed
+ * and opens PROT_MTE (guard_extend): a read-write mmap would leave its slabs untagged. */
 bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size_t open_off, size_t open_len,
 		     bool *opened)
 {
 	*opened = false;
-	if (r->size || !open_len || open_off + open_len > size || !markers_on(r) || size > GUARD_MARKED_GROWTH_MAX)
+	if (r->size || !open_len || open_off + open_len > size || !grows_marked(r, size))
 		return guard_grow(r, size, name);
-	void *p = (void *)(r->base - os_page);
-	size_t len = size + os_page;
+	size_t len;
+	void *p = growth_of(r, size, &len);
 	/* Refused read-write (the commit limit, a memlock limit under mlockall): the
 	 * closed way, which charges only what it opens. */
-	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return guard_grow(r, size, name);
+	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return grow_closed(r, p, len, size, name);
 	uintptr_t open = r->base + open_off, end = (uintptr_t)p + len;
 	struct os_span sides[2] = {{p, open - (uintptr_t)p}, {(void *)(open + open_len), end - open - open_len}};
 	int err = os_advise_spans(sides, 2, MADV_GUARD_INSTALL);
@@ -705,7 +723,7 @@ bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size
 		/* One whole mapping: its unmap splits nothing, so the VMA limit cannot refuse it. */
 		err = os_unmap(p, len);
 		if (err) report_kernel(OP_MUNMAP, err, p);
-		return guard_grow(r, size, name);
+		return grow_closed(r, p, len, size, name);
 	}
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
 	label(&piece, name);

@@ -122,8 +122,8 @@ void guard_start(struct guard_region *r, uintptr_t base);
  * (PROT_NONE space is one VMA more on each side of every open span). Beyond that it is
  * PROT_NONE, which costs no page tables: a big class's region grows by a quarter at a
  * time, and markers over hundreds of MiB not yet used would take page-table pages of
- * their own. Up to 2 MiB (what one page-table page covers) they share the page-table
- * pages of the slabs opened there. */
+ * their own. Up to 2 MiB (what one page-table page covers; a region starts at a random
+ * page, so two) they mostly share the page-table pages of the slabs opened there. */
 #define GUARD_MARKED_GROWTH_MAX ((size_t)2 << 20)
 must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
 /* guard_grow of a region not yet grown, opening [open_off, open_off + open_len) in the

@@ -71,8 +71,7 @@ struct meta_header *meta_init(void)
 	size_t start = (1 + random_below(&rnd, 15)) * os_page;
 	/* The first growth opens the header's page with it (guard_grow_open): a call fewer
 	 * at every start-up. Only the header and its guard page: the slab's blocks, next,
-	 * then lie in a growth of their own, opened by one mprotect, where a first growth
-	 * behind markers reaching under them took a madvise more to take those out. */
+	 * lie in a growth of their own, behind markers, each opened by one madvise. */
 	size_t first = MIN(window, start + 2 * os_page);
 	bool opened = false;
 	if (!guard_grow_open(&r, first, "rampart:meta", start, os_page, &opened) &&

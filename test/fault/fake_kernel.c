@@ -130,6 +130,10 @@ void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 int __wrap_munmap(void *addr, size_t len)
 {
 	fk.munmap_calls++;
+	if (fk.munmap_errno) {
+		errno = fk.munmap_errno;
+		return -1;
+	}
 	int r = __real_munmap(addr, len);
 	if (r == 0) fk.net_bytes -= (long)len;
 	return r;

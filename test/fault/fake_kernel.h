@@ -32,6 +32,7 @@ struct fake_kernel {
 	bool mmap_fail_fixed;        /* MAP_FIXED mmaps fail */
 	int mmap_errno;              /* errno of failing mmaps (0 means ENOMEM) */
 	int mprotect_errno;          /* every mprotect fails with this (0: off) */
+	int munmap_errno;            /* every munmap fails with this (0: off) */
 	bool labels_supported;       /* prctl(PR_SET_VMA_ANON_NAME) succeeds (and is recorded) */
 	bool overcommit_fake;        /* /proc/sys/vm/overcommit_memory reads as ... */
 	int overcommit;              /* ... this value */

@@ -44,17 +44,14 @@ static void efault_while_a_class_grows(void)
 	(void)p;
 }
 
-/* A class's cell grown behind markers whose mprotect fails for want of memory: the
- * markers must come out again, and the kernel refuses that (madvise backend only; under
- * mprotect the failing mprotect of the growth's first open is fatal by itself). The cell
- * is first refused read-write (guard_grow_open), so it is grown the closed way. */
-static void efault_taking_markers_out(void)
+/* A class's cell mapped read-write for its markers, which the kernel refuses (EINVAL: a
+ * locked mapping); giving the cell back, the kernel refuses the unmap (madvise backend;
+ * under mprotect the failing mprotect of the cell's first open is fatal by itself). */
+static void efault_giving_back_a_refused_growth(void)
 {
-	fk.noreplace_fail = 1;
-	fk.noreplace_errno = ENOMEM;
-	fk.noreplace_min = 64 << 10;
-	fk.mprotect_errno = guard_backend() == GUARD_MADVISE ? ENOMEM : EFAULT;
-	fk.guard_remove_errno = EFAULT;
+	if (guard_backend() == GUARD_MADVISE) fk.guard_install_errno = EINVAL;
+	else fk.mprotect_errno = EFAULT;
+	fk.munmap_errno = EFAULT;
 	void *volatile p = malloc(7000);
 	(void)p;
 }
@@ -113,7 +110,7 @@ static void unexpected_error_is_fatal(void **state)
 		{"EFAULT while mapping a new region", efault_on_new_mapping, DIE_FATAL, NULL},
 		{"EFAULT while closing a freed region", efault_on_free, DIE_FATAL, NULL},
 		{"EFAULT while a size class grows", efault_while_a_class_grows, DIE_FATAL, NULL},
-		{"EFAULT taking markers out of a refused growth", efault_taking_markers_out, DIE_FATAL, NULL},
+		{"EFAULT giving back a growth whose markers were refused", efault_giving_back_a_refused_growth, DIE_FATAL, NULL},
 		{"EFAULT opening a slab grown behind markers", efault_opening_a_slab, DIE_FATAL, NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) assert_true(death_run(&cases[i]));

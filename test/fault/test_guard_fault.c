@@ -325,6 +325,32 @@ static void grow_refused(void)
 	CHECK(guard_unmap(&r));
 	CHECK(count_vmas() == vmas);
 	guard_window_release(w);
+
+	/* A later growth, which joined the VMA below it, refused its markers: only that
+	 * piece is given back (what was written below stays) and grown PROT_NONE; the
+	 * backend latches off and the new space opens with mprotect. */
+	start_madvise();
+	CHECK(guard_window((size_t)64 << 20, &w));
+	guard_start(&r, w);
+	CHECK(guard_grow(&r, 8 * pg, "test"));
+	CHECK(guard_extend(&r, 2 * pg, 2 * pg));
+	memset((char *)w + 2 * pg, 0x5a, 2 * pg);
+	fk.guard_install_fail_nth = 1;
+	errno = SENTINEL;
+	CHECK(guard_grow(&r, 16 * pg, "test"));
+	CHECK(errno == SENTINEL);
+	CHECK(fk.guard_install_failed == 1 && guard_backend() == GUARD_MPROTECT);
+	CHECK(r.size == 16 * pg && r.marked_pages == 8);
+	CHECK(((unsigned char *)w)[2 * pg] == 0x5a && ((unsigned char *)w)[4 * pg - 1] == 0x5a);
+	CHECK(inaccessible((char *)w + 4 * pg) && inaccessible((char *)w + 8 * pg) && inaccessible((char *)w + 15 * pg));
+	protects = fk.mprotect_calls;
+	CHECK(guard_extend(&r, 10 * pg, pg));
+	CHECK(fk.mprotect_calls == protects + 1);
+	CHECK(accessible((char *)w + 10 * pg) && inaccessible((char *)w + 11 * pg));
+	CHECK(guard_extend(&r, 5 * pg, pg)); /* below: still behind markers */
+	CHECK(accessible((char *)w + 5 * pg));
+	CHECK(guard_unmap(&r));
+	guard_window_release(w);
 }
 static void test_grow_refused(void **state) { child_passed(in_child(grow_refused)); }
 

@@ -526,9 +526,9 @@ START_TEST(test_grow_marked)
 }
 END_TEST
 
-/* Under mlockall(MCL_FUTURE) a read-write mapping would be populated and locked at
- * once: the markers are refused first, the backend latches off and the growth stays
- * PROT_NONE, nothing resident. Space grown behind markers before still opens. */
+/* Under mlockall(MCL_FUTURE) the read-write growth is populated and locked at once and
+ * the kernel refuses its markers: the backend latches off, the growth is given back and
+ * grown PROT_NONE, nothing resident. Space grown behind markers before still opens. */
 START_TEST(test_grow_marked_locked)
 {
 	enum guard_backend b = force(0);
@@ -617,6 +617,43 @@ START_TEST(test_grow_open)
 	ck_assert(accessible((char *)w + 6 * pg) && inaccessible((char *)w + 7 * pg));
 	ck_assert(guard_unmap(&r));
 	guard_window_release(w);
+}
+END_TEST
+
+/* A tagged region (arm64 memory tagging: its spans open PROT_MTE) never grows by a
+ * read-write mapping, which would leave its slabs untagged: under the madvise backend
+ * too it grows closed, unmarked, and its spans open with mprotect (guard_extend). */
+START_TEST(test_grow_tagged)
+{
+	enum guard_backend b = force(0);
+	if (b != GUARD_MADVISE) return;
+	size_t pg = os_page, size = (size_t)64 << 20;
+	uintptr_t w1, w2;
+	ck_assert(guard_window(size, &w1));
+	ck_assert(guard_window(size, &w2));
+	struct guard_region grown, cell;
+	guard_start(&grown, w1);
+	guard_start(&cell, w2);
+	grown.flags |= REGION_TAGGED;
+	cell.flags |= REGION_TAGGED;
+	ck_assert(guard_grow(&grown, 16 * pg, "test:tagged"));
+	ck_assert(guard_grow(&grown, 32 * pg, "test:tagged"));
+	ck_assert_uint_eq(grown.marked_pages, 0);
+	bool opened = true;
+	ck_assert(guard_grow_open(&cell, 24 * pg, "test:tagged", 3 * pg, 2 * pg, &opened));
+	ck_assert(!opened);
+	ck_assert_uint_eq(cell.marked_pages, 0);
+	ck_assert_int_eq(guard_backend(), GUARD_MADVISE);
+	unsigned long latches = stat_counters[STAT_GUARD_LATCH]; /* unchanged: nothing refused */
+	ck_assert(guard_extend(&grown, 20 * pg, pg) && guard_extend(&cell, 3 * pg, 2 * pg));
+	ck_assert_uint_eq(stat_counters[STAT_GUARD_LATCH], latches);
+	ck_assert(accessible((char *)w1 + 20 * pg) && inaccessible((char *)w1 + 21 * pg) &&
+		  inaccessible((char *)w1 + 19 * pg) && inaccessible((char *)w1 - 1));
+	ck_assert(accessible((char *)w2 + 3 * pg) && inaccessible((char *)w2 + 5 * pg) && inaccessible((char *)w2 - 1));
+	ck_assert(guard_unmap(&cell));
+	ck_assert(guard_unmap(&grown));
+	guard_window_release(w2);
+	guard_window_release(w1);
 }
 END_TEST
 
@@ -763,6 +800,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, test_window_grow, 0, 2);
 	tcase_add_loop_test(t, test_grow_marked, 0, 2);
 	tcase_add_test(t, test_grow_marked_locked);
+	tcase_add_test(t, test_grow_tagged);
 	tcase_add_loop_test(t, test_grow_open, 0, 4);
 	tcase_add_test(t, test_window_pick);
 	tcase_add_loop_test(t, test_area_walk, 0, 2);
