@@ -618,6 +618,19 @@ void guard_start(struct guard_region *r, uintptr_t base)
 				   REGION_GROWS | (guard_backend() == GUARD_MADVISE ? REGION_MARKERS | REGION_MARKED : REGION_PROTECTED), 0};
 }
 
+/* The kernel refused the markers (err) on a read-write growth [p, p + len): EINVAL, a
+ * locked mapping, latches the backend off; the growth is given back, for the caller to
+ * grow closed. Only the top of a VMA or a whole mapping is unmapped: no split the VMA
+ * limit could refuse. */
+static void give_back_refused(struct guard_region *r, int err, void *p, size_t len)
+{
+	if (err == EINVAL) latch_off();
+	else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
+	r->flags &= ~REGION_MARKERS;
+	err = os_unmap(p, len);
+	if (err) report_kernel(OP_MUNMAP, err, p);
+}
+
 /* Grow r by [p, p + len) read-write behind guard markers: closed like PROT_NONE, but
  * one VMA with the region's open spans, so a class in use costs one VMA instead of three
  * (the closed page below, the open slabs, the closed rest). Each VMA costs every fork and
@@ -629,10 +642,9 @@ void guard_start(struct guard_region *r, uintptr_t base)
  * (bash kept nine regions of four VMAs each). Until the markers are in, the new space is
  * read-write and unmarked, but nothing points into it and the region's last page below
  * it is still marked. Under mlockall(MCL_FUTURE) the mapping is populated and the
- * markers are refused (EINVAL, the backend latches off): it is given back and the caller
- * grows it closed. Unmapping the top of a VMA is no split the VMA limit can refuse.
- * Tagged regions (arm64) never take this way: their spans are PROT_MTE, which a
- * read-write mmap is not. False when the caller should grow it closed. */
+ * markers are refused (give_back_refused). Tagged regions (arm64) never take this way:
+ * their spans are PROT_MTE, which a read-write mmap is not. False when the caller
+ * should grow it closed. */
 static bool grow_marked(struct guard_region *r, void *p, size_t len, const char *name)
 {
 	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
@@ -642,11 +654,7 @@ static bool grow_marked(struct guard_region *r, void *p, size_t len, const char 
 	label(&piece, name);
 	int err = os_advise(p, len, MADV_GUARD_INSTALL);
 	if (!err) return true;
-	if (err == EINVAL) latch_off();
-	else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
-	r->flags &= ~REGION_MARKERS;
-	err = os_unmap(p, len);
-	if (err) report_kernel(OP_MUNMAP, err, p);
+	give_back_refused(r, err, p, len);
 	return false;
 }
 
@@ -717,12 +725,7 @@ bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size
 	struct os_span sides[2] = {{p, open - (uintptr_t)p}, {(void *)(open + open_len), end - open - open_len}};
 	int err = os_advise_spans(sides, 2, MADV_GUARD_INSTALL);
 	if (err) {
-		if (err == EINVAL) latch_off();
-		else if (!os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
-		r->flags &= ~REGION_MARKERS;
-		/* One whole mapping: its unmap splits nothing, so the VMA limit cannot refuse it. */
-		err = os_unmap(p, len);
-		if (err) report_kernel(OP_MUNMAP, err, p);
+		give_back_refused(r, err, p, len);
 		return grow_closed(r, p, len, size, name);
 	}
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};

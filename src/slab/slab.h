@@ -70,7 +70,7 @@ struct slab_class;
 struct slab_roots;
 /* Set aside the slab window: its place and size in *out (false: no address space). Drawn
  * before any other window (init.c): it is the largest by far, and drawn after the
- * metadata's it found no room beside it in a third of processes. */
+ * metadata's it found no room beside it in 18 of 40 processes (system/window_place). */
 must_check bool slab_window(struct slab_roots *out);
 /* Set up the slab allocator in the window slab_window put in *out, and fill in the rest
  * of *out (init.c keeps it in the roots; false: no memory, the window stays for another
