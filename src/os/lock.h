@@ -27,8 +27,8 @@
  *    fork, and none is touched.
  *  - Nothing here allocates; a lock is two aligned 32-bit words, all zero means free.
  *  - While the process has one thread (os_single_threaded) a lock is elided: take, try
- *    and give cost no atomic read-modify-write, only plain stores of 1 and 0 to the word
- *    (on the line the holder writes anyway). No other thread can be inside the allocator
+ *    and give cost no atomic read-modify-write, only a non-atomic bit set (x86; a load
+ *    and a store elsewhere) and a store of 0 (on the line the holder writes anyway). No other thread can be inside the allocator
  *    then, and the answer cannot change between a take and its give: only the one thread
  *    could start a second one, and it is inside the allocator. The word is 0 when the
  *    second thread starts, so from then on the locks work as above. Measured
@@ -40,7 +40,7 @@
  *    its own mark there (lock_owner) once its compare-and-swap failed. Either is fatal
  *    with a message saying so, instead of running the handler's call on metadata half
  *    updated (one thread) or waiting for itself for good (threads). Checked only where
- *    the word is read anyway: the elided take's store now follows a load, and the mark
+ *    the word is read anyway: the elided take's bit set answers the old bit, and the mark
  *    is one thread-local load; nothing else on the fast path.
  */
 #ifndef RAMPART_LOCK_H
@@ -73,13 +73,31 @@ void lock_wake(struct lock *l);
 /* The calling thread holds l already (see the invariants): fatal. */
 cold __attribute__((noreturn)) void lock_reentered(struct lock *l);
 
+/* The elided take (one thread): the word becomes 1 unless it was taken, set before the
+ * critical section as a signal handler would look; true when it was taken already (held
+ * words are odd). On x86 one read-modify-write instruction without a lock prefix (no
+ * other thread can look): the first take of a lock on a page not yet written is one
+ * write fault. A load and then a store faulted twice, the load mapping the shared zero
+ * page and the store copying it: each class's lock sits on a page of class structs its
+ * first malloc reaches first (bench/journal/2026-11-28-first-touch.md). Elsewhere the
+ * load and the store. */
+static inline bool lock_word_set(struct lock *l)
+{
+	bool was;
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("btsl $0, %0" : "+m"(*(uint32_t *)(void *)&l->word), "=@ccc"(was) : : "memory");
+#else
+	was = atomic_load_explicit(&l->word, memory_order_relaxed) != 0;
+	if (!was) atomic_store_explicit(&l->word, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+	return was;
+}
+
 static inline void lock_take(struct lock *l)
 {
 	if (os_single_threaded()) {
-		if (unlikely(atomic_load_explicit(&l->word, memory_order_relaxed))) lock_reentered(l);
-		atomic_store_explicit(&l->word, 1, memory_order_relaxed);
-		/* Set before the critical section, as a signal handler would look. */
-		atomic_signal_fence(memory_order_seq_cst);
+		if (unlikely(lock_word_set(l))) lock_reentered(l);
 		return;
 	}
 	uint32_t expected = 0;
@@ -91,12 +109,7 @@ static inline void lock_take(struct lock *l)
 /* Take the lock only if it is free now; never waits. */
 static inline bool lock_try(struct lock *l)
 {
-	if (os_single_threaded()) {
-		if (atomic_load_explicit(&l->word, memory_order_relaxed)) return false;
-		atomic_store_explicit(&l->word, 1, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
-		return true;
-	}
+	if (os_single_threaded()) return !lock_word_set(l);
 	uint32_t expected = 0;
 	return atomic_compare_exchange_strong_explicit(&l->word, &expected, lock_owner | 1, memory_order_acquire,
 						       memory_order_relaxed);
