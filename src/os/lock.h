@@ -28,7 +28,8 @@
  *  - Nothing here allocates; a lock is two aligned 32-bit words, all zero means free.
  *  - While the process has one thread (os_single_threaded) a lock is elided: take, try
  *    and give cost no atomic read-modify-write, only a non-atomic bit set (x86; a load
- *    and a store elsewhere) and a store of 0 (on the line the holder writes anyway). No other thread can be inside the allocator
+ *    and a store elsewhere: lock_word_test_and_set) and a store of 0 (on the line the
+ *    holder writes anyway). No other thread can be inside the allocator
  *    then, and the answer cannot change between a take and its give: only the one thread
  *    could start a second one, and it is inside the allocator. The word is 0 when the
  *    second thread starts, so from then on the locks work as above. Measured
@@ -76,15 +77,16 @@ cold __attribute__((noreturn)) void lock_reentered(struct lock *l);
 /* The elided take (one thread): the word becomes 1 unless it was taken, set before the
  * critical section as a signal handler would look; true when it was taken already (held
  * words are odd). On x86 one read-modify-write instruction without a lock prefix (no
- * other thread can look): the first take of a lock on a page not yet written is one
- * write fault. A load and then a store faulted twice, the load mapping the shared zero
- * page and the store copying it: each class's lock sits on a page of class structs its
- * first malloc reaches first (bench/journal/2026-11-28-first-touch.md). Elsewhere the
- * load and the store. */
-static inline bool lock_word_set(struct lock *l)
+ * other thread can look), so the first take of a lock on a page nobody has written is
+ * one write fault. A load and then a store fault twice there: the load maps the shared
+ * zero page, the store copies it; every class's first malloc took its lock so
+ * (bench/journal/2026-11-28-first-touch.md). Elsewhere, or without flag outputs of
+ * inline assembly, the load and the store. */
+_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "a lock word is a plain 32-bit word");
+static inline bool lock_word_test_and_set(struct lock *l)
 {
 	bool was;
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
 	__asm__ volatile("btsl $0, %0" : "+m"(*(uint32_t *)(void *)&l->word), "=@ccc"(was) : : "memory");
 #else
 	was = atomic_load_explicit(&l->word, memory_order_relaxed) != 0;
@@ -97,7 +99,7 @@ static inline bool lock_word_set(struct lock *l)
 static inline void lock_take(struct lock *l)
 {
 	if (os_single_threaded()) {
-		if (unlikely(lock_word_set(l))) lock_reentered(l);
+		if (unlikely(lock_word_test_and_set(l))) lock_reentered(l);
 		return;
 	}
 	uint32_t expected = 0;
@@ -109,7 +111,7 @@ static inline void lock_take(struct lock *l)
 /* Take the lock only if it is free now; never waits. */
 static inline bool lock_try(struct lock *l)
 {
-	if (os_single_threaded()) return !lock_word_set(l);
+	if (os_single_threaded()) return !lock_word_test_and_set(l);
 	uint32_t expected = 0;
 	return atomic_compare_exchange_strong_explicit(&l->word, &expected, lock_owner | 1, memory_order_acquire,
 						       memory_order_relaxed);

@@ -202,7 +202,7 @@ START_TEST(test_single_threaded)
 END_TEST
 
 /* A lock is elided while the process has one thread: no atomic, its word set and
- * cleared by plain stores, and a try fails while it is held. Once a second thread exists
+ * cleared without one, and a try fails while it is held. Once a second thread exists
  * it excludes again: a try fails while another thread holds it, and a waiter gets it
  * when it is given back. */
 static struct lock held_lock;
@@ -247,35 +247,32 @@ START_TEST(test_lock_elided_while_single_threaded)
 }
 END_TEST
 
-/* The first take of a lock on a page nobody has written is one page fault, not two: the
- * elided take's bit set is a write, where a load and then a store mapped the shared
- * zero page and then copied it (every class's first malloc took its lock so). x86 only:
- * elsewhere the elided take is still a load and a store. */
-static long minor_faults(void)
-{
-	struct rusage u;
-	ck_assert_int_eq(getrusage(RUSAGE_SELF, &u), 0);
-	return u.ru_minflt;
-}
-
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32) && defined(__x86_64__) && \
+	defined(__GCC_ASM_FLAG_OUTPUTS__)
+#define FIRST_TAKE_ONE_FAULT 1
+/* The first take of a lock on a page nobody has written is one page fault, not two
+ * (lock_word_test_and_set says why). Only where the elided take is one instruction. */
 START_TEST(test_lock_first_take_one_fault)
 {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32) && (defined(__x86_64__) || defined(__i386__))
 	ck_assert(os_single_threaded());
-	long page = sysconf(_SC_PAGESIZE);
-	char *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(p, MAP_FAILED);
 	struct lock *l = (struct lock *)(void *)(p + 64);
-	long before = minor_faults();
+	/* Nothing between the two samples but the take: no assertion (Check's bookkeeping
+	 * may write a page of its own). */
+	struct rusage before, after;
+	int rc_before = getrusage(RUSAGE_SELF, &before);
 	lock_take(l);
-	long after = minor_faults();
+	int rc_after = getrusage(RUSAGE_SELF, &after);
+	ck_assert_int_eq(rc_before, 0);
+	ck_assert_int_eq(rc_after, 0);
 	ck_assert_uint_eq(atomic_load(&l->word), 1);
 	lock_give(l);
-	ck_assert_int_eq(after - before, 1);
-	ck_assert_int_eq(munmap(p, (size_t)page), 0);
-#endif
+	ck_assert_int_eq(after.ru_minflt - before.ru_minflt, 1);
+	ck_assert_int_eq(munmap(p, pg), 0);
 }
 END_TEST
+#endif
 
 /* A take of a lock the calling thread holds (a signal handler that re-entered the
  * allocator) is fatal: alone, it finds the word set; with other threads, it finds its own
@@ -358,7 +355,9 @@ int main(void)
 	tcase_add_test(t, test_resident_stops_early);
 	tcase_add_test(t, test_single_threaded);
 	tcase_add_test(t, test_lock_elided_while_single_threaded);
+#ifdef FIRST_TAKE_ONE_FAULT
 	tcase_add_test(t, test_lock_first_take_one_fault);
+#endif
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
 	tcase_add_test_raise_signal(t, test_lock_reentered_alone, SIGABRT);
 #endif
