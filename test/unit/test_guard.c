@@ -526,17 +526,24 @@ START_TEST(test_grow_marked)
 }
 END_TEST
 
+/* Two windows of size bytes under the madvise backend; false (nothing to test) where
+ * the kernel has no guard markers (force says so). */
+static bool marked_windows(size_t size, uintptr_t *w1, uintptr_t *w2)
+{
+	if (force(0) != GUARD_MADVISE) return false;
+	ck_assert(guard_window(size, w1));
+	ck_assert(guard_window(size, w2));
+	return true;
+}
+
 /* Under mlockall(MCL_FUTURE) the read-write growth is populated and locked at once and
  * the kernel refuses its markers: the backend latches off, the growth is given back and
  * grown PROT_NONE, nothing resident. Space grown behind markers before still opens. */
 START_TEST(test_grow_marked_locked)
 {
-	enum guard_backend b = force(0);
-	if (b != GUARD_MADVISE) return;
 	size_t pg = os_page, size = (size_t)64 << 20;
 	uintptr_t w1, w2;
-	ck_assert(guard_window(size, &w1));
-	ck_assert(guard_window(size, &w2));
+	if (!marked_windows(size, &w1, &w2)) return;
 	struct guard_region before, after;
 	guard_start(&before, w1);
 	ck_assert(guard_grow(&before, 16 * pg, "test:marked"));
@@ -625,12 +632,9 @@ END_TEST
  * too it grows closed, unmarked, and its spans open with mprotect (guard_extend). */
 START_TEST(test_grow_tagged)
 {
-	enum guard_backend b = force(0);
-	if (b != GUARD_MADVISE) return;
 	size_t pg = os_page, size = (size_t)64 << 20;
 	uintptr_t w1, w2;
-	ck_assert(guard_window(size, &w1));
-	ck_assert(guard_window(size, &w2));
+	if (!marked_windows(size, &w1, &w2)) return;
 	struct guard_region grown, cell;
 	guard_start(&grown, w1);
 	guard_start(&cell, w2);
