@@ -67,3 +67,17 @@ bool maps_next(struct maps_reader *m, struct maps_line *l)
 }
 
 void maps_close(struct maps_reader *m) { (void)close(m->fd); }
+
+long maps_count(void)
+{
+	struct maps_reader m;
+	if (!maps_open(&m)) return -1;
+	long lines = 0;
+	for (;;) {
+		ssize_t r = read(m.fd, m.buf, sizeof m.buf);
+		if (r <= 0) break;
+		for (ssize_t i = 0; i < r; i++) lines += m.buf[i] == '\n';
+	}
+	maps_close(&m);
+	return lines;
+}

@@ -29,5 +29,8 @@ bool maps_open(struct maps_reader *m);
 /* The next line of /proc/self/maps, parsed; false at the end. Long lines are cut. */
 bool maps_next(struct maps_reader *m, struct maps_line *l);
 void maps_close(struct maps_reader *m);
+/* How many mappings (VMAs) the process has now: the lines of the file; -1 when it
+ * cannot be read. */
+long maps_count(void);
 
 #endif

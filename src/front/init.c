@@ -179,7 +179,6 @@ bool rampart_init_slow(void)
 		}
 		random_init();
 		guard_init(roots.opt.guard);
-		guard_verbose(roots.opt.verbose);
 		roots.mte = mte_start(roots.opt.mte); /* before the slab regions, mapped tagged if so */
 		ok = start_modules();
 		if (ok) {

@@ -12,6 +12,7 @@
 #include "rampart.h"
 #include "base/text.h"
 #include "guard/guard.h"
+#include "guard/vma_budget.h"
 #include "os/mte.h"
 #include "front/init.h"
 #include "large/large.h"
@@ -146,7 +147,8 @@ static unsigned long stats_hit_permille(const struct rampart_heap_stats *h)
 }
 static unsigned long stats_arenas_open(void) { return slab_arenas_open(); }
 static unsigned long stats_arenas(void) { return roots.slab.arenas; }
-static unsigned long stats_guards_omitted(void) { return guard_guards_omitted(); }
+static unsigned long stats_guards_omitted(void) { return vma_omitted(); }
+static long stats_vmas(void) { return vma_count(); }
 /* Slab memory tagged under arm64 MTE, and how tags are checked: "sync", "async" or "off". */
 static const char *stats_memory_tagging(void) { return mte_state_name(roots.mte); }
 

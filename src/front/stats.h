@@ -75,8 +75,9 @@
 	X(GUARD, NUM, h->guard_latches, "latches", " latches, ", "guard", "latches")                            \
 	X(GUARD, NUM, h->unmaps_refused, "unmaps_refused", " unmaps refused, ", "guard", "unmaps_refused")      \
 	X(GUARD, NUM, h->spans_leaked, "spans_leaked", " spans leaked, ", "guard", "spans_leaked")              \
-	X(GUARD, NUM, stats_guards_omitted(), "guards_omitted", " guards left out near the VMA limit\n", "guard", \
-	  "guards_omitted")
+	X(GUARD, NUM, stats_guards_omitted(), "guards_omitted", " guards left out near the VMA limit (", "guard", \
+	  "guards_omitted")                                                                                     \
+	X(GUARD, NUM, stats_vmas(), "vmas", " VMAs counted in the process)\n", "guard", "vmas")
 
 struct rampart_heap_stats;
 /* Gather the figures (takes each class lock and the large lock in turn). */

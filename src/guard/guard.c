@@ -30,6 +30,7 @@
 #include "os/os.h"
 #include "os/random.h"
 #include "base/counters.h"
+#include "guard/vma_budget.h"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -269,6 +270,14 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 		stat_inc(STAT_GUARD_FALLBACK);
 	}
 	return close_protected(r, p, len);
+}
+
+bool guard_closes_marked(const struct guard_region *r) { return markers_on(r); }
+
+bool guard_drop(struct guard_region *r, size_t off, size_t len)
+{
+	/* Refused only for locked memory (EINVAL), which keeps its pages anyway. */
+	return os_advise((void *)(r->base + off), len, MADV_DONTNEED) == 0;
 }
 
 bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n)
@@ -666,6 +675,17 @@ static bool grows_marked(const struct guard_region *r, size_t size)
 	       size <= GUARD_MARKED_GROWTH_MAX;
 }
 
+/* What a growth of r by space of a kind (PROT_NONE or not) costs in VMAs: a first one
+ * is a mapping of its own; a later one joins the VMA below it when its last page is of
+ * the same kind (that page is never a slab's: grown space ends with a closed page past
+ * the last position, read-write behind markers within marked_pages). */
+static long growth_vmas(const struct guard_region *r, bool protected)
+{
+	if (!r->size) return 1;
+	bool last_protected = r->size > (size_t)r->marked_pages * os_page;
+	return last_protected != protected;
+}
+
 /* guard_grow's closed way: PROT_NONE, opened later by mprotect. */
 static bool grow_closed(struct guard_region *r, void *p, size_t len, size_t size, const char *name)
 {
@@ -674,6 +694,7 @@ static bool grow_closed(struct guard_region *r, void *p, size_t len, size_t size
 	 * VMA of its own. */
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
 	label(&piece, name);
+	vma_add(growth_vmas(r, true));
 	r->size = size;
 	return true;
 }
@@ -693,10 +714,14 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	if (size <= r->size) return true;
 	size_t len;
 	void *p = growth_of(r, size, &len);
-	if (grows_marked(r, size) && grow_marked(r, p, len, name)) {
-		r->marked_pages = (uint32_t)(size / os_page);
-		r->size = size;
-		return true;
+	if (grows_marked(r, size)) {
+		long vmas = growth_vmas(r, false);
+		if (grow_marked(r, p, len, name)) {
+			vma_add(vmas);
+			r->marked_pages = (uint32_t)(size / os_page);
+			r->size = size;
+			return true;
+		}
 	}
 	return grow_closed(r, p, len, size, name);
 }
@@ -730,6 +755,7 @@ bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size
 	}
 	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
 	label(&piece, name);
+	vma_add(growth_vmas(r, false));
 	r->marked_pages = (uint32_t)(size / os_page);
 	r->size = size;
 	*opened = true;
@@ -784,6 +810,14 @@ static bool map_fresh(struct guard_region *r, uintptr_t at, size_t *lead, size_t
 	return true;
 }
 
+/* A fresh region is one VMA that merges with the mappings it is laid against (large
+ * regions lie end to end, their edges closed the same way), and unmapping it splits them
+ * apart again: what a region of its own costs, given its mapped neighbours. */
+static long region_vmas(const struct guard_region *r)
+{
+	return 1 - os_page_mapped((void *)(r->base - os_page)) - os_page_mapped((void *)(r->base + r->size));
+}
+
 bool guard_map(struct guard_region *r, size_t *lead, size_t len, size_t *trail, size_t align,
 	       const char *name)
 {
@@ -824,6 +858,7 @@ bool guard_map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t len
 	}
 	label(r, name);
 	stat_inc(STAT_MAPS);
+	vma_add(region_vmas(r));
 	return true;
 }
 
@@ -903,57 +938,18 @@ bool guard_map_bare(struct guard_region *r, uintptr_t at, size_t *lead, size_t l
 	if (!map_fresh(r, at, lead, len, trail, align, true)) return false;
 	r->flags = REGION_PROTECTED; /* closes with fresh PROT_NONE mappings, opens with mprotect */
 	label(r, name);
+	vma_add(region_vmas(r));
 	return true;
 }
 
-/* --- the VMA budget ------------------------------------------------------------------ */
+/* --- closed regions held for long --------------------------------------------------- */
 
-/* Islands counted before the limit is worth reading: a tenth of the smallest limit a
- * system plausibly sets, so a process that never gets near it never reads the file. */
-#define ISLANDS_UNCHECKED 1024
-
-static _Atomic unsigned long islands, islands_max, omitted;
-static bool say_omissions;
-
-void guard_verbose(bool on) { say_omissions = on; }
-unsigned long guard_guards_omitted(void) { return atomic_load_explicit(&omitted, memory_order_relaxed); }
-void guard_island_add(void) { atomic_fetch_add_explicit(&islands, 1, memory_order_relaxed); }
-void guard_island_remove(void) { atomic_fetch_sub_explicit(&islands, 1, memory_order_relaxed); }
-
-/* vm.max_map_count, read once. */
-static unsigned long vma_limit(void)
-{
-	static _Atomic unsigned long limit;
-	unsigned long n = atomic_load_explicit(&limit, memory_order_relaxed);
-	if (!n) {
-		long v = os_read_long("/proc/sys/vm/max_map_count");
-		n = v > 0 ? (unsigned long)v : 65530; /* the kernel's default */
-		atomic_store_explicit(&limit, n, memory_order_relaxed);
-	}
-	return n;
-}
-
-bool guard_island_room(void)
-{
-	if (guard_backend() == GUARD_MADVISE) return true;
-	unsigned long n = atomic_load_explicit(&islands, memory_order_relaxed);
-	if (n < ISLANDS_UNCHECKED) return true;
-	unsigned long max = atomic_load_explicit(&islands_max, memory_order_relaxed);
-	if (!max) {
-		/* Two VMAs an island, half the limit: the rest is the program's. */
-		max = vma_limit() / 4;
-		if (max < ISLANDS_UNCHECKED) max = ISLANDS_UNCHECKED;
-		atomic_store_explicit(&islands_max, max, memory_order_relaxed);
-	}
-	if (n < max) return true;
-	if (atomic_fetch_add_explicit(&omitted, 1, memory_order_relaxed) == 0 && say_omissions)
-		report_warn(WARN_VMA_LIMIT, NULL);
-	return false;
-}
+/* Closed regions held below this many need no look at the limit. */
+#define CLOSED_UNCHECKED 1024
 
 bool guard_closed_room(size_t held)
 {
-	if (guard_backend() == GUARD_MADVISE || held < ISLANDS_UNCHECKED) return true;
+	if (guard_backend() == GUARD_MADVISE || held < CLOSED_UNCHECKED) return true;
 	return held < vma_limit() / 8;
 }
 
@@ -978,8 +974,12 @@ bool guard_unmap(struct guard_region *r)
 		int err = os_unmap((void *)(r->base - os_page), os_page);
 		if (err && !os_is_oom(err)) report_kernel(OP_MUNMAP, err, (void *)(r->base - os_page));
 	}
+	long vmas = r->flags & REGION_GROWS ? 0 : region_vmas(r); /* a growing region's own are its owner's */
 	int err = os_unmap((void *)r->base, r->size);
-	if (!err) return true;
+	if (!err) {
+		vma_add(-vmas);
+		return true;
+	}
 	if (!os_is_oom(err)) report_kernel(OP_MUNMAP, err, (void *)r->base);
 	/* Splitting a merged VMA would pass the limit: drop the memory, keep the range. */
 	stat_inc(STAT_UNMAP_REFUSED);

@@ -147,6 +147,15 @@ must_check bool guard_open(struct guard_region *r, size_t off, size_t len);
 /* Close a span: any access faults, its pages go back to the kernel. False only when
  * the kernel could not make it unreachable (VMA limit); the span is then unchanged. */
 must_check bool guard_close(struct guard_region *r, size_t off, size_t len);
+/* Does guard_close of r install markers now (no VMA), rather than PROT_NONE (a VMA
+ * boundary wherever the span meets open memory)? Asked before a close, for its cost, and
+ * after it, for what it made (a refused marker falls back for good). */
+bool guard_closes_marked(const struct guard_region *r);
+/* Give back the pages of an open span and leave it open, reading as zero: a closed slab
+ * that costs no VMA where a PROT_NONE one would split its area (vma_budget.h), at the
+ * price of an access that no longer faults. Also how such a span is wiped again before it
+ * is reopened. False when the kernel refuses (locked memory): nothing changed. */
+must_check bool guard_drop(struct guard_region *r, size_t off, size_t len);
 /* guard_close of n single pages (at most OS_SPANS_MAX) at the offsets given. */
 must_check bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n);
 /* Seal an open span of a region of its own with its pages kept (the light variant's
@@ -176,31 +185,16 @@ must_check bool guard_unseal(struct guard_region *r, size_t off, size_t len);
 must_check bool guard_move(struct guard_region *from, size_t from_off, size_t len,
 			   struct guard_region *to, size_t to_off, bool *source_kept);
 /* A mapping without guards, open whole (read-write, charged): for a large block where
- * guards would take the process past its VMA limit (guard_island_room). The open span
+ * guards would take the process near its VMA limit (vma_room, guard/vma_budget.h). The open span
  * starts at base + *lead, aligned to align; *lead and *trail are what trimming the
  * alignment's slack left (open, unused), usually 0. Closes and reopens as any region
  * of the mprotect scheme. at as for guard_map_at. */
 must_check bool guard_map_bare(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail,
 			       size_t align, const char *label);
-/* The mprotect scheme's VMA budget. An open span inside closed space (a large block
- * between its PROT_NONE guards) and a closed span inside open space (a PROT_NONE guard
- * slab) each cost up to two VMAs, and past vm.max_map_count (65530 by default) the
- * kernel refuses every new mapping, the program's own included. Callers count such
- * islands here; once they would take half the limit, guard_island_room() answers
- * false and the caller makes fewer guards instead of failing: a large block gets none
- * (guard_map_bare), a slab class skips its guard slab. Each refusal is counted
- * (guard_guards_omitted) and, with guard_verbose(true), said once on stderr. Under the
- * madvise backend islands cost no VMA: always true. The limit is read once, when the
- * count first gets near any limit worth reading. */
-bool guard_island_room(void);
-void guard_island_add(void);
-void guard_island_remove(void);
-unsigned long guard_guards_omitted(void);
-void guard_verbose(bool on);
 /* May a holder of closed regions kept for long (the region quarantine) keep one more,
  * having held? Under the mprotect scheme each closed region can be a VMA of its own, so
  * such regions get an eighth of vm.max_map_count (read when held first reaches the
- * islands' threshold); under madvise they cost no VMA: always true. */
+ * threshold of 1,024); under madvise they cost no VMA: always true. */
 bool guard_closed_room(size_t held);
 /* Close the whole region for good with one fresh closed mapping: no memory, no page
  * tables (markers need them), no commit charge, one VMA. Only guard_unmap may follow.

@@ -8,6 +8,7 @@
 #include "guard/meta.h"
 
 #include "guard/guard.h"
+#include "guard/vma_budget.h"
 #include "base/roots.h"
 #include "base/report.h"
 #include "os/lock.h"
@@ -97,6 +98,10 @@ bool meta_contains(const void *p)
 	return h && (uintptr_t)p - h->region.base < h->region.size;
 }
 
+/* What an open chunk costs in VMAs: between closed pages (its guard page and the one
+ * below it) that are PROT_NONE, two; behind markers, none. */
+static long chunk_vmas(const struct meta_header *h) { return guard_closes_marked(&h->region) ? 0 : 2; }
+
 void *meta_alloc(size_t bytes)
 {
 	struct meta_header *h = roots.meta;
@@ -112,6 +117,7 @@ void *meta_alloc(size_t bytes)
 		struct meta_chunk c = h->free[best];
 		if (guard_open(&h->region, c.off, len)) {
 			result = (void *)(h->region.base + c.off);
+			vma_add(chunk_vmas(h));
 			/* What is left after the page that stays closed as this chunk's guard. */
 			if (c.len > len + os_page) {
 				h->free[best].off += len + os_page;
@@ -131,6 +137,7 @@ void *meta_alloc(size_t bytes)
 				report_fatal(OP_INTERNAL, ERR_META_GUARD, (void *)(h->region.base + h->next + len));
 			result = (void *)(h->region.base + h->next);
 			h->next += len + os_page;
+			if (!marked) vma_add(chunk_vmas(h));
 		}
 	}
 	meta_unlock();
@@ -184,11 +191,13 @@ void meta_free(void *p, size_t bytes)
 	if (!p || !page_round(bytes, &len)) return;
 	meta_lock();
 	size_t off = (uintptr_t)p - h->region.base;
+	long vmas = chunk_vmas(h);
 	if (!guard_close(&h->region, off, len)) {
 		/* Cannot close (VMA limit): wipe it so nothing stale is left, and forget it. */
 		for (size_t i = 0; i < len / sizeof(long); i++) ((volatile long *)p)[i] = 0;
-	} else if (h->nfree < META_FREE_SLOTS) {
-		h->free[h->nfree++] = (struct meta_chunk){off, len};
+	} else {
+		vma_add(-vmas);
+		if (h->nfree < META_FREE_SLOTS) h->free[h->nfree++] = (struct meta_chunk){off, len};
 	}
 	meta_unlock();
 }

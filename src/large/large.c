@@ -26,6 +26,7 @@
 #include "os/random.h"
 #include "large/populate.h"
 #include "base/counters.h"
+#include "guard/vma_budget.h"
 
 enum { ENTRY_LIVE = 1, ENTRY_QUARANTINED = 2 };
 
@@ -34,7 +35,7 @@ struct large_entry {
 	size_t usable;
 	size_t requested;
 	uint16_t state;
-	uint16_t island;     /* counted in the VMA budget (guard_island_add) while live */
+	uint16_t vmas;       /* what its guards cost in VMAs while it lives (block_vmas) */
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
 	size_t populated;    /* bytes from data + populated_off that populate_block filled */
 	size_t populated_off; /* (populate.h) */
@@ -208,7 +209,7 @@ static bool may_keep(struct large_state *s, const struct large_entry *e)
 {
 	/* A block whose pages got huge-page marks is set apart by them: guard_seal would
 	 * refuse it after a system call (docs/large.md). */
-	return s->resident.max_bytes && guard_island_room() && e->usable <= resident_budget(s) &&
+	return s->resident.max_bytes && vma_room(VMA_LARGE, 2) && e->usable <= resident_budget(s) &&
 	       !populate_marked(&s->populate, e->data + e->populated_off, e->populated);
 }
 
@@ -303,6 +304,26 @@ static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead
 	*lead = want_lead;
 	*trail = want_trail;
 	return map_at(r, 0, lead, len, trail, align, guarded);
+}
+
+/* May a new block have guards? Under markers they cost no VMA. Under PROT_NONE a block
+ * between its guards costs two VMAs (regions lie end to end: a block's trail guard and
+ * the next one's lead guard are one VMA); near the limit it comes without (one
+ * read-write VMA, merging with such neighbours), counted and said (vma_budget.h). */
+static bool guards_room(void)
+{
+	if (guard_backend() == GUARD_MADVISE || vma_room(VMA_LARGE, 2)) return true;
+	vma_left_out();
+	return false;
+}
+
+/* The VMAs a live block's layout costs beyond its region closed whole (which merges with
+ * the closed guards beside it): none behind markers, two for an open span between
+ * PROT_NONE guards, one for a block without guards. */
+static uint16_t block_vmas(const struct guard_region *r, bool guarded)
+{
+	if (r->flags & REGION_MARKERS) return 0;
+	return guarded ? 2 : 1;
 }
 
 static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
@@ -419,8 +440,8 @@ void *large_alloc(size_t size, size_t align)
 					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
 		size_t lead = random_guard(s, len), trail = random_guard(s, len);
 		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
-		 * than not at all; a cached region would open an island inside closed space. */
-		bool guarded = guard_island_room();
+		 * than not at all; a cached region would open a block inside closed space. */
+		bool guarded = guards_room();
 		bool resident = guarded && take_resident(s, &e.region, &lead, len, align);
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
@@ -432,8 +453,8 @@ void *large_alloc(size_t size, size_t align)
 			if (s->resident.count)
 				for (size_t budget = resident_budget(s); s->resident.bytes > budget;)
 					resident_drop(s, resident_cache_oldest(&s->resident));
-			e.island = guarded && !(e.region.flags & REGION_MARKERS);
-			if (e.island) guard_island_add();
+			e.vmas = block_vmas(&e.region, guarded);
+			vma_add(e.vmas);
 			/* A kept block's pages are there already. */
 			if (!resident) populate = populate_take(&s->populate, e.data, len, &populate_off);
 			e.populated = populate;
@@ -537,8 +558,8 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
 	live_change(s, e->usable, 0);
-	if (e->island) guard_island_remove();
-	e->island = 0;
+	vma_add(-(long)e->vmas);
+	e->vmas = 0;
 	/* Where the block may be kept, one mincore serves the credit, the keep decision
 	 * and the wipe: three passes over the same pages cost three system calls. */
 	const unsigned char *vec = NULL;
@@ -591,7 +612,7 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	size_t lead = random_guard(s, len);
 	size_t trail = random_guard(s, len) + MIN(align_up(len / 2, os_page), (size_t)CONFIG_REALLOC_HEADROOM_MAX);
 	size_t align = e->align_log2 ? (size_t)1 << e->align_log2 : 0;
-	bool guarded = guard_island_room();
+	bool guarded = guards_room();
 	if (!map_region(s, &n.region, &lead, len, &trail, align, guarded)) return 0;
 	e = lookup(s, key); /* draining the quarantine may have moved it */
 	bool kept;
@@ -602,10 +623,10 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	n.data = n.region.base + lead;
 	n.usable = len;
 	live_change(s, e->usable, len);
-	if (e->island) guard_island_remove(); /* the old block's island is closed */
-	e->island = 0;
-	n.island = guarded && !(n.region.flags & REGION_MARKERS);
-	if (n.island) guard_island_add();
+	vma_add(-(long)e->vmas); /* the old block is closed */
+	e->vmas = 0;
+	n.vmas = block_vmas(&n.region, guarded);
+	vma_add(n.vmas);
 	place(s, &n); /* fills an empty slot: e stays where it is */
 	s->used++;
 	stat_inc(STAT_REALLOC_MOVED);

@@ -158,6 +158,16 @@ static bool crosses(void *addr, size_t len)
 
 bool os_spans_vmas(void *addr, size_t len) { return crosses(addr, len); }
 
+bool os_page_mapped(const void *addr)
+{
+	unsigned char vec;
+	int saved = errno;
+	/* ENOMEM: nothing mapped there. */
+	bool mapped = mincore((void *)((uintptr_t)addr & ~(os_page - 1)), os_page, &vec) == 0 || errno != ENOMEM;
+	errno = saved;
+	return mapped;
+}
+
 /* Linux 6.17 lets mremap move a span that crosses VMAs; before, the move fails with
  * EFAULT after unmapping its destination. Asked once, on scratch pages laid out as three
  * VMAs (the middle one read-only): move the first two pages onto the last two. Either

@@ -71,6 +71,8 @@ bool os_residency(void *addr, size_t len, unsigned char *vec);
 size_t os_resident_counted(const unsigned char *vec, size_t len, size_t head, size_t tail, size_t ends_in[2]);
 /* Does [addr, addr+len) cross a VMA boundary? One system call, no side effect. */
 bool os_spans_vmas(void *addr, size_t len);
+/* Is the page at addr mapped (whatever its protection)? One mincore; errno unchanged. */
+bool os_page_mapped(const void *addr);
 /* How many bytes from addr (at most len, whole pages) lie in the same VMA as addr. For
  * spans inside rampart's regions, which are always followed by more of the region. */
 size_t os_one_mapping(void *addr, size_t len);

@@ -100,7 +100,10 @@
  *           closed set from which the lowest position is reopened before fresh space
  *           is used (so churn keeps reusing the same low slabs and the open ones stay
  *           together: reused in any other order, the few slabs left open after a
- *           wave of frees wander over the whole area and each splits it anew)
+ *           wave of frees wander over the whole area and each splits it anew); near
+ *           the VMA limit, where a PROT_NONE close would split its area, closed by
+ *           giving its pages back in place instead (SPAN_DROPPED: it reads as zero but
+ *           an access does not fault), and dropped again when reopened
  *   NONE    never used, or a guard position
  */
 #ifndef RAMPART_SLAB_CLASS_H
@@ -206,6 +209,12 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
 #define SLOT_Q_HOT_WHOLE 8u
 
 enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
+/* How a position's span is mapped, for what it costs in VMAs: a PROT_NONE span is a VMA
+ * boundary wherever it meets read-write memory; the others are read-write (open, closed
+ * behind guard markers, or closed by giving its pages back in place). UNSET: never
+ * opened, as its area's unopened space is (read-write within marked_pages, else
+ * PROT_NONE). */
+enum { SPAN_UNSET, SPAN_OPEN, SPAN_MARKED, SPAN_PROTECTED, SPAN_DROPPED };
 enum { AREA_REGION, AREA_NURSERY };
 /* The two position sets of a class (slab_life.c). */
 enum { SET_CLOSED, SET_EMPTY };
@@ -236,6 +245,7 @@ struct slab {
 	uint32_t next, prev; /* list links: position + 1, 0 = none */
 	uint16_t nused;
 	uint8_t state;
+	uint8_t span; /* how its span is mapped (SPAN_*): what its VMAs cost (slab_life.c) */
 	/* A slab keeps extents only when it has at most SLAB_EXTENT_SLOTS slots, so one word
 	 * of bits: the extents share the later words' place. Two lines a descriptor instead
 	 * of three, and a class's first extents in the line of its bits. Only the class's

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "guard/meta.h"
+#include "guard/vma_budget.h"
 #include "slab/slab_setup.h"
 
 /* --- lists ----------------------------------------------------------------------- */
@@ -43,16 +44,124 @@ static uint32_t guard_interval(const struct slab_class *k)
 	return markers ? CONFIG_GUARD_SLAB_INTERVAL : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
 }
 
-/* Is a guard slab due, and can the process afford it? A PROT_NONE guard is an island of
- * up to two VMAs: made only while the VMA budget has room, so a class that grows to
- * millions of slabs gets fewer guards instead of failing the program at the VMA limit
- * (guard.h); fresh_slab counts it once it is made. Markers cost no VMA. */
+/* Is a guard slab due, and can the process afford it? Markers cost no VMA. A PROT_NONE
+ * guard between open slabs costs two: as the process nears the VMA limit such guards
+ * come further apart (a quarter as many from halfway to the slabs' threshold, a
+ * sixteenth from three quarters), and past the threshold none is made (counted as left
+ * out), so a class that grows to millions of slabs gets fewer guards instead of failing
+ * the program at the limit (vma_budget.h); large blocks keep theirs longer. */
 static bool guard_due(const struct slab_class *k)
 {
 	uint32_t every = guard_interval(k);
 	if (!every || k->since_guard < every) return false;
 	bool markers = (k->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
-	return markers || guard_island_room();
+	if (markers) return true;
+	unsigned pressure = vma_pressure();
+	if (pressure >= 8 && k->since_guard < every * (pressure >= 12 ? 16u : 4u)) return false;
+	if (vma_room(VMA_SLAB, 2)) return true;
+	vma_left_out();
+	return false;
+}
+
+/* --- VMAs: what a position's span costs ------------------------------------------- */
+
+/* The descriptor of pos where it has one (a position skipped below a spill region may
+ * lie in a chunk never made). */
+static struct slab *desc_or_null(const struct slab_class *k, uint32_t pos)
+{
+	if (pos < FIRST_POSITIONS) return desc(k, pos);
+	uint32_t c = pos >> CHUNK_SHIFT;
+	return c < k->dir_cap && k->dir[c] ? desc(k, pos) : NULL;
+}
+
+/* Is the space at offset off of area a, where position pos would lie, PROT_NONE? A
+ * position of a that was ever opened says how it is mapped; any other space was never
+ * opened (beyond the high-water mark, a region's positions that its nursery cell holds,
+ * the closed page past the last position): read-write behind markers within
+ * marked_pages, PROT_NONE beyond. */
+static bool space_protected(struct slab_class *k, const struct guard_region *a, uint32_t pos, size_t off)
+{
+	size_t at;
+	struct slab *s;
+	if (pos < k->max_pos && area_of(k, pos, &at) == a && at == off && (s = desc_or_null(k, pos)) && s->span)
+		return s->span == SPAN_PROTECTED;
+	return off >= (size_t)a->marked_pages * os_page;
+}
+
+static bool span_protected(struct slab_class *k, uint32_t pos, const struct slab *s)
+{
+	if (s->span) return s->span == SPAN_PROTECTED;
+	size_t off;
+	const struct guard_region *a = area_of(k, pos, &off);
+	return off >= (size_t)a->marked_pages * os_page;
+}
+
+/* The VMAs that turning pos's span from its kind (was_protected) to the other adds:
+ * against each neighbour of the old kind a boundary appears, against each of the new
+ * one goes (+2 for a slab closed between open ones, -2 for one closed between closed
+ * ones). Below an area's first position lies its closed page (marked where the area
+ * grew behind markers); past its mapped end, nothing. */
+static long span_change_vmas(struct slab_class *k, uint32_t pos, bool was_protected)
+{
+	size_t off;
+	const struct guard_region *a = area_of(k, pos, &off);
+	bool below = off ? space_protected(k, a, pos - 1, off - k->slab_bytes) : !a->marked_pages;
+	long n = below == was_protected ? 1 : -1;
+	size_t end = off + k->slab_bytes;
+	if (end < a->size) n += space_protected(k, a, pos + 1, end) == was_protected ? 1 : -1;
+	return n;
+}
+
+/* Record how pos's span is mapped now, and what that did to the VMAs. */
+static void span_set(struct slab_class *k, uint32_t pos, struct slab *s, uint8_t span)
+{
+	bool was = span_protected(k, pos, s);
+	s->span = span;
+	if (was != (span == SPAN_PROTECTED)) vma_add(span_change_vmas(k, pos, was));
+}
+
+/* How guard_close closed a span of a just now: a refused marker falls back for good. */
+static uint8_t span_closed(const struct guard_region *a)
+{
+	return guard_closes_marked(a) ? SPAN_MARKED : SPAN_PROTECTED;
+}
+
+/* Close pos's span (an empty slab's): behind markers, or PROT_NONE. Where PROT_NONE would
+ * split its area and the VMAs are near the limit, its pages are given back in place
+ * instead (SPAN_DROPPED: it reads as zero, but an access no longer faults), counted as a
+ * guard left out. False when the kernel refuses. */
+static bool close_span(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	size_t off;
+	struct guard_region *a = area_of(k, pos, &off);
+	if (!guard_closes_marked(a) && !span_protected(k, pos, s)) {
+		long cost = span_change_vmas(k, pos, false);
+		if (cost > 0 && !vma_room(VMA_SLAB, (unsigned)cost)) {
+			if (!guard_drop(a, off, k->slab_bytes)) return false;
+			vma_left_out();
+			span_set(k, pos, s, SPAN_DROPPED);
+			return true;
+		}
+	}
+	if (!guard_close(a, off, k->slab_bytes)) return false;
+	span_set(k, pos, s, span_closed(a));
+	return true;
+}
+
+/* Open pos's closed span again; it reads as zero. A span closed in place is given back
+ * again first: a stale pointer may have written to it while it was closed. */
+static bool open_span(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	size_t off;
+	struct guard_region *a = area_of(k, pos, &off);
+	if (s->span == SPAN_DROPPED) {
+		/* Locked memory keeps its pages: wiped by hand. */
+		if (!guard_drop(a, off, k->slab_bytes)) memset((void *)(a->base + off), 0, k->slab_bytes);
+	} else if (!guard_open(a, off, k->slab_bytes)) {
+		return false;
+	}
+	span_set(k, pos, s, SPAN_OPEN);
+	return true;
 }
 
 /* Room in the directory for chunk c: the directory and the sets' summary words follow
@@ -233,7 +342,9 @@ static bool extend_positions(struct slab_class *k, uint32_t from, uint32_t to)
 	}
 	size_t off;
 	struct guard_region *area = area_of(k, from, &off);
-	return guard_extend(area, off, (size_t)(to - from) * k->slab_bytes);
+	if (!guard_extend(area, off, (size_t)(to - from) * k->slab_bytes)) return false;
+	for (uint32_t pos = from; pos < to; pos++) span_set(k, pos, desc(k, pos), SPAN_OPEN);
+	return true;
 }
 
 /* Take the next never-used position into use, skipping a guard first when one is due;
@@ -263,6 +374,7 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 			/* A spill region's first slab: the skipped position (if any) lies in
 			 * the region below, which may never have mapped it. */
 			if (!guard_extend(area, off, k->slab_bytes)) return false;
+			span_set(k, pos, desc(k, pos), SPAN_OPEN);
 		} else if (area == hwm_area && guard_grown_marked(area, hwm_off, off + k->slab_bytes - hwm_off)) {
 			/* Grown behind markers: the guard is closed already. */
 			if (!extend_positions(k, pos, pos + 1)) return false;
@@ -273,14 +385,13 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 			 * of its own, which would keep the closed slabs on either side from ever
 			 * merging. */
 			if (!extend_positions(k, k->hwm, pos + 1)) return false;
-			if (guard) {
-				bool markers = (hwm_area->flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
-				/* No marker and no VMA to spare: the guard stays open but is never
-				 * used; it is still a slab's worth of unused addresses between
-				 * slabs. A PROT_NONE guard made is an island of the VMA budget. */
-				if (guard_close(hwm_area, hwm_off, k->slab_bytes) && !markers) guard_island_add();
-			}
+			/* Where the kernel refuses to close it, the guard stays open but is
+			 * never used: still a slab's worth of unused addresses between slabs. */
+			if (guard && guard_close(hwm_area, hwm_off, k->slab_bytes))
+				span_set(k, k->hwm, desc(k, k->hwm), span_closed(hwm_area));
 		}
+	} else if (opened) {
+		span_set(k, pos, desc(k, pos), SPAN_OPEN);
 	}
 	/* Read unlocked by a batched free: release, after the directory and the chunk that
 	 * cover the new positions (have_desc). */
@@ -344,9 +455,7 @@ noinline bool slab_new(struct slab_class *k)
 		if (k->open_slabs) grow_empty_budget(k);
 		pos = set_lowest(k, SET_CLOSED);
 		s = desc(k, pos);
-		size_t off;
-		struct guard_region *area = area_of(k, pos, &off);
-		if (k->open_slabs && !guard_open(area, off, k->slab_bytes)) return false;
+		if (k->open_slabs && !open_span(k, pos, s)) return false;
 		set_remove(k, SET_CLOSED, pos);
 	} else {
 		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
@@ -380,9 +489,7 @@ noinline bool slab_new(struct slab_class *k)
  * zero class's memory never opens, so its slabs close without a system call. */
 static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	size_t off;
-	struct guard_region *area = area_of(k, pos, &off);
-	if (k->open_slabs && !guard_close(area, off, k->slab_bytes)) return false;
+	if (k->open_slabs && !close_span(k, pos, s)) return false;
 	s->state = SLAB_CLOSED;
 #if CONFIG_SLAB_QUARANTINE
 	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {

@@ -1,0 +1,1 @@
+#include "../system/vma_budget.c"
