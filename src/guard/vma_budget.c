@@ -63,10 +63,9 @@ void vma_recount(void)
 		return;
 	long before = atomic_load_explicit(&counted, memory_order_relaxed);
 	long lines = maps_count();
-	if (lines >= 0) {
-		atomic_store_explicit(&at_recount, before, memory_order_relaxed);
-		atomic_store_explicit(&recounted, lines, memory_order_relaxed);
-	}
+	/* No /proc (a chroot): rampart's own count goes on alone, asked again a step later. */
+	atomic_store_explicit(&at_recount, before, memory_order_relaxed);
+	atomic_store_explicit(&recounted, lines >= 0 ? lines : before, memory_order_relaxed);
 	atomic_store_explicit(&recounting, false, memory_order_release);
 }
 
