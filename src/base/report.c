@@ -96,6 +96,8 @@ static const char *const warnings[WARN_COUNT][2] = { /* before and after the det
 	[WARN_NO_PASSTHROUGH] = {"passthrough unavailable (no C library allocator to hand calls to: not glibc, or a "
 				 "static program); rampart stays", ""},
 	[WARN_FORK_HANDLERS] = {"cannot register fork handlers", ""},
+	[WARN_STATS_FILE] = {"stats_file ", ": not a regular file (a symbolic link, FIFO, device or directory); no "
+					    "statistics report"},
 };
 
 /* "<what> at <addr>" */

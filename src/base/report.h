@@ -103,9 +103,11 @@ enum report_warning {
 	WARN_ROOTS_WRITABLE, /* the roots' page could not be made read-only */
 	WARN_NO_PASSTHROUGH, /* passthrough asked for where there is no C library allocator */
 	WARN_FORK_HANDLERS,  /* pthread_atfork refused */
+	WARN_STATS_FILE,     /* stats_file is no regular file (a symbolic link, FIFO, device...); detail: its path */
 	WARN_COUNT
 };
-/* detail: the text the warning carries (WARN_OPTION, WARN_EMPTY_RULE), NULL for the others. */
+/* detail: the text the warning carries (WARN_OPTION, WARN_EMPTY_RULE, WARN_STATS_FILE), NULL for
+ * the others. */
 void report_warn(enum report_warning w, const char *detail);
 
 #endif

@@ -53,6 +53,25 @@ static inline unsigned class_for(size_t size, size_t align)
 	return c < SC_COUNT && sc_usable(c) <= SMALL_MAX + SC_CANARY ? c : SC_COUNT;
 }
 
+/* An alignment as memalign and aligned_alloc take it, glibc's way (2.36): one that is
+ * no power of two is rounded up to the next (0 to 1: any block's), and one too big for
+ * that to fit a size_t is 0 (EINVAL). posix_memalign takes powers of two only. */
+static inline size_t align_rounded(size_t align)
+{
+	if (likely(is_pow2(align))) return align;
+	if (!align) return 1;
+	if (align > SIZE_MAX / 2 + 1) return 0;
+	return (size_t)1 << (sizeof(size_t) * CHAR_BIT - (size_t)__builtin_clzl(align));
+}
+
+/* free_aligned_sized's alignment, rounded as the allocation's was; one that no
+ * allocation can have had is passed on as it is, for the size check to refuse. */
+static inline size_t free_align(size_t align)
+{
+	size_t a = align_rounded(align);
+	return a ? a : align;
+}
+
 /* Large blocks come from fresh or reopened pages, which the kernel zeroed; a slot is
  * cleared by the slab allocator as far as it cannot prove it zero. */
 static noinline cold void *alloc_not_ready(size_t size, size_t align, bool zero)
@@ -95,7 +114,7 @@ API void free(void *p) { release(p, false, 0, 0); }
 
 API void free_sized(void *p, size_t size) { release(p, true, size, 0); }
 
-API void free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, align ? align : 1); }
+API void free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, free_align(align)); }
 
 API void *calloc(size_t n, size_t size)
 {
@@ -166,7 +185,8 @@ API void *reallocarray(void *p, size_t n, size_t size)
 
 static void *aligned(size_t align, size_t size)
 {
-	if (!is_pow2(align)) {
+	align = align_rounded(align);
+	if (!align) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -184,7 +204,7 @@ void *rampart_malloc(size_t size) { return alloc_or_enomem(size, 0); }
 void *rampart_aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
 void rampart_free(void *p) { release(p, false, 0, 0); }
 void rampart_free_sized(void *p, size_t size) { release(p, true, size, 0); }
-void rampart_free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, align ? align : 1); }
+void rampart_free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, free_align(align)); }
 
 API void *memalign(size_t align, size_t size) { return aligned(align, size); }
 

@@ -51,8 +51,27 @@ bool policy_match(const char *pattern, size_t plen, const char *name)
 	return policy_glob(pattern, plen, base ? base + 1 : name);
 }
 
+/* A pattern of '*' alone: every program, whatever its name. */
+static bool every_program(const char *pattern, size_t plen)
+{
+	for (size_t i = 0; i < plen; i++)
+		if (pattern[i] != '*') return false;
+	return plen > 0;
+}
+
 enum policy_matched policy_match_exe(const char *pattern, size_t plen, const struct policy_exe *exe)
 {
+	if (exe->secure) {
+		/* No name chooses a rule of '*' alone. Any other rule chooses by name, and a
+		 * privileged program's name is whatever a link to it is called: only its full
+		 * path, written out (a pattern with no '*' or '?' matches only itself), and
+		 * only while no other link to the file exists. */
+		if (every_program(pattern, plen)) return POLICY_MATCHED_PATH;
+		if (exe->path_ignored || plen != strlen(exe->path) || pattern[0] != '/' || memchr(pattern, '*', plen) ||
+		    memchr(pattern, '?', plen) || memcmp(pattern, exe->path, plen))
+			return POLICY_MATCHED_NONE;
+		return POLICY_MATCHED_PATH;
+	}
 	if (policy_match(pattern, plen, exe->path)) return POLICY_MATCHED_PATH;
 	if (exe->run_as[0] && !exe->run_as_ignored && policy_match(pattern, plen, exe->run_as))
 		return POLICY_MATCHED_RUN_AS;
@@ -66,13 +85,20 @@ static char run_as_path[4096] STATIC_APART(run_as_path);
 void policy_name_exe(struct policy_exe *exe, const char *kernel_file, const char *path, const char *run_as,
 		     bool secure)
 {
-	*exe = (struct policy_exe){.path = path, .run_as = ""};
+	*exe = (struct policy_exe){.path = path, .run_as = "", .secure = secure};
+	struct stat by_kernel, by_name;
+	if (secure) {
+		/* A hard link raises the count of the file it names: with one link, the
+		 * path is the file's only name, the one root gave it. */
+		if (stat(kernel_file, &by_kernel)) exe->path_ignored = "its link count is unknown (stat)";
+		else if (by_kernel.st_nlink > 1) exe->path_ignored = "the file has more than one link (hard links)";
+		else if (by_kernel.st_nlink < 1) exe->path_ignored = "the file has no link (deleted)";
+	}
 	if (!run_as || !strcmp(run_as, path)) return;
 	size_t n = strlen(run_as);
 	if (n >= sizeof run_as_path) return; /* longer than any path the kernel runs */
 	memcpy(run_as_path, run_as, n + 1);
 	exe->run_as = run_as_path;
-	struct stat by_kernel, by_name;
 	if (secure) exe->run_as_ignored = "AT_SECURE program";
 	else if (stat(kernel_file, &by_kernel) || stat(run_as_path, &by_name) || by_kernel.st_dev != by_name.st_dev ||
 		 by_kernel.st_ino != by_name.st_ino)
@@ -168,7 +194,8 @@ static void self_exe(struct policy_exe *exe, bool secure)
 	 * that runs with privileges its caller lacks. */
 	exe_path[0] = 0;
 	if (!secure && run_as && strlen(run_as) < sizeof exe_path) strcpy(exe_path, run_as);
-	*exe = (struct policy_exe){.path = exe_path, .run_as = ""};
+	*exe = (struct policy_exe){.path = exe_path, .run_as = "", .secure = secure,
+				   .path_ignored = secure ? "no /proc/self/exe" : NULL};
 }
 
 void policy_apply_file(struct options *o, const char *path, const struct policy_exe *exe, struct policy_status *st)
@@ -266,6 +293,10 @@ void policy_say(const struct policy_status *st)
 		}
 		out_str(&w, " (executable ");
 		out_str(&w, e->path[0] ? e->path : "unknown");
+		if (e->secure && e->path_ignored) {
+			out_str(&w, ", no rule by its path: ");
+			out_str(&w, e->path_ignored);
+		}
 		if (e->run_as[0]) {
 			out_str(&w, ", run as ");
 			out_str(&w, e->run_as);
@@ -278,7 +309,9 @@ void policy_say(const struct policy_status *st)
 		if (st->truncated) out_str(&w, "; longer than " POLICY_MAX_TEXT " bytes, the rest was ignored");
 		out_str(&w, "\n");
 	}
-	if (st->secure) out_str(&w, "rampart: AT_SECURE program: RAMPART_OPTIONS ignored, the policy file alone applies\n");
+	if (st->secure)
+		out_str(&w, "rampart: AT_SECURE program: RAMPART_OPTIONS ignored, the policy file alone applies (its rules "
+			    "of '*' alone and those naming the executable's full path exactly)\n");
 	out_flush(&w);
 }
 

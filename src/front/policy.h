@@ -9,7 +9,9 @@
  * character but '/' (so a pattern is one word: `?` stands for a space). A rule matches
  * when it matches either name of the program: the executable's path, or the path it
  * was run by when that is another name of the same file (a symlink such as
- * /usr/bin/python3 -> python3.11). The options are RAMPART_OPTIONS entries
+ * /usr/bin/python3 -> python3.11). An AT_SECURE program is matched only by a rule
+ * that names the executable's path exactly (no `*` or `?`), and only while that file
+ * has one link, and by a rule of `*` alone (every program). The options are RAMPART_OPTIONS entries
  * (options.h), plus the bare word `passthrough`; a rule without any is reported.
  * Every line that matches applies, in file order: a later entry wins, as in
  * RAMPART_OPTIONS, so a `*` line first sets defaults that later lines refine.
@@ -26,9 +28,13 @@
  *    (stat: the st_dev and st_ino of /proc/self/exe), and never for an AT_SECURE
  *    program: an ordinary program's caller gains nothing RAMPART_OPTIONS does not give
  *    it already, and a privileged program cannot be given another rule's options by a
- *    link with that rule's name. Only when /proc is missing (early boot) does a program
- *    that is not AT_SECURE fall back to AT_EXECFN alone; an AT_SECURE one then matches
- *    only `*`.
+ *    link with that rule's name. The kernel's name is a hard link's own name (the path
+ *    execve opened), so an AT_SECURE program's rules name its path exactly, never by
+ *    basename or glob, and none applies while the file has more than one link (stat of
+ *    /proc/self/exe: st_nlink), which a link made to it where rules' names are free would
+ *    raise (with fs.protected_hardlinks=0). Only when /proc is missing (early boot) does
+ *    a program that is not AT_SECURE fall back to AT_EXECFN alone; an AT_SECURE one then
+ *    matches only `*`.
  *  - Precedence: defaults, then the file, then RAMPART_OPTIONS — except for set-user-ID
  *    and other AT_SECURE programs, which obey the file alone.
  *  - Messages: a bad entry on a line that applies to the program is reported like a bad
@@ -52,6 +58,8 @@ struct policy_exe {
 	const char *path;           /* the executable, as the kernel names it ("" unknown) */
 	const char *run_as;         /* the path it was run by, when that differs from path ("" none) */
 	const char *run_as_ignored; /* NULL: run_as is matched too; else why it is not */
+	bool secure;                /* AT_SECURE: path matched only by a rule naming it exactly */
+	const char *path_ignored;   /* secure: NULL when such a rule applies; else why none does */
 };
 
 /* Which name a rule matched. */
@@ -72,11 +80,14 @@ struct policy_status {
 bool policy_glob(const char *pattern, size_t plen, const char *s);
 /* Does a rule's pattern apply to the program named name ("" when unknown)? */
 bool policy_match(const char *pattern, size_t plen, const char *name);
-/* Which of the program's names a rule's pattern matches (the executable's path first). */
+/* Which of the program's names a rule's pattern matches (the executable's path first);
+ * for exe->secure, only a pattern of '*' alone or one equal to exe->path (unless
+ * exe->path_ignored) matches, and run_as never. */
 enum policy_matched policy_match_exe(const char *pattern, size_t plen, const struct policy_exe *exe);
 /* The names of an executable: path (its name, "" unknown), run_as (the path it was
  * run by, NULL unknown), and kernel_file, a path the kernel resolves to the executable
- * itself (/proc/self/exe); run_as counts only if stat() finds the same file there. */
+ * itself (/proc/self/exe); run_as counts only if stat() finds the same file there, and
+ * not when secure; when secure, path counts only if stat() finds one link there. */
 void policy_name_exe(struct policy_exe *exe, const char *kernel_file, const char *path, const char *run_as,
 		     bool secure);
 /* Apply every rule of the policy text (len bytes) that matches exe on top of o; entries

@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rampart.h"
+#include "base/report.h"
 #include "base/text.h"
 #include "guard/guard.h"
 #include "guard/vma_budget.h"
@@ -352,32 +354,55 @@ void stats_report(int fd, int json)
 	out_flush(&o);
 }
 
+/* stats_file's descriptor for the report at exit: a regular file only. The file is
+ * opened only now: programs such as ls and sort close stderr before exit, and a file
+ * opened at start-up would be a descriptor the program never asked for. A path set in
+ * /etc/rampart.conf applies to root daemons, so the last component is not followed
+ * (O_NOFOLLOW: a link planted there would append the report anywhere), and nothing can
+ * block (O_NONBLOCK: a FIFO without a reader would hang the exit). Answers the
+ * descriptor; -1 when the path names something that is no regular file (warned: no
+ * report at all); STDERR_FILENO when it cannot be opened otherwise (said under verbose=1). */
+static int stats_file_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0) {
+		/* ELOOP: the last component is a symbolic link; ENXIO: a FIFO with no reader, a
+		 * socket or a device without its driver; EISDIR: a directory. */
+		if (errno == ELOOP || errno == ENXIO || errno == EISDIR) {
+			report_warn(WARN_STATS_FILE, path);
+			return -1;
+		}
+		if (roots.opt.verbose) {
+			char space[256];
+			struct out w = out_fd(STDERR_FILENO, space, sizeof space);
+			out_str(&w, "rampart: stats_file ");
+			out_str(&w, path);
+			out_str(&w, ": ");
+			out_str(&w, "cannot be opened (errno ");
+			out_num(&w, (unsigned long)errno);
+			out_str(&w, "); the report goes to stderr\n");
+			out_flush(&w);
+		}
+		return STDERR_FILENO;
+	}
+	struct stat sb;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) { /* a FIFO with a reader, a device, ... */
+		close(fd);
+		report_warn(WARN_STATS_FILE, path);
+		return -1;
+	}
+	return fd;
+}
+
 void stats_report_at_exit(void)
 {
 	int saved = errno;
 	int fd = STDERR_FILENO;
-	/* The file is opened only now: programs such as ls and sort close stderr before
-	 * exit, and a file opened at start-up would be a descriptor the program never
-	 * asked for. */
-	if (roots.opt.stats_file[0] && !getauxval(AT_SECURE)) {
-		fd = open(roots.opt.stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
-		if (fd < 0) {
-			if (roots.opt.verbose) {
-				char space[256];
-				struct out w = out_fd(STDERR_FILENO, space, sizeof space);
-				out_str(&w, "rampart: stats_file ");
-				out_str(&w, roots.opt.stats_file);
-				out_str(&w, ": ");
-				out_str(&w, "cannot be opened (errno ");
-				out_num(&w, (unsigned long)errno);
-				out_str(&w, "); the report goes to stderr\n");
-				out_flush(&w);
-			}
-			fd = STDERR_FILENO;
-		}
-	}
-	stats_report(fd, roots.opt.stats == STATS_JSON);
-	if (fd != STDERR_FILENO) close(fd);
+	bool own = roots.opt.stats_file[0] && !getauxval(AT_SECURE);
+	if (own) fd = stats_file_open(roots.opt.stats_file);
+	if (fd >= 0) stats_report(fd, roots.opt.stats == STATS_JSON);
+	/* The descriptor opened may be 0, 1 or 2 in a program that closed those. */
+	if (own && fd >= 0 && fd != STDERR_FILENO) close(fd);
 	errno = saved;
 }
 

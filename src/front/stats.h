@@ -85,7 +85,9 @@ void stats_gather(struct rampart_heap_stats *h);
 /* The report of RAMPART_OPTIONS=stats=text|json, and of malloc_stats(), written to fd. */
 void stats_report(int fd, int json);
 /* RAMPART_OPTIONS=stats=...: the report at exit, appended to stats_file when one is set
- * (not in AT_SECURE programs), else, or when it cannot be opened, on stderr. */
+ * (not in AT_SECURE programs), else, or when it cannot be opened, on stderr; none, with a
+ * warning, when stats_file names something that is no regular file (a symbolic link, a
+ * FIFO, a device, a directory). */
 void stats_report_at_exit(void);
 /* malloc_info's XML of figures gathered before (stdio may allocate: no lock held). */
 void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h);

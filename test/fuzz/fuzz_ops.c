@@ -17,12 +17,14 @@
  *    pointers that are not rampart's). A program told the usable size then uses all
  *    of it, so the pattern covers it and realloc must keep it;
  *  - alignment: 16 bytes for every block, the alignment asked for by the aligned
- *    functions, the page for valloc and pvalloc;
+ *    functions (for aligned_alloc and memalign, rounded up to a power of two as glibc
+ *    does), the page for valloc and pvalloc;
  *  - calloc: zeros over the request (and over the usable size when asked);
  *  - failures: an impossible size (>= 2^47, or a product that overflows) gives NULL
  *    and ENOMEM, a realloc that fails leaves the block as it was; a bad alignment
- *    gives EINVAL (posix_memalign returns it, leaving *out alone); nothing that can be
- *    served fails;
+ *    gives EINVAL (posix_memalign returns it, leaving *out alone: any alignment that is
+ *    no power of two multiple of sizeof(void *); aligned_alloc and memalign: only one
+ *    above 2^63, which no power of two holds); nothing that can be served fails;
  *  - errno: no successful call and no free changes it;
  *  - no block handed out overlaps a live one.
  *
@@ -224,6 +226,16 @@ static size_t read_align(struct reader *r)
 
 static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
+/* The alignment aligned_alloc and memalign serve for the one asked (glibc's rounding):
+ * the power of two at or above it (0 asks for none: 1); 0 when there is none. */
+static size_t served_align(size_t align)
+{
+	if (!align) return 1;
+	size_t a = 1;
+	while (a < align && a <= SIZE_MAX / 2) a <<= 1;
+	return a >= align ? a : 0;
+}
+
 /* --- the pattern ------------------------------------------------------------------- */
 
 /* The loops over block contents are not coverage points: instrumented, every
@@ -416,7 +428,7 @@ static size_t usable_of(struct block *b)
 	expect_errno(SENTINEL, "malloc_usable_size");
 	if (u < b->len) fail("malloc_usable_size(%p) = %zu, less than the %zu bytes in use", (void *)b->p, u, b->len);
 	size_t need = b->req;
-	size_t align = b->kind == K_PLAIN ? 0 : b->kind == K_ALIGNED ? b->align : page;
+	size_t align = b->kind == K_PLAIN ? 0 : b->kind == K_ALIGNED ? served_align(b->align) : page;
 	unsigned c = class_of(need, align);
 	if (c < SC_COUNT && u != sc_usable(c))
 		fail("malloc_usable_size(%p) = %zu for %zu bytes aligned to %zu: expected class %u's %zu",
@@ -522,10 +534,13 @@ static void op_aligned(unsigned s, enum aligned_fn fn, size_t align, size_t size
 		break;
 	}
 	if (fn == FN_VALLOC || fn == FN_PVALLOC) align = page;
-	/* What must go wrong, if anything. */
+	/* What must go wrong, if anything. posix_memalign refuses what POSIX forbids;
+	 * aligned_alloc and memalign round up, as glibc does. */
 	int want = 0;
-	if (!is_pow2(align) || (fn == FN_POSIX_MEMALIGN && align % sizeof(void *))) want = EINVAL;
-	else if (align > MAX_ALIGN || size >= IMPOSSIBLE_MIN) want = ENOMEM;
+	size_t served = fn == FN_POSIX_MEMALIGN ? align : served_align(align);
+	if (fn == FN_POSIX_MEMALIGN && (!is_pow2(align) || align % sizeof(void *))) want = EINVAL;
+	else if (!served) want = EINVAL;
+	else if (served > MAX_ALIGN || size >= IMPOSSIBLE_MIN) want = ENOMEM;
 	if (fn == FN_POSIX_MEMALIGN) {
 		if (ret != want)
 			fail("posix_memalign(%zu, %zu) returned %d (%s), expected %d", align, size, ret, strerror(ret), want);
@@ -540,7 +555,8 @@ static void op_aligned(unsigned s, enum aligned_fn fn, size_t align, size_t size
 	}
 	size_t len = size;
 	if (fn == FN_PVALLOC) len = size ? (size + page - 1) / page * page : page;
-	check_new(p, align, len, s, call);
+	check_new(p, served, len, s, call);
+	/* The alignment asked for: what free_aligned_sized is given back. */
 	record(s, p, len, align, len, fn == FN_VALLOC ? K_VALLOC : fn == FN_PVALLOC ? K_PVALLOC : K_ALIGNED);
 }
 

@@ -182,6 +182,9 @@ static void write_seeds(const char *dir)
 	}
 	for (unsigned i = 0; i < 14; i++)
 		op(&s, i % 2 ? OP_POSIX_MEMALIGN : OP_ALIGNED_ALLOC, 40 + i), align_bad(&s, i), sz_byte(&s, 8);
+	/* memalign with each of them, five slots taking turns: a slot taken again first
+	 * frees its block, with free_aligned_sized given the alignment asked for. */
+	for (unsigned i = 0; i < 14; i++) op(&s, OP_MEMALIGN, 59 + i % 5), align_bad(&s, i), sz_byte(&s, 8 + i);
 	op(&s, OP_VALLOC, 55), sz_byte(&s, 100), op(&s, OP_PVALLOC, 56), sz_class(&s, 29, 0);
 	op(&s, OP_VALLOC, 57), sz_pages(&s, 40, 0), op(&s, OP_PVALLOC, 58), sz_byte(&s, 0);
 	for (unsigned i = 0; i < 31; i += 2) op(&s, OP_FREE, i), put(&s, 1);

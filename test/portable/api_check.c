@@ -177,12 +177,37 @@ static void aligned(void)
 	void *p;
 	CHECK(posix_memalign(&p, 3, 10) == EINVAL);
 	CHECK(posix_memalign(&p, sizeof(void *) / 2, 10) == EINVAL);
+	/* aligned_alloc and memalign round an alignment that is no power of two up to the
+	 * next one and serve it, as glibc 2.36 does; only one that no power of two in a
+	 * size_t holds is EINVAL. */
+	volatile size_t odd = 24; /* hidden from the compiler's alignment warnings */
 	errno = 0;
-	volatile size_t bad = 24; /* hidden from the compiler's alignment warnings */
-	CHECK(aligned_alloc(bad, 48) == NULL && errno == EINVAL);
+	unsigned char *r = aligned_alloc(odd, 48);
+	CHECK(r && (uintptr_t)r % 32 == 0 && malloc_usable_size(r) >= 48 && errno == 0);
+	if (r) memset(r, 1, 48);
+	free_aligned_sized(r, odd, 48);
+	r = memalign(odd, 10);
+	CHECK(r && (uintptr_t)r % 32 == 0 && malloc_usable_size(r) >= 10);
+	free(r);
+	odd = 3;
+	r = memalign(odd, 100);
+	CHECK(r && (uintptr_t)r % 4 == 0 && malloc_usable_size(r) >= 100);
+	free(r);
+	odd = 0;
+	r = memalign(odd, 10);
+	CHECK(r && (uintptr_t)r % 16 == 0 && malloc_usable_size(r) >= 10);
+	free(r);
+	odd = 4097;
+	r = aligned_alloc(odd, 200000);
+	CHECK(r && (uintptr_t)r % 8192 == 0 && malloc_usable_size(r) >= 200000);
+	free(r);
+	odd = SIZE_MAX / 2 + 2;
 	errno = 0;
-	bad = 3;
-	CHECK(memalign(bad, 10) == NULL && errno == EINVAL);
+	CHECK(memalign(odd, 10) == NULL && errno == EINVAL);
+	errno = 0;
+	CHECK(aligned_alloc(odd, 10) == NULL && errno == EINVAL);
+	CHECK(posix_memalign(&p, 24, 10) == EINVAL); /* POSIX: EINVAL */
+	CHECK(posix_memalign(&p, 0, 10) == EINVAL);
 	for (size_t a = 1; a <= 64 * MiB; a <<= 1) {
 		static const size_t sizes[] = {1, 100, 4096, 200000};
 		for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {

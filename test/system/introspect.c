@@ -240,6 +240,9 @@ static void test_trim(void)
 }
 
 /* Run this program again with RAMPART_OPTIONS extended by extra; its stderr in out. */
+/* Seconds a re-executed child may run before SIGALRM ends it (0: no limit). */
+static unsigned rerun_limit;
+
 static int rerun(const char *self, const char *mode, const char *extra, char *out, size_t cap)
 {
 	char opts[512];
@@ -252,6 +255,7 @@ static int rerun(const char *self, const char *mode, const char *extra, char *ou
 		dup2(pfd[1], 2);
 		close(pfd[0]);
 		setenv("RAMPART_OPTIONS", opts, 1);
+		alarm(rerun_limit); /* kept across execve */
 		execl(self, self, mode, (char *)NULL);
 		_exit(127);
 	}
@@ -335,6 +339,60 @@ static void test_exit_reports(const char *self)
 	CHECK(st == 0 && strstr(out, "/no/such/dir: cannot be opened") &&
 		      strstr(out, "large blocks: 5 live (15.0 MiB)"),
 	      "status %d: '%s'", st, out);
+
+	/* stats_file= names no regular file: one warning, no report anywhere, and the process
+	 * exits at once. A symbolic link is not followed (the file it points to stays empty,
+	 * a dangling one creates nothing); a FIFO without a reader does not block the exit
+	 * (it did: the open waited for a reader for ever), and one with a reader gets
+	 * nothing; a directory neither. */
+	char target[64], link[64], fifo[64];
+	snprintf(target, sizeof target, "%s/target", dir);
+	snprintf(link, sizeof link, "%s/link", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	CHECK(fd >= 0, "cannot create %s", target);
+	if (fd >= 0) close(fd);
+	CHECK(symlink(target, link) == 0, "symlink: errno %d", errno);
+	CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: errno %d", errno);
+	const char *const bad[] = {link, fifo, fifo, dir};
+	rerun_limit = 20;
+	for (int i = 0; i < 4; i++) {
+		/* The third case holds the FIFO open for reading, so the open succeeds. */
+		int reader = i == 2 ? open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+		CHECK(i != 2 || reader >= 0, "FIFO reader: errno %d", errno);
+		for (int closed = 0; closed < 2; closed++) {
+			snprintf(extra, sizeof extra, "stats=1,stats_file=%s", bad[i]);
+			st = rerun(self, closed ? "--closed-stderr" : "--workload", extra, out, sizeof out);
+			char want[160];
+			snprintf(want, sizeof want,
+				 "rampart: warning: stats_file %s: not a regular file (a symbolic link, FIFO, "
+				 "device or directory); no statistics report\n",
+				 bad[i]);
+			/* With stderr closed by the program, the warning has nowhere to go. */
+			CHECK(st == 0 && (closed ? !strcmp(out, "") : !strcmp(out, want)), "%s (%s): status %d, '%s'",
+			      bad[i], closed ? "stderr closed" : "stderr open", st, out);
+		}
+		if (reader >= 0) {
+			ssize_t n = read(reader, out, sizeof out);
+			CHECK(n <= 0, "FIFO got %zd bytes: '%.100s'", n, out);
+			close(reader);
+		}
+	}
+	rerun_limit = 0;
+	struct stat sb;
+	CHECK(stat(target, &sb) == 0 && sb.st_size == 0, "the link's target was written to (%lld bytes)",
+	      (long long)sb.st_size);
+	unlink(link);
+	/* A dangling link: O_CREAT would create what it points to. */
+	CHECK(symlink(path, link) == 0, "symlink: errno %d", errno);
+	snprintf(extra, sizeof extra, "stats=1,stats_file=%s", link);
+	st = rerun(self, "--workload", extra, out, sizeof out);
+	CHECK(st == 0 && strstr(out, "rampart: warning: stats_file ") && !strstr(out, "large blocks:"),
+	      "dangling link: status %d, '%s'", st, out);
+	CHECK(access(path, F_OK) != 0, "the dangling link's target %s was created", path);
+	unlink(link);
+	unlink(fifo);
+	unlink(target);
 	rmdir(dir);
 
 	/* The bounds of the large quarantine and cache, at run time. */

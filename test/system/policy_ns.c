@@ -30,7 +30,8 @@
  *    not, and verbose=1 says which name the rule matched;
  *  - AT_SECURE: a set-user-ID copy run by an unprivileged user obeys the file and
  *    ignores RAMPART_OPTIONS, and a symlink to it named after a rule does not bring it
- *    that rule.
+ *    that rule; nor do rules by basename or glob, and while a hard link to it exists
+ *    (run through it or not) no rule but '*' applies.
  * In a static program (no glibc to hand calls to), passthrough must keep rampart and say
  * "passthrough unavailable": the passthrough cases check that instead.
  */
@@ -427,6 +428,33 @@ static void cases_secure(void)
 		       strstr(r.err, "last rule applied is line 1") && strstr(r.err, "not matched: AT_SECURE program"),
 	       "AT_SECURE: a rule naming the symlink it was run by does not apply", &r);
 	unlink(alias);
+
+	/* Only its full path, written out, names a privileged program: not its basename, not
+	 * a glob that matches that path. */
+	snprintf(text, sizeof text, "* verbose=1\nsecure_copy passthrough\n%s/secure_co?y passthrough\n", W);
+	conf(text, 0, 0644);
+	r = run_as(copy, "state", NULL, 65534);
+	expect(is_rampart(&r) && !strstr(r.err, "passthrough unavailable") && strstr(r.err, "last rule applied is line 1"),
+	       "AT_SECURE: rules by basename and by glob do not apply", &r);
+
+	/* A hard link named after a rule (the kernel names the program by the link's path;
+	 * with fs.protected_hardlinks=0 anyone may make one): neither the rule for its name
+	 * nor the one for the program's own path applies while the file has two links. */
+	char hard[128];
+	wpath(hard, sizeof hard, "gimp-evil");
+	CHECK(link(copy, hard) == 0);
+	snprintf(text, sizeof text, "* verbose=1\ngimp-* passthrough\n%s passthrough\n%s passthrough\n", hard, copy);
+	conf(text, 0, 0644);
+	r = run_as(hard, "state", NULL, 65534);
+	expect(is_rampart(&r) && !strstr(r.err, "passthrough unavailable") && strstr(r.err, "last rule applied is line 1") &&
+		       strstr(r.err, "no rule by its path: the file has more than one link"),
+	       "AT_SECURE: a hard link named after a rule, or named by one, does not bring it", &r);
+	r = run_as(copy, "state", NULL, 65534);
+	expect(is_rampart(&r) && !strstr(r.err, "passthrough unavailable") && strstr(r.err, "last rule applied is line 1"),
+	       "AT_SECURE: ... nor does the rule naming the program's own path while the link exists", &r);
+	unlink(hard);
+	r = run_as(copy, "state", NULL, 65534);
+	expect(passthrough_or_unavailable(&r), "AT_SECURE: ... which applies again once the link is gone", &r);
 	unlink(copy);
 }
 

@@ -216,6 +216,76 @@ START_TEST(test_run_as_names)
 }
 END_TEST
 
+/* An AT_SECURE program: a rule applies only if it names the executable's full path
+ * exactly, or is '*' alone; never by basename or glob (a hard link's name is the
+ * kernel's name of the program), never by the name it was run as, and none by path
+ * while the file has more than one link. */
+START_TEST(test_secure_matching)
+{
+	char warn[1024];
+	unsigned line;
+	enum policy_matched by;
+	const char *text = "*               on_error=report\n"
+			   "su              passthrough\n"
+			   "s?              passthrough\n"
+			   "/usr/bin/s?     sized_free=off\n"
+			   "/usr/bin/*      verbose=1\n"
+			   "/usr/bin/su     guard=mprotect\n"
+			   "/usr/bin/su2    arenas=2\n"
+			   "/usr/bin/s      arenas=3\n"
+			   "/bin/su         arenas=4\n";
+	struct options d;
+	options_default(&d);
+	struct policy_exe exe = {.path = "/usr/bin/su", .run_as = "", .secure = true};
+	struct options o = apply_names(text, &exe, &line, &by, warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert(o.on_error == ON_ERROR_REPORT && !o.passthrough && o.sized_free && !o.verbose);
+	ck_assert_int_eq(o.guard, GUARD_MPROTECT);
+	ck_assert_uint_eq(o.arenas, d.arenas);
+	ck_assert_uint_eq(line, 6);
+	ck_assert_int_eq(by, POLICY_MATCHED_PATH);
+	/* The same program, not AT_SECURE: every rule that names it applies. */
+	exe.secure = false;
+	o = apply_names(text, &exe, &line, NULL, warn, sizeof warn);
+	ck_assert(o.passthrough && !o.sized_free && o.verbose);
+	ck_assert_uint_eq(line, 6);
+
+	/* More than one link: no rule by its path, '*' still. */
+	exe = (struct policy_exe){.path = "/usr/bin/su", .run_as = "", .secure = true, .path_ignored = "hard links"};
+	o = apply_names(text, &exe, &line, NULL, warn, sizeof warn);
+	ck_assert(o.on_error == ON_ERROR_REPORT && o.guard == d.guard && !o.passthrough);
+	ck_assert_uint_eq(line, 1);
+
+	/* A set-user-ID program hard-linked as gimp-evil: the glob rule for gimp-* does not
+	 * apply (it does to an ordinary program of that name), nor does a rule naming the
+	 * link's full path with a glob, nor a rule for the name it was run as. */
+	const char *gimp = "gimp-*           passthrough\n"
+			   "/tmp/*/gimp-evil sized_free=off\n"
+			   "/tmp/gimp-run    verbose=1\n";
+	exe = (struct policy_exe){.path = "/tmp/x/gimp-evil", .run_as = "/tmp/gimp-run", .secure = true};
+	o = apply_names(gimp, &exe, &line, &by, warn, sizeof warn);
+	ck_assert(!o.passthrough && o.sized_free && !o.verbose);
+	ck_assert_uint_eq(line, 0);
+	ck_assert_int_eq(by, POLICY_MATCHED_NONE);
+	exe.secure = false;
+	o = apply_names(gimp, &exe, &line, &by, warn, sizeof warn);
+	ck_assert(o.passthrough && !o.sized_free && o.verbose);
+	ck_assert_int_eq(by, POLICY_MATCHED_RUN_AS);
+
+	/* '*' alone, however many: every program, also one whose path is unknown. */
+	exe = (struct policy_exe){.path = "", .run_as = "", .secure = true, .path_ignored = "no /proc/self/exe"};
+	ck_assert_int_eq(policy_match_exe("*", 1, &exe), POLICY_MATCHED_PATH);
+	ck_assert_int_eq(policy_match_exe("**", 2, &exe), POLICY_MATCHED_PATH);
+	ck_assert_int_eq(policy_match_exe("/*", 2, &exe), POLICY_MATCHED_NONE);
+	ck_assert_int_eq(policy_match_exe("?", 1, &exe), POLICY_MATCHED_NONE);
+	exe = (struct policy_exe){.path = "/usr/bin/su", .run_as = "", .secure = true};
+	ck_assert_int_eq(policy_match_exe("/usr/bin/su", 11, &exe), POLICY_MATCHED_PATH);
+	ck_assert_int_eq(policy_match_exe("/usr/bin/s*", 11, &exe), POLICY_MATCHED_NONE);
+	ck_assert_int_eq(policy_match_exe("/usr/bin/s?", 11, &exe), POLICY_MATCHED_NONE);
+	ck_assert_int_eq(policy_match_exe("usr/bin/su", 10, &exe), POLICY_MATCHED_NONE);
+}
+END_TEST
+
 /* verbose=1's line names the rule's line and which name it matched. */
 START_TEST(test_say_names)
 {
@@ -244,6 +314,18 @@ START_TEST(test_say_names)
 	ck_assert_msg(strstr(out, ": last rule applied is line 3 (executable /usr/bin/python3.11, run as /usr/bin/python3, "
 				  "not matched: AT_SECURE program)\n"),
 		      "'%s'", out);
+
+	/* An AT_SECURE program whose file has other links: no rule by its path, and why. */
+	st = (struct policy_status){.file = POLICY_READ, .path = "/etc/rampart.conf", .line = 1, .secure = true,
+				    .exe = {.path = "/tmp/gimp-evil", .run_as = "", .secure = true,
+					    .path_ignored = "the file has more than one link (hard links)"}};
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	ck_assert_str_eq(out, "rampart: policy file /etc/rampart.conf: last rule applied is line 1 (executable "
+			      "/tmp/gimp-evil, no rule by its path: the file has more than one link (hard links))\n"
+			      "rampart: AT_SECURE program: RAMPART_OPTIONS ignored, the policy file alone applies (its "
+			      "rules of '*' alone and those naming the executable's full path exactly)\n");
 
 	st = (struct policy_status){.file = POLICY_READ, .path = "/etc/rampart.conf", .exe = {.path = "/bin/x", .run_as = ""}};
 	capture_begin();
@@ -284,6 +366,27 @@ START_TEST(test_run_as_counts)
 
 	policy_name_exe(&exe, real, real, link, true); /* AT_SECURE: the kernel's name alone */
 	ck_assert_str_eq(exe.run_as_ignored, "AT_SECURE program");
+	ck_assert(exe.secure);
+	ck_assert_ptr_null(exe.path_ignored); /* one link: rules naming the path apply */
+
+	/* A hard link to the file: the kernel names a program run through it by the link's
+	 * path, and the file's link count tells. Only AT_SECURE programs care. */
+	char second[256];
+	snprintf(second, sizeof second, "%s/gimp-evil", dir);
+	ck_assert_int_eq(linkat(AT_FDCWD, real, AT_FDCWD, second, 0), 0); /* linkat: link is the symlink's path here */
+	policy_name_exe(&exe, real, second, NULL, true);
+	ck_assert_str_eq(exe.path, second);
+	ck_assert_str_eq(exe.path_ignored, "the file has more than one link (hard links)");
+	policy_name_exe(&exe, second, real, NULL, true); /* either name */
+	ck_assert_str_eq(exe.path_ignored, "the file has more than one link (hard links)");
+	policy_name_exe(&exe, real, second, NULL, false);
+	ck_assert(!exe.secure);
+	ck_assert_ptr_null(exe.path_ignored);
+	ck_assert_int_eq(unlink(second), 0);
+	policy_name_exe(&exe, real, real, NULL, true);
+	ck_assert_ptr_null(exe.path_ignored);
+	policy_name_exe(&exe, "/nonexistent/exe", "/nonexistent/exe", NULL, true);
+	ck_assert_str_eq(exe.path_ignored, "its link count is unknown (stat)");
 
 	policy_name_exe(&exe, real, real, other, false); /* a name of another file */
 	ck_assert_str_eq(exe.run_as_ignored, "another file");
@@ -467,6 +570,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_rule_without_options);
 	tcase_add_test(t, test_run_as_names);
 	tcase_add_test(t, test_run_as_counts);
+	tcase_add_test(t, test_secure_matching);
 	tcase_add_test(t, test_say_names);
 	tcase_add_test(t, test_rule_messages);
 	tcase_add_test(t, test_new_options);
