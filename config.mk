@@ -118,6 +118,10 @@ CONFIG_SLAB_EMPTY_DECAY_MS ?= 1000
 CONFIG_SLAB_EMPTY_MAX_FRACTION ?= 4
 # Closed empty slabs wait in a FIFO of this many per (arena, class) before reuse (0 = off).
 CONFIG_SLAB_QUARANTINE ?= 16
+# The pages of free slots in open slabs (classes of 2 KiB and up: whole pages a free slot
+# or a run of them covers) go back to the kernel between this many ms and twice that
+# after the last free into the slab (0 = never; run time: slab_return_ms).
+CONFIG_SLAB_RETURN_MS ?= 1000
 
 # A block that realloc moves gets up to half its size (at most this many bytes) of
 # trail guard to grow into in place later.
@@ -197,6 +201,7 @@ CONFIG_RULES := \
 	CONFIG_SLAB_EMPTY_DECAY_MS:1:1099511627776 \
 	CONFIG_SLAB_EMPTY_MAX_FRACTION:1:1024 \
 	CONFIG_SLAB_QUARANTINE:0:65536 \
+	CONFIG_SLAB_RETURN_MS:0:2147483647 \
 	CONFIG_REALLOC_HEADROOM_MAX:0:70368744177664 \
 	CONFIG_SMALL_MAX:16:131072 \
 	CONFIG_ZERO_ON_FREE:flag \

@@ -46,7 +46,9 @@
  * every counter can be. Same X() form. */
 #define RAMPART_COUNTERS_SINCE_1_0(X)                                                                    \
 	X(CACHE_RESIDENT_BYTES_NOW, cache_resident_bytes_now, NOT_IN_HEAP,                               \
-	  "bytes of freed blocks kept sealed with their pages (light)")
+	  "bytes of freed blocks kept sealed with their pages (light)")                                  \
+	X(SLAB_PAGES_RETURNED, slab_pages_returned, NOT_IN_HEAP,                                         \
+	  "pages of free slots in open slabs given back to the kernel")
 
 enum stat_id {
 #define STAT_ENUM(id, field, heap, what) STAT_##id,

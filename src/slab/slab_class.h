@@ -11,6 +11,7 @@
  *   slot_tag.h              a slot's memory tag (arm64 MTE)
  *   slot_check.h            judging a slot: live, its canary, its neighbours
  *   slab_setup.{h,c}        start-up, a class's set-up, spill regions, opening arenas
+ *   page_return.{h,c}       the pages of free slots in open slabs given back after a while
  *   slab_life.{h,c}         a slab's life: fresh, active, empty, closed; the budget
  *   slot_quarantine.{h,c}   freed slots held back before their slab gets them again
  *   batched_free.{h,c}      a thread's frees into other arenas: no lock, by batch
@@ -219,12 +220,20 @@ enum { AREA_REGION, AREA_NURSERY };
 /* The two position sets of a class (slab_life.c). */
 enum { SET_CLOSED, SET_EMPTY };
 
+/* A slab's free slots' pages: nothing to give back (kept), a slot freed this period, or
+ * in the last one (aged: given back at the next sweep, page_return.c). */
+enum { PAGES_KEPT, PAGES_FREED, PAGES_AGED };
+
 /* Classes with at most this many slots a slab keep a dirty extent per slot (slab.h). */
 #define SLAB_EXTENT_SLOTS 32u
 /* Extents are kept in bytes, so that the slack starts right after the request and a
  * write one byte past it is found at the free (slot_check.h); in 2-byte units in the
  * classes whose usable size a 16-bit count of bytes cannot hold (above 64 KiB). */
 #define EXTENT_MAX_UNITS 65535u
+/* The extent of a free slot whose pages went back (page_return.c), beside its fresh bit:
+ * it reads as zero, its canary too, and its next allocation checks all of it. No real
+ * extent reaches it (slab_setup.c chooses extent_shift so). */
+#define EXTENT_RETURNED 65535u
 
 /* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
  * (every class from 64 bytes up but three with 71 to 85) keeps all an allocation or a
@@ -245,7 +254,8 @@ struct slab {
 	uint32_t next, prev; /* list links: position + 1, 0 = none */
 	uint16_t nused;
 	uint8_t state;
-	uint8_t span; /* how its span is mapped (SPAN_*): what its VMAs cost (slab_life.c) */
+	uint8_t span;  /* how its span is mapped (SPAN_*): what its VMAs cost (slab_life.c) */
+	uint8_t pages; /* its free slots' pages (PAGES_*: page_return.c) */
 	/* A slab keeps extents only when it has at most SLAB_EXTENT_SLOTS slots, so one word
 	 * of bits: the extents share the later words' place. Two lines a descriptor instead
 	 * of three, and a class's first extents in the line of its bits. Only the class's
@@ -347,6 +357,7 @@ struct slab_class {
 	uint32_t empty_max, empty_floor, nactive;
 	uint32_t peak_now, peak_prev;
 	bool empty_reused; /* an empty slab was taken, or the budget grew, this period */
+	uint32_t return_at; /* low 32 bits of the ms of the next sweep of free pages (page_return.c) */
 	uint64_t closed_at_ms, decay_at_ms;
 	uint32_t *sq; /* slab quarantine ring */
 	uint32_t sq_head, sq_count;

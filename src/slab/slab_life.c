@@ -554,6 +554,7 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
 		struct slab_class *k = &roots.slab.classes[r];
 		if (k == self || !class_is_set_up(r) || !lock_try(&k->lock)) continue;
 		if (k->open_slabs && k->nempty) decay_empty_budget(k, now); /* not the zero class */
+		slab_return_pages(k, now, false);
 		class_unlock(k);
 	}
 }
@@ -567,6 +568,7 @@ void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 	if (k->open_slabs) {
 		uint64_t now = os_now_ms();
 		decay_empty_budget(k, now);
+		slab_return_pages(k, now, false);
 		decay_idle_classes(k, now);
 	}
 	bool room = k->nempty < empty_allowed(k);

@@ -7,12 +7,13 @@
  *  - An ACTIVE slab is on the partial list exactly when it has a free slot; a slab of
  *    any other state is on no list (its links are 0).
  *  - nused counts the slab's slots that are not free: 1..slots while it is ACTIVE.
- *  - slab_life.c calls down into slab_setup.c alone of the slab's files.
+ *  - slab_life.c calls down into slab_setup.c and page_return.c alone of the slab's files.
  */
 #ifndef RAMPART_SLAB_LIFE_H
 #define RAMPART_SLAB_LIFE_H
 
 #include "slab/slab_class.h"
+#include "slab/page_return.h"
 
 /* A slab with a free slot, put at the head of the partial list; false on OOM. */
 bool slab_new(struct slab_class *k);
@@ -29,6 +30,7 @@ static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint3
 	invariant(i < k->slots && s->state == SLAB_ACTIVE && s->nused && (s->bits[i >> 6].used & bit));
 	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used & ~bit);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
+	slab_pages_freed(s);
 	bool was_full = s->nused == k->slots;
 	s->nused--;
 	if (!s->nused) {

@@ -114,8 +114,15 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 		s->bits[i >> 6].fresh &= ~bit;
 	}
 	char *p = (char *)slot_start(k, pos, i);
+	/* A slot whose pages went back reads as zero unless a stale pointer wrote to it
+	 * since: checked whole, canary too, like one the last free wiped to its end. */
+	bool returned = fresh && k->track_extent && s->extent[i] == EXTENT_RETURNED;
+	if (unlikely(returned)) {
+		fresh = false;
+		if (k->open_slabs && canary_word((uintptr_t)p + k->usable)) die(k, OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
+	}
 	/* What the last free wiped; nothing to look at in a fresh slot. */
-	size_t wiped = fresh ? k->usable : extent_of(k, s, i);
+	size_t wiped = fresh ? k->usable : returned ? k->usable : extent_of(k, s, i);
 	set_extent(k, s, i, size);
 	/* All of the slot was zero at its last free (the slack proven so, slot_check.h),
 	 * so the scan may cover all the new owner may read, beyond what was wiped too, and
@@ -128,7 +135,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	 * this one live without its canary. Any other allocation leaves the slot's last
 	 * line alone: it was a cache miss on every reuse. A stale write over a freed
 	 * slot's canary is found at the slot's next free, or at its neighbours'. */
-	if (fresh && k->open_slabs) memcpy(p + k->usable, &s->canary, 8);
+	if ((fresh || returned) && k->open_slabs) memcpy(p + k->usable, &s->canary, 8);
 #endif
 #if RAMPART_MTE
 	/* Tagged under the lock, where a neighbour's allocation reads this slot's tag. The
