@@ -280,6 +280,26 @@ bool guard_drop(struct guard_region *r, size_t off, size_t len)
 	return os_advise((void *)(r->base + off), len, MADV_DONTNEED) == 0;
 }
 
+bool guard_cut(struct guard_region *r, size_t off, size_t len)
+{
+	void *p = (void *)(r->base + off);
+	/* In one VMA with the closed page after it, the span carries nothing that guard does
+	 * not: whatever a program sets on a span (a protection, an advice, mlock, a key, a
+	 * name) makes it a VMA apart, and whatever it set on the whole region the block keeps
+	 * too, until the free maps the region afresh. The markers drop its pages; a fresh
+	 * mapping would cost a VMA where the region moved whole (guard_move_whole): the span
+	 * could not merge with the moved VMA around it. One probe instead of the mapping. */
+	if (len && off + len < r->size && markers_on(r) && replaceable(r) && !os_spans_vmas(p, len + os_page)) {
+		int err = os_advise(p, len, MADV_GUARD_INSTALL);
+		if (!err) {
+			r->flags |= REGION_MARKED;
+			return true;
+		}
+		if (err != EINVAL && !os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, p);
+	}
+	return guard_close(r, off, len); /* locked (EINVAL), or a VMA of its own */
+}
+
 bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n)
 {
 	if (markers_on(r) && !replaceable(r) && n <= OS_SPANS_MAX) {
@@ -877,14 +897,22 @@ static void unmap_part(void *p, size_t len)
 
 /* Fill the hole a move left at [off, off+len) with a fresh closed mapping, like the rest
  * of the region (a fresh mapping has no anon_vma yet, so it merges with its neighbours
- * again). Never over anything: another thread's mmap may have landed in the hole. */
+ * again). Never over anything: another thread's mmap may have landed in the hole. The
+ * fresh span holds nothing a program did, so its markers go straight on; guard_close
+ * (which would map it afresh once more) only where the kernel refuses them. */
 static bool fill_moved_hole(struct guard_region *r, size_t off, size_t len)
 {
 	void *p = (void *)(r->base + off);
 	if (markers_on(r)) {
 		if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
 		relabel(r, p, len);
-		return guard_close(r, off, len);
+		if (os_advise(p, len, MADV_GUARD_INSTALL) == 0) {
+			r->flags |= REGION_MARKED;
+			return true;
+		}
+		if (guard_close(r, off, len)) return true;
+		unmap_part(p, len); /* ours, open: not left readable behind a forgotten source */
+		return false;
 	}
 	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
 	relabel(r, p, len);
@@ -893,23 +921,28 @@ static bool fill_moved_hole(struct guard_region *r, size_t off, size_t len)
 }
 
 bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct guard_region *to,
-		size_t to_off, bool *source_kept)
+		size_t to_off, size_t new_len, bool *source_kept)
 {
 	uintptr_t src = from->base + from_off, dst = to->base + to_off;
-	/* Moved pages keep their VMA, so a block that moved before may span several; before
-	 * Linux 6.17 mremap moves one VMA at a time (from 6.17, the whole span at once). Each hole is refilled at once; after the
-	 * first refill that fails no more are, and the source is given up. */
+	/* A block the program split (or one moved here before) may span several VMAs; before
+	 * Linux 6.17 mremap moves one VMA at a time (from 6.17, the whole span at once). The
+	 * last VMA moves grown to new_len: the kernel extends it, so the growth is no VMA of
+	 * its own. The kernel grows only a source in one VMA (6.18 too), so a growing move
+	 * goes one VMA at a time on every kernel: a block of one VMA, the usual case, is one
+	 * call after the probe. Each hole is refilled at once; after the first refill that
+	 * fails no more are, and the source is given up. */
 	size_t moved = 0, refilled = 0;
-	bool whole = os_moves_cross_vmas();
+	bool whole = new_len == len && os_moves_cross_vmas();
 	while (moved < len) {
 		size_t piece = whole ? len - moved : os_one_mapping((void *)(src + moved), len - moved);
-		int err = os_move((void *)(src + moved), piece, (void *)(dst + moved));
+		size_t grown = moved + piece == len ? new_len - moved : piece;
+		int err = os_move((void *)(src + moved), piece, grown, (void *)(dst + moved));
 		if (err) {
 			if (!os_is_oom(err)) report_kernel(OP_MREMAP, err, (void *)(src + moved));
 			/* Some kernels unmap the destination before they find they cannot move:
 			 * make it open again. */
 			void *hole = (void *)(dst + moved);
-			if (os_map(&hole, piece, OS_READ_WRITE, OS_NOREPLACE)) { /* EEXIST: still there */ }
+			if (os_map(&hole, grown, OS_READ_WRITE, OS_NOREPLACE)) { /* EEXIST: still there */ }
 			if (!moved) return false;
 			/* Half moved (VMA limit): copying the rest needs no new mapping, the
 			 * destination is open already. Its source stays mapped until closed. */
@@ -927,6 +960,76 @@ bool guard_move(struct guard_region *from, size_t from_off, size_t len, struct g
 		unmap_part((void *)from->base, from_off + refilled);
 		unmap_part((void *)(src + moved), from->size - from_off - moved);
 	}
+	return true;
+}
+
+bool guard_moves_whole(const struct guard_region *r)
+{
+	return markers_on(r) && replaceable(r) && !(r->flags & (REGION_PROTECTED | REGION_RESIDUE | REGION_STALE)) &&
+	       !os_spans_vmas((void *)r->base, r->size);
+}
+
+bool guard_map_space(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align)
+{
+	if (!map_fresh(r, at, lead, len, trail, align, false)) return false;
+	stat_inc(STAT_MAPS);
+	return true;
+}
+
+bool guard_move_whole(struct guard_region *from, size_t from_off, size_t len, struct guard_region *to,
+		      size_t to_off, size_t new_len, bool *source_kept)
+{
+	invariant(to_off >= from_off && new_len >= len && to_off + new_len <= to->size);
+	/* The moved region starts skip bytes into the space (more lead than the region had:
+	 * an alignment's slack, the extra guard of a region the kernel placed); those stay
+	 * closed PROT_NONE, as the space was mapped. */
+	size_t skip = to_off - from_off, size = to->size - skip;
+	void *at = (void *)(to->base + skip);
+	int err = os_move((void *)from->base, from->size, size, at);
+	if (err) {
+		if (!os_is_oom(err)) report_kernel(OP_MREMAP, err, (void *)from->base);
+		/* Some kernels unmap the destination before they find they cannot move. */
+		void *hole = at;
+		if (os_map(&hole, size, OS_CLOSED, OS_NOREPLACE)) { /* EEXIST: still there */ }
+		return false;
+	}
+	/* One VMA now: the region's own, its markers moved with it, and what the kernel
+	 * extended it by past its old end, open and empty. It keeps the region's label. */
+	uint32_t label_bits = from->flags & REGION_LABEL_MASK;
+	to->flags = (from->flags & (REGION_MARKERS | REGION_MARKED)) | label_bits | (skip ? REGION_PROTECTED : 0);
+	if (skip) relabel(to, (void *)to->base, skip);
+	/* The block grows over its old trail guard: its markers go (they cost no memory to
+	 * take away, so only a kernel error refuses). Where they would not, the span is
+	 * mapped afresh, open and empty: a VMA more, never a closed byte inside the block. */
+	char *grown = (char *)(to->base + to_off + len);
+	err = os_advise(grown, new_len - len, MADV_GUARD_REMOVE);
+	if (err) {
+		void *fresh = grown;
+		if (!os_is_oom(err) || os_map(&fresh, new_len - len, OS_READ_WRITE, OS_REPLACE))
+			report_kernel(OP_GUARD_REMOVE, err, grown);
+		relabel(to, grown, new_len - len);
+	}
+	/* The new trail guard: what the kernel extended the region by is unguarded (markers
+	 * stay at their old offsets when a mapping grows). Refused, it is closed the way
+	 * guard_close closes (a fresh mapping, then markers or PROT_NONE); where even that
+	 * is refused (the VMA limit), it is given back and the region ends with the block:
+	 * a hole above it faults as a guard would, until something else is mapped there. */
+	size_t t_off = to_off + new_len, t_len = to->size - t_off;
+	void *trail = (void *)(to->base + t_off);
+	err = t_len ? os_advise(trail, t_len, MADV_GUARD_INSTALL) : 0;
+	if (err) {
+		if (err != EINVAL && !os_is_oom(err)) report_kernel(OP_GUARD_INSTALL, err, trail);
+		stat_inc(STAT_GUARD_FALLBACK);
+		if (!guard_close(to, t_off, t_len)) {
+			int unmapped = os_unmap(trail, t_len); /* the top of a VMA: no split */
+			if (unmapped) report_kernel(OP_MUNMAP, unmapped, trail);
+			to->size = t_off;
+		}
+	}
+	/* The old region is a hole, whole: filled closed again, it goes through the
+	 * quarantine as a freed block does. Where it cannot be filled (another thread's
+	 * mapping landed in it, or no memory), nothing of it is still ours to give back. */
+	*source_kept = fill_moved_hole(from, 0, from->size);
 	return true;
 }
 

@@ -156,6 +156,11 @@ bool guard_closes_marked(const struct guard_region *r);
  * price of an access that no longer faults. Also how such a span is wiped again before it
  * is reopened. False when the kernel refuses (locked memory): nothing changed. */
 must_check bool guard_drop(struct guard_region *r, size_t off, size_t len);
+/* guard_close of a span of a large region whose next page is closed already (the tail a
+ * realloc cuts off, which joins the trail guard). Under markers, where the span and that
+ * page are one VMA, the markers go on in place (the span is not mapped afresh): a
+ * region that moved whole stays one VMA. */
+must_check bool guard_cut(struct guard_region *r, size_t off, size_t len);
 /* guard_close of n single pages (at most OS_SPANS_MAX) at the offsets given. */
 must_check bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n);
 /* Seal an open span of a region of its own with its pages kept (the light variant's
@@ -173,9 +178,12 @@ must_check bool guard_seal(struct guard_region *r, size_t off, size_t len, const
 /* Reopen a span sealed by guard_seal: it reads as zero, its pages present. False (the
  * span still sealed) when the kernel refuses (no memory, the VMA limit). */
 must_check bool guard_unseal(struct guard_region *r, size_t off, size_t len);
-/* Move the pages of an open span into another region's span (no copying, except the
- * rest of a move the kernel stops half-way). Every hole the move leaves is filled with a
- * fresh closed mapping, so the source region stays whole and closed there (*source_kept).
+/* Move the pages of an open span into another region's open span of new_len bytes
+ * (new_len >= len), no copying except the rest of a move the kernel stops half-way. The
+ * kernel extends the last VMA moved to new_len itself, so a block of one VMA stays one
+ * (moved pages keep their anon_vma and never merge with the destination's own pages:
+ * grown by them, it would be two). Every hole the move leaves is filled with a fresh
+ * closed mapping, so the source region stays whole and closed there (*source_kept).
  * Where a hole cannot be refilled (another thread's mapping landed in it, or no memory),
  * guard_move gives the rest of the source region back itself, leaving the holes alone:
  * the caller just forgets the source. (MREMAP_DONTUNMAP would keep the source without a
@@ -183,7 +191,25 @@ must_check bool guard_unseal(struct guard_region *r, size_t off, size_t len);
  * neighbours again: one more VMA for every move.) False, with nothing changed but the
  * destination's contents, when not even the first page could move. */
 must_check bool guard_move(struct guard_region *from, size_t from_off, size_t len,
-			   struct guard_region *to, size_t to_off, bool *source_kept);
+			   struct guard_region *to, size_t to_off, size_t new_len, bool *source_kept);
+/* May guard_move_whole move the region r, guards and all? Under markers, a region of its
+ * own in one VMA, every closed span in it a marker (one system call: os_spans_vmas). */
+bool guard_moves_whole(const struct guard_region *r);
+/* Address space for guard_move_whole: [lead | len | trail] (alignment as guard_map_at)
+ * mapped PROT_NONE, one call, no label; the move replaces it. at as for guard_map_at. */
+must_check bool guard_map_space(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail,
+				size_t align);
+/* Move the whole region from (guard_moves_whole), its open span [from_off, from_off + len)
+ * and its guard markers with it, into the space to (guard_map_space, to_off >= from_off),
+ * the kernel extending it so that the span is new_len bytes at to_off: the old trail's
+ * markers inside the grown span are taken away, the new trail gets markers. The block
+ * and its guards are then one VMA. The old region is filled closed again as guard_move
+ * does (*source_kept), or forgotten. to_off - from_off bytes of the space stay below the
+ * moved region, closed (PROT_NONE). Where the kernel cannot close the new trail at all
+ * (the VMA limit), it is given back and the region ends with the block. False, with the
+ * space still there and the source unchanged, when the kernel refuses the move. */
+must_check bool guard_move_whole(struct guard_region *from, size_t from_off, size_t len,
+				 struct guard_region *to, size_t to_off, size_t new_len, bool *source_kept);
 /* A mapping without guards, open whole (read-write, charged): for a large block where
  * guards would take the process near its VMA limit (vma_room, guard/vma_budget.h). The open span
  * starts at base + *lead, aligned to align; *lead and *trail are what trimming the

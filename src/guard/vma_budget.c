@@ -26,12 +26,19 @@
 #define VMA_RECOUNT_SHIFT 7
 
 static _Atomic long counted;        /* what rampart counted, in all */
+static _Atomic long guards;         /* of which its protections' own (vma_add_guards) */
 static _Atomic long at_recount;     /* counted, when the process was last recounted */
 static _Atomic long recounted = -1; /* the process's VMAs then; -1: never */
 static _Atomic bool recounting;
 static _Atomic unsigned long omitted;
 
 void vma_add(long n) { atomic_fetch_add_explicit(&counted, n, memory_order_relaxed); }
+void vma_add_guards(long n)
+{
+	vma_add(n);
+	atomic_fetch_add_explicit(&guards, n, memory_order_relaxed);
+}
+long vma_guards(void) { return atomic_load_explicit(&guards, memory_order_relaxed); }
 long vma_counted(void) { return atomic_load_explicit(&counted, memory_order_relaxed); }
 unsigned long vma_omitted(void) { return atomic_load_explicit(&omitted, memory_order_relaxed); }
 
@@ -77,6 +84,17 @@ static long threshold(enum vma_use use)
 	return use == VMA_SLAB ? limit - limit / 4 : limit - limit / 8;
 }
 
+/* What the protections may take of the limit by themselves: a quarter and a bit for large
+ * blocks' guards (16,400 live guarded blocks at the default), less for slabs'. The rest
+ * is for what the program's own blocks cost, guarded or not: each block moved by realloc
+ * is a VMA of its own whatever its guards (its pages keep their anon_vma), and 40,000 of
+ * them must still fit. */
+static long guard_cap(enum vma_use use)
+{
+	long limit = (long)vma_limit();
+	return use == VMA_SLAB ? limit / 4 - limit / 32 : limit / 4 + limit / 64;
+}
+
 /* The count, recounted first where it is due: never yet (the first time rampart's own
  * count reaches VMA_UNCHECKED), or once it has moved by a 128th of the limit near
  * threshold t (within a sixteenth of it), by a sixteenth elsewhere (what nobody counts,
@@ -99,6 +117,7 @@ static long count_near(long t)
 bool vma_room(enum vma_use use, unsigned n)
 {
 	if (vma_count() + (long)n < VMA_UNCHECKED) return true;
+	if (vma_guards() + (long)n > guard_cap(use)) return false;
 	long t = threshold(use);
 	return count_near(t) + (long)n <= t;
 }
@@ -107,9 +126,10 @@ unsigned vma_pressure(void)
 {
 	long n = vma_count();
 	if (n < VMA_UNCHECKED) return 0;
-	long t = threshold(VMA_SLAB);
+	long t = threshold(VMA_SLAB), cap = guard_cap(VMA_SLAB);
 	n = count_near(t);
-	return n <= 0 ? 0 : (unsigned)(n * 16 / t);
+	long of_count = n <= 0 ? 0 : n * 16 / t, of_cap = vma_guards() <= 0 ? 0 : vma_guards() * 16 / cap;
+	return (unsigned)MAX(of_count, of_cap);
 }
 
 void vma_left_out(void)

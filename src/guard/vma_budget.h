@@ -17,7 +17,10 @@
  *    own count stays below a thousand.
  *  - The answer only ever weakens a guard near the limit, never fails an allocation:
  *    slab guards and splitting closes stop at three quarters of the limit, large
- *    blocks' guards at seven eighths; the last eighth is the program's.
+ *    blocks' guards at seven eighths; the last eighth is the program's. What the
+ *    protections cost by themselves (vma_add_guards) is held to a quarter of the limit
+ *    and a bit for large blocks, less for slabs: the rest is for what the blocks cost
+ *    whatever their guards.
  *  - A guard left out is counted (vma_omitted) and the first one is said on stderr,
  *    whatever the options; once the count falls again, guards come back.
  */
@@ -32,6 +35,10 @@ enum vma_use { VMA_SLAB, VMA_LARGE };
 
 /* rampart's mappings now make n more VMAs (n < 0: fewer). */
 void vma_add(long n);
+/* The same, for VMAs a protection makes by itself (a PROT_NONE guard or closed slab beside
+ * open memory): they also count against the protections' own share (guard_cap). */
+void vma_add_guards(long n);
+long vma_guards(void);
 /* May a guard of this use cost n more VMAs? False near the limit (after a recount, where
  * one is due): the caller leaves the guard out and says so with vma_left_out. */
 bool vma_room(enum vma_use use, unsigned n);

@@ -35,7 +35,8 @@ struct large_entry {
 	size_t usable;
 	size_t requested;
 	uint16_t state;
-	uint16_t vmas;       /* what its guards cost in VMAs while it lives (block_vmas) */
+	uint8_t vmas;        /* what it costs in VMAs while it lives (block_vmas) ... */
+	uint8_t guard_vmas;  /* ... of which its guards' own */
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
 	size_t populated;    /* bytes from data + populated_off that populate_block filled */
 	size_t populated_off; /* (populate.h) */
@@ -156,12 +157,12 @@ static void retire_region(struct large_state *s, struct guard_region *r)
 	else reuse_cache_put(&s->cache, r, os_now_ms());
 }
 
-/* A kept block leaves the resident cache: its pages go back (guard_close maps the span
- * afresh) and its region joins the reuse cache, closed like any other. */
+/* A kept block leaves the resident cache: its pages go back (guard_close maps the region
+ * afresh, as large_free does) and its region joins the reuse cache, closed like any other. */
 static void resident_drop(struct large_state *s, size_t i)
 {
 	struct resident_block b = resident_cache_remove(&s->resident, i);
-	if (guard_close(&b.region, b.lead, b.len)) retire_region(s, &b.region);
+	if (guard_close(&b.region, 0, b.region.size)) retire_region(s, &b.region);
 	else (void)guard_unmap(&b.region);
 }
 
@@ -267,11 +268,16 @@ static size_t give_back(struct large_state *s, struct region_quarantine *q, size
  * as the request needs, and none for a request bigger than all it holds: a request
  * that cannot succeed anyway (an absurd size, perhaps the attacker's) must not empty
  * the quarantine and with it the use-after-free protection of every freed block. */
+/* What map_region maps: a block between guards, a block without (guards_room), or
+ * closed space that a whole region moves into (guard_move_whole). */
+enum map_how { MAP_BARE, MAP_GUARDED, MAP_SPACE };
+
 static bool map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align,
-		   bool guarded)
+		   enum map_how how)
 {
-	return guarded ? guard_map_at(r, at, lead, len, trail, align, "rampart:large")
-		       : guard_map_bare(r, at, lead, len, trail, align, "rampart:large");
+	if (how == MAP_SPACE) return guard_map_space(r, at, lead, len, trail, align);
+	return how == MAP_GUARDED ? guard_map_at(r, at, lead, len, trail, align, "rampart:large")
+				  : guard_map_bare(r, at, lead, len, trail, align, "rampart:large");
 }
 
 /* No foreign mapping comes nearer a block than the largest guard any block gets. */
@@ -283,27 +289,27 @@ static bool map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t le
  * the libraries, say). Where even that is refused, without the extra guard: the area
  * never fails an allocation that the kernel's placement would serve. */
 static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
-		     size_t align, bool guarded)
+		     size_t align, enum map_how how)
 {
 	size_t want_lead = *lead, want_trail = *trail;
 	size_t slack = align > os_page ? align - os_page : 0; /* no overflow: len, align <= 2^62 */
 	uint64_t rnd = random_u64(&s->rnd);                   /* first: in a fork child it reseeds */
 	uintptr_t at = guard_area_take(&s->area, *lead + len + *trail + slack, AREA_CLEAR, s->rnd.generation, rnd);
 	if (at) {
-		if (map_at(r, at, lead, len, trail, align, guarded)) {
+		if (map_at(r, at, lead, len, trail, align, how)) {
 			guard_area_placed(&s->area, r);
 			return true;
 		}
 		guard_area_refused(&s->area);
 	}
-	if (guarded) {
+	if (how != MAP_BARE) {
 		*lead = want_lead + AREA_CLEAR;
 		*trail = want_trail + AREA_CLEAR;
-		if (map_at(r, 0, lead, len, trail, align, true)) return true;
+		if (map_at(r, 0, lead, len, trail, align, how)) return true;
 	}
 	*lead = want_lead;
 	*trail = want_trail;
-	return map_at(r, 0, lead, len, trail, align, guarded);
+	return map_at(r, 0, lead, len, trail, align, how);
 }
 
 /* May a new block have guards? Under markers they cost no VMA. Under PROT_NONE a block
@@ -319,25 +325,44 @@ static bool guards_room(void)
 
 /* The VMAs a live block's layout costs beyond its region closed whole (which merges with
  * the closed guards beside it): none behind markers, two for an open span between
- * PROT_NONE guards, one for a block without guards. */
-static uint16_t block_vmas(const struct guard_region *r, bool guarded)
+ * PROT_NONE guards (one of them the guards', shared with the next block's), one for a
+ * block without guards; pages moved in (moved) keep their own anon_vma and merge with
+ * nothing: behind markers a region that moved whole is a VMA apart, and pages moved
+ * into a fresh region split it. Counted while it lives (block_count). */
+static void block_count(struct large_entry *e, bool guarded, int moved)
 {
-	if (r->flags & REGION_MARKERS) return 0;
-	return guarded ? 2 : 1;
+	bool markers = e->region.flags & REGION_MARKERS;
+	e->guard_vmas = !markers && guarded;
+	e->vmas = (uint8_t)(markers ? moved : guarded ? 2 : 1);
+	vma_add(e->vmas - e->guard_vmas);
+	vma_add_guards(e->guard_vmas);
 }
 
-static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
-		       size_t align, bool guarded)
+static void block_uncount(struct large_entry *e)
 {
-	if (map_once(s, r, lead, len, trail, align, guarded)) return true;
-	if ((resident_flush(s) + reuse_cache_flush(&s->cache)) && map_once(s, r, lead, len, trail, align, guarded))
+	vma_add(-(long)(e->vmas - e->guard_vmas));
+	vma_add_guards(-(long)e->guard_vmas);
+	e->vmas = e->guard_vmas = 0;
+}
+
+static bool map_region_as(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+			  size_t align, enum map_how how)
+{
+	if (map_once(s, r, lead, len, trail, align, how)) return true;
+	if ((resident_flush(s) + reuse_cache_flush(&s->cache)) && map_once(s, r, lead, len, trail, align, how))
 		return true;
 	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
 	if (need > s->quarantine.bytes + s->huge.bytes) return false;
 	/* Huge regions first: they hold the most address space for the fewest blocks. */
 	size_t given = give_back(s, &s->huge, need);
 	if (given < need) give_back(s, &s->quarantine, need - given);
-	return map_once(s, r, lead, len, trail, align, guarded);
+	return map_once(s, r, lead, len, trail, align, how);
+}
+
+static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+		       size_t align, bool guarded)
+{
+	return map_region_as(s, r, lead, len, trail, align, guarded ? MAP_GUARDED : MAP_BARE);
 }
 
 /* The address space the quarantine and the cache may each hold: their configured bounds,
@@ -453,8 +478,7 @@ void *large_alloc(size_t size, size_t align)
 			if (s->resident.count)
 				for (size_t budget = resident_budget(s); s->resident.bytes > budget;)
 					resident_drop(s, resident_cache_oldest(&s->resident));
-			e.vmas = block_vmas(&e.region, guarded);
-			vma_add(e.vmas);
+			block_count(&e, guarded, 0);
 			/* A kept block's pages are there already. */
 			if (!resident) populate = populate_take(&s->populate, e.data, len, &populate_off);
 			e.populated = populate;
@@ -558,8 +582,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
 	live_change(s, e->usable, 0);
-	vma_add(-(long)e->vmas);
-	e->vmas = 0;
+	block_uncount(e);
 	/* Where the block may be kept, one mincore serves the credit, the keep decision
 	 * and the wipe: three passes over the same pages cost three system calls. */
 	const unsigned char *vec = NULL;
@@ -574,11 +597,14 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		return;
 	}
 	/* Close at once: the pages go back and any later access faults. Where even that is
-	 * refused (VMA limit), give the whole region back instead. A huge region is closed
-	 * whole by the quarantine (guard_retire), without markers first. */
+	 * refused (VMA limit), give the whole region back instead. The whole region, its
+	 * closed guards with the block: one fresh mapping, which merges with its closed
+	 * neighbours (a region that moved whole keeps its guards in the moved VMA, which no
+	 * fresh block span would merge with). A huge region is closed whole by the
+	 * quarantine (guard_retire), without markers first. */
 	if (CONFIG_REGION_QUARANTINE && e->region.size >= CONFIG_REGION_QUARANTINE_SKIP) {
 		quarantine_region(s, e);
-	} else if (!guard_close(&e->region, lead_of(e), e->usable)) {
+	} else if (!guard_close(&e->region, 0, e->region.size)) {
 		struct guard_region r = e->region;
 		remove_entry(s, e);
 		(void)guard_unmap(&r);
@@ -600,33 +626,41 @@ size_t large_usable_size(const void *p, enum report_op op)
 /* Move the allocation's pages into a new region of len open bytes; the new start, or 0
  * when there is no memory. The new trail guard gets room for the block to grow by half
  * again in place (address space only: a guard costs no memory), so a growing block moves
- * once per few reallocs, not at each. The old region stays whole and closed, and goes
- * through the quarantine like a freed one: a stale pointer faults, a free of it is a
- * double free, and its address space is reused instead of leaving a hole. */
+ * once per few reallocs, not at each. The kernel extends the moved mapping to len itself,
+ * so the grown block is no more VMAs than it was: moved pages keep their own anon_vma
+ * and never merge with fresh ones, and a block that moved into fresh pages was two VMAs
+ * (three with its guards under markers). Under markers a region in one VMA moves whole,
+ * guards and all (guard_move_whole): its lead guard goes with it, and the block and its
+ * guards stay one VMA. Otherwise (the mprotect scheme, or a block the program split) its
+ * pages move into the open span of a fresh region between new guards. The old region
+ * stays whole and closed, and goes through the quarantine like a freed one: a stale
+ * pointer faults, a free of it is a double free, and its address space is reused
+ * instead of leaving a hole. */
 static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_t len)
 {
 	uintptr_t key = e->data;
 	if (!reserve_slot(s)) return 0;
 	e = lookup(s, key); /* the table may have moved */
 	struct large_entry n = *e;
-	size_t lead = random_guard(s, len);
 	size_t trail = random_guard(s, len) + MIN(align_up(len / 2, os_page), (size_t)CONFIG_REALLOC_HEADROOM_MAX);
 	size_t align = e->align_log2 ? (size_t)1 << e->align_log2 : 0;
 	bool guarded = guards_room();
-	if (!map_region(s, &n.region, &lead, len, &trail, align, guarded)) return 0;
+	bool whole = guarded && guard_moves_whole(&e->region);
+	size_t lead = whole ? lead_of(e) : random_guard(s, len);
+	if (!map_region_as(s, &n.region, &lead, len, &trail, align, whole ? MAP_SPACE : guarded ? MAP_GUARDED : MAP_BARE))
+		return 0;
 	e = lookup(s, key); /* draining the quarantine may have moved it */
 	bool kept;
-	if (!guard_move(&e->region, lead_of(e), e->usable, &n.region, lead, &kept)) {
+	if (whole ? !guard_move_whole(&e->region, lead_of(e), e->usable, &n.region, lead, len, &kept)
+		  : !guard_move(&e->region, lead_of(e), e->usable, &n.region, lead, len, &kept)) {
 		(void)guard_unmap(&n.region);
 		return 0;
 	}
 	n.data = n.region.base + lead;
 	n.usable = len;
 	live_change(s, e->usable, len);
-	vma_add(-(long)e->vmas); /* the old block is closed */
-	e->vmas = 0;
-	n.vmas = block_vmas(&n.region, guarded);
-	vma_add(n.vmas);
+	block_uncount(e); /* the old block is closed */
+	block_count(&n, guarded, whole ? 1 : 2);
 	place(s, &n); /* fills an empty slot: e stays where it is */
 	s->used++;
 	stat_inc(STAT_REALLOC_MOVED);
@@ -648,7 +682,7 @@ void *large_realloc(void *p, size_t size)
 	if (len <= e->usable) {
 		/* Shrink: the cut tail joins the trail guard. If the kernel refuses, the block
 		 * simply keeps its larger usable size. */
-		if (len < e->usable && guard_close(&e->region, lead + len, e->usable - len)) {
+		if (len < e->usable && guard_cut(&e->region, lead + len, e->usable - len)) {
 			live_change(s, e->usable, len);
 			e->usable = len;
 		}

@@ -90,9 +90,9 @@ int os_advise_spans(const struct os_span *s, unsigned n, int advice)
 	return err;
 }
 
-int os_move(void *old, size_t len, void *dst)
+int os_move(void *old, size_t len, size_t new_len, void *dst)
 {
-	OS_CALL(mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
+	OS_CALL(mremap(old, len, new_len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED);
 }
 
 /* Adds the resident bytes of pages [at, at + n) of a span of len bytes, vec[0] being

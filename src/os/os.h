@@ -49,10 +49,13 @@ struct os_span {
 must_check int os_advise_spans(const struct os_span *s, unsigned n, int advice);
 /* Make [addr, addr+len) read-only for good (the read-only roots, base/roots.h). */
 must_check int os_read_only(void *addr, size_t len);
-/* Move the pages of [old, old+len) to exactly dst (MREMAP_FIXED|MREMAP_MAYMOVE).
- * Before Linux 6.17 the source must lie in one VMA (see os_one_mapping): a source that
- * crosses VMAs fails with EFAULT *after* the kernel has unmapped [dst, dst+len). */
-must_check int os_move(void *old, size_t len, void *dst);
+/* Move the pages of [old, old+len) to exactly dst (MREMAP_FIXED|MREMAP_MAYMOVE), the
+ * moved mapping made new_len long there (new_len >= len: the kernel extends the moved
+ * VMA itself, so what it grows by is the same VMA, with no pages yet). Before Linux 6.17
+ * the source must lie in one VMA (see os_one_mapping), and at any version when new_len
+ * differs from len: a source that crosses VMAs fails with EFAULT *after* the kernel has
+ * unmapped [dst, dst+new_len). */
+must_check int os_move(void *old, size_t len, size_t new_len, void *dst);
 /* Bytes of [addr, addr+len) (whole pages) resident in memory; the count stops early,
  * below need, once the pages left could no longer bring it to need. 0 where mincore
  * refuses (the caller treats that as "none"). With ends_in, the same pass also counts

@@ -117,7 +117,8 @@ static void span_set(struct slab_class *k, uint32_t pos, struct slab *s, uint8_t
 {
 	bool was = span_protected(k, pos, s);
 	s->span = span;
-	if (was != (span == SPAN_PROTECTED)) vma_add(span_change_vmas(k, pos, was));
+	/* Every VMA boundary inside an area is a PROT_NONE span's: the protections' own. */
+	if (was != (span == SPAN_PROTECTED)) vma_add_guards(span_change_vmas(k, pos, was));
 }
 
 /* How guard_close closed a span of a just now: a refused marker falls back for good. */

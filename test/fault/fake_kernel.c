@@ -212,7 +212,10 @@ void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		}
 	}
 	void *r = __real_mremap(old, old_len, new_len, flags, dst);
-	if (r == MAP_FAILED && errno == EFAULT) fk.mremap_efault++;
+	if (r == MAP_FAILED && errno == EFAULT) {
+		fk.mremap_efault++;
+		if (flags & MREMAP_FIXED) fk.mremap_move_efault++;
+	}
 	if (r != MAP_FAILED && (flags & MREMAP_FIXED) && fk.mremap_intrude > 0 && fk.intruder_count < 8) {
 		fk.mremap_intrude--;
 		void *in = __real_mmap(old, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);

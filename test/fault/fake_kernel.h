@@ -68,6 +68,7 @@ struct fake_kernel {
 	long net_bytes; /* bytes mapped by (non-fixed) mmap minus bytes given to munmap */
 	unsigned long mremap_efault;      /* mremap calls refused with EFAULT (any cause) */
 	unsigned long mremap_split_moves; /* moves whose source crossed VMAs (answered EFAULT) */
+	unsigned long mremap_move_efault; /* moves (MREMAP_FIXED) the real kernel refused with EFAULT */
 	void *intruders[8];
 	unsigned long intruder_count;
 	unsigned long atfork_calls;

@@ -265,6 +265,8 @@ START_TEST(test_reserve_extend)
 }
 END_TEST
 
+/* The pages of a's span move into b's open span, grown to all of it by the kernel: the
+ * moved span and its growth are one VMA, the growth reads zero. */
 START_TEST(test_move)
 {
 	force(_i);
@@ -276,10 +278,11 @@ START_TEST(test_move)
 	fill(pa, len, 11);
 	errno = SENTINEL;
 	bool kept;
-	ck_assert(guard_move(&a, la, len, &b, lb, &kept));
+	ck_assert(guard_move(&a, la, len, &b, lb, 2 * len, &kept));
 	ck_assert_int_eq(errno, SENTINEL);
 	for (size_t i = 0; i < len; i++) ck_assert_int_eq(pb[i], (char)(11 + i * 7));
-	ck_assert(all_zero(pb + len, len)); /* the rest of b's open span is untouched */
+	ck_assert(all_zero(pb + len, len)); /* what the block grew by reads zero */
+	ck_assert(!os_spans_vmas(pb, 2 * len));
 	/* The pages left a; kept or not, its span is unreachable (kept: refilled closed). */
 	ck_assert(inaccessible(pa));
 	ck_assert(inaccessible(pa + len - 1));
@@ -289,6 +292,52 @@ START_TEST(test_move)
 	}
 	ck_assert(inaccessible(pb - 1));
 	ck_assert(inaccessible(pb + 2 * len));
+	ck_assert(guard_unmap(&a));
+	ck_assert(guard_unmap(&b));
+}
+END_TEST
+
+/* Under markers a region in one VMA moves whole, guards and all, and grows: the block
+ * keeps its contents, the part it grew over (its old trail guard, then what the kernel
+ * extended the region by) reads zero, the lead and the new trail fault, and the region
+ * is one VMA. More space below the moved region than its lead (to_off > from_off) stays
+ * closed. The old region is closed whole, and reopens zeroed. */
+START_TEST(test_move_whole)
+{
+	if (force(0) != GUARD_MADVISE) return;
+	size_t pg = os_page, la = 3 * pg, ta = 2 * pg, len = 8 * pg, grown = 20 * pg;
+	size_t skip = _i ? 2 * pg : 0, lb = la + skip, tb = 5 * pg;
+	struct guard_region a, b;
+	ck_assert(guard_map(&a, &la, len, &ta, 0, "rampart:test"));
+	char *pa = (char *)(a.base + la);
+	fill(pa, len, 5);
+	ck_assert(guard_moves_whole(&a));
+	ck_assert(guard_map_space(&b, 0, &lb, grown, &tb, 0));
+	ck_assert_uint_eq(lb, la + skip);
+	errno = SENTINEL;
+	bool kept;
+	ck_assert(guard_move_whole(&a, la, len, &b, lb, grown, &kept));
+	ck_assert_int_eq(errno, SENTINEL);
+	char *pb = (char *)(b.base + lb);
+	for (size_t i = 0; i < len; i++) ck_assert_int_eq(pb[i], (char)(5 + i * 7));
+	ck_assert(all_zero(pb + len, grown - len));
+	ck_assert(inaccessible(pb - 1));
+	ck_assert(inaccessible(pb - la));
+	ck_assert(inaccessible(pb + grown));
+	ck_assert(inaccessible(pb + grown + tb - 1));
+	ck_assert(!os_spans_vmas(pb - la, la + grown + tb));
+	if (skip) ck_assert(inaccessible((void *)b.base));
+	ck_assert(b.flags & REGION_MARKERS);
+	ck_assert(kept);
+	ck_assert(inaccessible(pa));
+	ck_assert(inaccessible(pa + len - 1));
+	ck_assert(guard_open(&a, la, len));
+	ck_assert(all_zero(pa, len));
+	/* The moved region closes and opens as any other. */
+	ck_assert(guard_close(&b, lb, grown));
+	ck_assert(inaccessible(pb));
+	ck_assert(guard_open(&b, lb, grown));
+	ck_assert(all_zero(pb, grown));
 	ck_assert(guard_unmap(&a));
 	ck_assert(guard_unmap(&b));
 }
@@ -809,6 +858,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_window_pick);
 	tcase_add_loop_test(t, test_area_walk, 0, 2);
 	tcase_add_loop_test(t, test_move, 0, 2);
+	tcase_add_loop_test(t, test_move_whole, 0, 2);
 	tcase_add_test(t, test_locked_span_closes_fresh);
 	tcase_add_test(t, test_locked_span_in_place);
 	tcase_add_loop_test(t, test_mlockall_current, 0, 2);

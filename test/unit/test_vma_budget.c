@@ -93,6 +93,23 @@ START_TEST(large_phases_follow_the_maps)
 }
 END_TEST
 
+START_TEST(realloc_growth_follows_the_maps)
+{
+	free(malloc(1));
+	free(malloc(300000));
+	struct mark m = mark_now();
+	static char *v[LARGE_COUNT];
+	for (int i = 0; i < LARGE_COUNT; i++) ck_assert_ptr_nonnull(v[i] = malloc(200000));
+	assert_followed("2,000 blocks of 200,000 B", &m, SLACK);
+	for (int i = 0; i < LARGE_COUNT; i++) ck_assert_ptr_nonnull(v[i] = realloc(v[i], 600000));
+	assert_followed("each grown to 600,000 B (moved)", &m, SLACK);
+	for (int i = 0; i < LARGE_COUNT; i++) ck_assert_ptr_nonnull(v[i] = realloc(v[i], 300000));
+	assert_followed("each shrunk to 300,000 B", &m, SLACK);
+	for (int i = 0; i < LARGE_COUNT; i++) free(v[i]);
+	assert_followed("all freed", &m, SLACK);
+}
+END_TEST
+
 START_TEST(recount_is_the_process_count)
 {
 	free(malloc(1));
@@ -111,6 +128,7 @@ int main(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, slab_phases_follow_the_maps);
 	tcase_add_test(t, large_phases_follow_the_maps);
+	tcase_add_test(t, realloc_growth_follows_the_maps);
 	tcase_add_test(t, recount_is_the_process_count);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);

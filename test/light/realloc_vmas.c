@@ -1,0 +1,1 @@
+#include "../system/realloc_vmas.c"
