@@ -97,3 +97,14 @@ $(BENCH_OUT)/slot_reuse_distance: bench/slot_reuse_distance.c src/slab/sizeclass
 ifneq ($(BENCH_STANDALONE),1)
 .DEFAULT_GOAL := $(BENCH_SAVED_GOAL)
 endif
+
+# `make bench-soak`: a long-running server's memory after churn (bench/soak.sh, issue 52):
+# redis-server under jemalloc (its own), glibc, Scudo, rampart and its light variant.
+# Writes out/bench/soak.md; skipped (exit 77, said) without redis-server and redis-tools.
+SOAK_SCUDO := $(firstword $(wildcard /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-$(shell uname -m).so))
+.PHONY: bench-soak
+bench-soak: bench-light
+	@mkdir -p $(BENCH_OUT)
+	@sh bench/soak.sh jemalloc=- glibc=$(abspath $(LIB_SO)) $(if $(SOAK_SCUDO),scudo=$(SOAK_SCUDO)) \
+		rampart=$(abspath $(LIB_SO)) rampart-light=$(abspath $(LIB_SO_LIGHT)) $(strip $(BENCH_EXTRA)) \
+		| tee $(BENCH_OUT)/soak.md

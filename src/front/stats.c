@@ -151,6 +151,7 @@ static unsigned long stats_arenas_open(void) { return slab_arenas_open(); }
 static unsigned long stats_arenas(void) { return roots.slab.arenas; }
 static unsigned long stats_guards_omitted(void) { return vma_omitted(); }
 static long stats_vmas(void) { return vma_count(); }
+static unsigned long stats_pages_returned(void) { return stat_read(STAT_SLAB_PAGES_RETURNED); }
 /* Slab memory tagged under arm64 MTE, and how tags are checked: "sync", "async" or "off". */
 static const char *stats_memory_tagging(void) { return mte_state_name(roots.mte); }
 

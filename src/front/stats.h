@@ -54,7 +54,9 @@
 	X(SLAB, NUM, h->slabs_active + h->slabs_empty, NULL, " slabs (", NULL, NULL)                            \
 	X(SLAB, NUM, h->slabs_active, "slabs_active", NULL, "slab", "slabs_active")                             \
 	X(SLAB, NUM, h->slabs_empty, "slabs_empty", " empty), ", "slab", "slabs_empty")                         \
-	X(SLAB, NUM, h->slabs_closed, "slabs_closed", " slabs closed; arenas open: ", "slab", "slabs_closed")    \
+	X(SLAB, NUM, h->slabs_closed, "slabs_closed", " slabs closed, ", "slab", "slabs_closed")                \
+	X(SLAB, NUM, stats_pages_returned(), "pages_returned", " pages of free slots given back; arenas open: ", \
+	  "slab", "pages_returned")                                                                             \
 	X(SLAB, NUM, stats_arenas_open(), "arenas_open", " of ", NULL, NULL)                                    \
 	X(SLAB, NUM, stats_arenas(), "arenas", "\n", NULL, NULL)                                                \
 	X(LARGE, NUM, h->large_live, "live", " live (", "large", "live")                                        \
