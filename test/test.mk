@@ -70,9 +70,14 @@ $(TEST_OUT)/light/%: test/light/%.c $(LIGHT_LIB) include/rampart.h
 
 .PHONY: test test-build test-deps
 # Programs built without rampart, which tests run with and without it preloaded to
-# compare the two allocators on the same program (system/mlock_unpriv).
-PLAIN_BINS := $(patsubst test/mlock/%.c,$(TEST_OUT)/plain/%,$(wildcard test/mlock/*.c))
+# compare the two allocators on the same program (system/mlock_unpriv), or preloaded
+# beside another allocator (system/passthrough_next).
+PLAIN_BINS := $(patsubst test/mlock/%.c,$(TEST_OUT)/plain/%,$(wildcard test/mlock/*.c)) \
+	$(patsubst test/plain/%.c,$(TEST_OUT)/plain/%,$(wildcard test/plain/*.c))
 $(TEST_OUT)/plain/%: test/mlock/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $<
+$(TEST_OUT)/plain/%: test/plain/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $<
 

@@ -14,6 +14,7 @@
 
 #ifdef __GLIBC__
 #include <dlfcn.h>
+#include <gnu/lib-names.h>
 #include <malloc.h>
 
 /* glibc's second names for its allocator (GLIBC_2.2.5). Weak: absent in a static
@@ -47,9 +48,13 @@ void *passthrough_pvalloc(size_t size) { return __libc_pvalloc(size); }
 struct mallinfo passthrough_mallinfo(void) { return __libc_mallinfo(); }
 int passthrough_mallopt(int param, int value) { return __libc_mallopt(param, value); }
 
-/* The C library's definition of name, found behind rampart's own (self), looked up once
- * per name. Only read in a passthrough process: a process that runs rampart never
- * fills or consults these slots. 1 marks "looked for, not there". */
+/* The C library's definition of name, looked up once per name in the C library itself
+ * (dlsym on its handle searches it and what it needs, not the whole process): the next
+ * definition behind rampart's own (RTLD_NEXT) is another allocator's where one is loaded
+ * after rampart (redis links jemalloc), and its malloc_usable_size of a block glibc
+ * made crashed (issue 52's soak). RTLD_NEXT only where the C library cannot be named.
+ * Only read in a passthrough process: a process that runs rampart never fills or
+ * consults these slots. 1 marks "looked for, not there". */
 #define MISSING ((uintptr_t)1)
 
 static void *next_symbol(_Atomic uintptr_t *slot, const char *name, const void *self)
@@ -58,7 +63,8 @@ static void *next_symbol(_Atomic uintptr_t *slot, const char *name, const void *
 	if (!f) {
 #if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34)
 		int saved = errno;
-		void *sym = dlsym(RTLD_NEXT, name);
+		void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD); /* loaded already: nothing new */
+		void *sym = dlsym(libc ? libc : RTLD_NEXT, name);
 		errno = saved;
 		f = sym && sym != self ? (uintptr_t)sym : MISSING; /* never call ourselves back */
 #else

@@ -68,8 +68,9 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 				/* A slot whose canary went back reads as zero to its end now. */
 				for (uint64_t m = dropped & ~fresh; m; m &= m - 1) {
 					uint32_t i = (uint32_t)__builtin_ctzll(m);
-					size_t canary = (size_t)i * k->size + k->usable;
-					if (canary >= from && canary < from + run * os_page) {
+					/* Its last word: the canary where slots have one. */
+					size_t last = (size_t)(i + 1) * k->size - 8;
+					if (last >= from && last < from + run * os_page) {
 						s->bits[0].fresh |= (uint64_t)1 << i;
 						s->extent[i] = EXTENT_RETURNED;
 					}

@@ -119,7 +119,9 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	bool returned = fresh && k->track_extent && s->extent[i] == EXTENT_RETURNED;
 	if (unlikely(returned)) {
 		fresh = false;
+#if CONFIG_SLOT_CANARY
 		if (k->open_slabs && canary_word((uintptr_t)p + k->usable)) die(k, OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
+#endif
 	}
 	/* What the last free wiped; nothing to look at in a fresh slot. */
 	size_t wiped = fresh ? k->usable : returned ? k->usable : extent_of(k, s, i);
