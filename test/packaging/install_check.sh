@@ -42,7 +42,8 @@ report=$(RAMPART_LIB="$lib/librampart.so.1" "$tmp/usr/bin/rampart-run" -o verbos
 echo "$report" | grep -q "rampart: version .*; guard backend" || { echo "rampart-run: no verbose line: $report"; exit 1; }
 echo "$report" | grep -q "statistics (pid" || { echo "rampart-run: no report: $report"; exit 1; }
 system=$("$tmp/usr/bin/rampart-run" --system)
-for want in ld.so.preload "/etc/rampart.conf (rampart.conf(5))" "* passthrough" init=/bin/busybox; do
+for want in ld.so.preload "/etc/rampart.conf (rampart.conf(5))" "* passthrough" init=/bin/busybox \
+	"rampart-run --enable --yes" "rampart-run --disable --yes" "grep -vxF /usr/lib/librampart.so.1 "; do
 	echo "$system" | grep -qF -- "$want" || { echo "--system lacks '$want'"; exit 1; }
 done
 sh test/packaging/man_check.sh "$tmp"/usr/share/man/man3/rampart.3 "$lib/librampart.so.1" "$tmp/plain"
