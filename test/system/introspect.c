@@ -336,7 +336,8 @@ static void test_exit_reports(const char *self)
 	/* A file that cannot be opened: said under verbose=1, and the report goes to stderr. */
 	snprintf(extra, sizeof extra, "stats=1,verbose=1,stats_file=%s/no/such/dir", dir);
 	st = rerun(self, "--workload", extra, out, sizeof out);
-	CHECK(st == 0 && strstr(out, "/no/such/dir: cannot be opened") &&
+	CHECK(st == 0 &&
+		      strstr(out, "/no/such/dir: cannot be opened: ENOENT (No such file or directory); the report goes to stderr\n") &&
 		      strstr(out, "large blocks: 5 live (15.0 MiB)"),
 	      "status %d: '%s'", st, out);
 
