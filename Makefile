@@ -132,7 +132,9 @@ $(OUT)/man/rampart.3: pkg/rampart.3 $(OUT)/tools/options_man
 
 # Installed: librampart.so.X.Y.Z with the SONAME and development symlinks, the static
 # library, the header, rampart.pc, rampart-run and the man pages (DESTDIR honoured).
-# The policy file itself is the administrator's: never installed.
+# The policy file itself is the administrator's: never installed. Then ldconfig where
+# the loader searches LIBDIR and DESTDIR is empty; otherwise a line says why not
+# (pkg/ldconfig.sh).
 POLICY_SHOWN := $(if $(CONFIG_POLICY_PATH),$(CONFIG_POLICY_PATH),(none in this build))
 install: lib man
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGCONFIGDIR) \
@@ -157,6 +159,7 @@ install: lib man
 		pkg/rampart.conf.5 > $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
 	chmod 644 $(DESTDIR)$(MANDIR)/man3/rampart.3 $(DESTDIR)$(MANDIR)/man1/rampart-run.1 \
 		$(DESTDIR)$(MANDIR)/man5/rampart.conf.5
+	@sh pkg/ldconfig.sh "$(DESTDIR)" "$(LIBDIR)" "$(SONAME)"
 
 # The installed rampart(3) lists the options help=1 prints (also part of `make test`).
 .PHONY: check-man
@@ -165,12 +168,19 @@ check-man: lib man $(OUT)/demo
 	$(MAKE) --no-print-directory -s install DESTDIR="$$tmp" PREFIX=/usr >/dev/null && \
 	sh test/packaging/man_check.sh "$$tmp/usr/share/man/man3/rampart.3" "$$tmp/usr/lib/$(SONAME)" $(OUT)/demo
 
+# uninstall removes the files, then, where they are left empty, the directories below
+# the usual ones that install made for them (pkgconfig, man1, man3, man5: on a fresh
+# Debian /usr/local has lib, include, bin and share/man, but none of these); the usual
+# ones stay. Then ldconfig, as at install.
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.a \
 		$(DESTDIR)$(INCLUDEDIR)/rampart.h $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc \
 		$(DESTDIR)$(BINDIR)/rampart-run $(DESTDIR)$(MANDIR)/man3/rampart.3 \
 		$(DESTDIR)$(MANDIR)/man1/rampart-run.1 $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
+	for d in $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5; do \
+		[ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d" || exit 1; done
+	@sh pkg/ldconfig.sh "$(DESTDIR)" "$(LIBDIR)" "$(SONAME)"
 
 # `make run` shows the demo; `make run CMD='python3 -c "print(42)"'` runs any command.
 CMD ?= $(OUT)/demo

@@ -10,6 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 make --no-print-directory OUT="$OUT" CC="$CC" install DESTDIR="$tmp" PREFIX=/usr >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; exit 1; }
 lib=$tmp/usr/lib
+grep -q "^ldconfig: not run (DESTDIR is set)" "$tmp/install.log" || { cat "$tmp/install.log"; echo "no word on ldconfig"; exit 1; }
 for f in "$lib"/librampart.so.1 "$lib"/librampart.so "$lib"/librampart.a "$tmp"/usr/include/rampart.h \
 	"$lib"/pkgconfig/rampart.pc "$tmp"/usr/bin/rampart-run "$tmp"/usr/share/man/man3/rampart.3 \
 	"$tmp"/usr/share/man/man1/rampart-run.1 "$tmp"/usr/share/man/man5/rampart.conf.5; do
