@@ -3,8 +3,9 @@
  *
  * Invariants:
  *  - RAMPART_OPTION_TABLE is the one list of options. struct options, options_default,
- *    the parser's keys (front/options.c), the help=1 text and the option list of the
- *    rampart(3) man page (pkg/options_man.c, at build time) are generated from it: an
+ *    the parser's keys (front/options.c), the help=1 text and the option lists of the
+ *    rampart(3) and rampart.conf(5) man pages (pkg/options_man.c, at build time) are
+ *    generated from it: an
  *    option is added, documented or given a new default in one line.
  *  - A default that is a build setting names its CONFIG_ value; the value itself is
  *    written only in config.mk.

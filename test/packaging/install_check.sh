@@ -48,6 +48,8 @@ for want in ld.so.preload "/etc/rampart.conf (rampart.conf(5))" "* passthrough" 
 	echo "$system" | grep -qF -- "$want" || { echo "--system lacks '$want'"; exit 1; }
 done
 sh test/packaging/man_check.sh "$tmp"/usr/share/man/man3/rampart.3 "$lib/librampart.so.1" "$tmp/plain"
+# The page the library's own package ships lists them too.
+sh test/packaging/man_check.sh "$tmp"/usr/share/man/man5/rampart.conf.5 "$lib/librampart.so.1" "$tmp/plain"
 grep -q '^\.I /etc/rampart.conf$' "$tmp"/usr/share/man/man5/rampart.conf.5 || { echo "rampart.conf(5): path"; exit 1; }
 "$tmp/usr/bin/rampart-run" --version | grep -q "rampart-run [0-9]" || { echo "--version"; exit 1; }
 if RAMPART_LIB=/nonexistent "$tmp/usr/bin/rampart-run" true 2>/dev/null; then echo "missing library accepted"; exit 1; fi
