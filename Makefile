@@ -116,23 +116,28 @@ $(OUT)/obj-inv/internal.a: $(INV_OBJS)
 	$(Q)rm -f $@
 	$(call say,AR,$@)ar rcs $@ $(INV_OBJS)
 
-# rampart(3) with its option list generated from the option table (base/option_table.h) and
-# this build's defaults, by a program run on the build machine (HOST_CC: a cross build
-# cannot run what CC makes). The install substitutes the paths into it.
+# rampart(3) and rampart.conf(5) with their option lists generated from the option table
+# (base/option_table.h) and this build's defaults, by a program run on the build machine
+# (HOST_CC: a cross build cannot run what CC makes): rampart.conf(5) ships with the
+# library (librampart1), rampart(3) only with the development files. The install
+# substitutes the paths into them.
 HOST_CC ?= cc
-man: $(OUT)/man/rampart.3
+MAN_GEN := $(OUT)/man/rampart.3 $(OUT)/man/rampart.conf.5
+man: $(MAN_GEN)
 $(OUT)/tools/options_man: pkg/options_man.c src/base/option_table.h src/base/common.h $(OUT)/config.stamp
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(HOST_CC) -std=gnu11 -O1 -Wall -Wextra -Werror $(CONFIG_CPPFLAGS) -Isrc -o $@ $<
-$(OUT)/man/rampart.3: pkg/rampart.3 $(OUT)/tools/options_man
+$(MAN_GEN): $(OUT)/man/%: pkg/% $(OUT)/tools/options_man
 	@mkdir -p $(@D)
 	$(Q)$(OUT)/tools/options_man > $@.options
-	$(call say,GEN,$@)sed -e '/^@OPTIONS@$$/{r $@.options' -e 'd;}' pkg/rampart.3 > $@.tmp
+	$(call say,GEN,$@)sed -e '/^@OPTIONS@$$/{r $@.options' -e 'd;}' pkg/$* > $@.tmp
 	$(Q)grep -q '^\.TP$$' $@.tmp && ! grep -q '@OPTIONS@' $@.tmp && mv $@.tmp $@
 
 # Installed: librampart.so.X.Y.Z with the SONAME and development symlinks, the static
 # library, the header, rampart.pc, rampart-run and the man pages (DESTDIR honoured).
-# The policy file itself is the administrator's: never installed.
+# The policy file itself is the administrator's: never installed. Then ldconfig where
+# the loader searches LIBDIR and DESTDIR is empty; otherwise a line says why not
+# (pkg/ldconfig.sh).
 POLICY_SHOWN := $(if $(CONFIG_POLICY_PATH),$(CONFIG_POLICY_PATH),(none in this build))
 install: lib man
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGCONFIGDIR) \
@@ -154,23 +159,33 @@ install: lib man
 	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' pkg/rampart-run.1 \
 		> $(DESTDIR)$(MANDIR)/man1/rampart-run.1
 	sed -e 's|@LIB@|$(LIBDIR)/$(SONAME)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@POLICY@|$(POLICY_SHOWN)|g' \
-		pkg/rampart.conf.5 > $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
+		$(OUT)/man/rampart.conf.5 > $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
 	chmod 644 $(DESTDIR)$(MANDIR)/man3/rampart.3 $(DESTDIR)$(MANDIR)/man1/rampart-run.1 \
 		$(DESTDIR)$(MANDIR)/man5/rampart.conf.5
+	@sh pkg/ldconfig.sh "$(DESTDIR)" "$(LIBDIR)" "$(SONAME)"
 
-# The installed rampart(3) lists the options help=1 prints (also part of `make test`).
+# The installed rampart(3) and rampart.conf(5) list the options help=1 prints (also part
+# of `make test`).
 .PHONY: check-man
 check-man: lib man $(OUT)/demo
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(MAKE) --no-print-directory -s install DESTDIR="$$tmp" PREFIX=/usr >/dev/null && \
-	sh test/packaging/man_check.sh "$$tmp/usr/share/man/man3/rampart.3" "$$tmp/usr/lib/$(SONAME)" $(OUT)/demo
+	sh test/packaging/man_check.sh "$$tmp/usr/share/man/man3/rampart.3" "$$tmp/usr/lib/$(SONAME)" $(OUT)/demo && \
+	sh test/packaging/man_check.sh "$$tmp/usr/share/man/man5/rampart.conf.5" "$$tmp/usr/lib/$(SONAME)" $(OUT)/demo
 
+# uninstall removes the files, then, where they are left empty, the directories below
+# the usual ones that install made for them (pkgconfig, man1, man3, man5: on a fresh
+# Debian /usr/local has lib, include, bin and share/man, but none of these); the usual
+# ones stay. Then ldconfig, as at install.
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.a \
 		$(DESTDIR)$(INCLUDEDIR)/rampart.h $(DESTDIR)$(PKGCONFIGDIR)/rampart.pc \
 		$(DESTDIR)$(BINDIR)/rampart-run $(DESTDIR)$(MANDIR)/man3/rampart.3 \
 		$(DESTDIR)$(MANDIR)/man1/rampart-run.1 $(DESTDIR)$(MANDIR)/man5/rampart.conf.5
+	for d in $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5; do \
+		[ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d" || exit 1; done
+	@sh pkg/ldconfig.sh "$(DESTDIR)" "$(LIBDIR)" "$(SONAME)"
 
 # `make run` shows the demo; `make run CMD='python3 -c "print(42)"'` runs any command.
 CMD ?= $(OUT)/demo

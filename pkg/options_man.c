@@ -1,6 +1,7 @@
-/* options_man — prints the option list of rampart(3) as man markup, from the option
- * table (base/option_table.h) with this build's defaults: the install puts it in place of
- * the @OPTIONS@ line of pkg/rampart.3. Each entry reads as the matching help=1 line:
+/* options_man — prints the option list of rampart(3) and rampart.conf(5) as man markup,
+ * from the option table (base/option_table.h) with this build's defaults: the build puts
+ * it in place of the @OPTIONS@ line of pkg/rampart.3 and pkg/rampart.conf.5. Each entry
+ * reads as the matching help=1 line:
  *
  *   .TP
  *   \fBkey\fP=\fIvalues\fP

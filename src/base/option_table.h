@@ -3,8 +3,9 @@
  *
  * Invariants:
  *  - RAMPART_OPTION_TABLE is the one list of options. struct options, options_default,
- *    the parser's keys (front/options.c), the help=1 text and the option list of the
- *    rampart(3) man page (pkg/options_man.c, at build time) are generated from it: an
+ *    the parser's keys (front/options.c), the help=1 text and the option lists of the
+ *    rampart(3) and rampart.conf(5) man pages (pkg/options_man.c, at build time) are
+ *    generated from it: an
  *    option is added, documented or given a new default in one line.
  *  - A default that is a build setting names its CONFIG_ value; the value itself is
  *    written only in config.mk.
@@ -43,8 +44,8 @@ enum mte_option { MTE_OPTION_SYNC, MTE_OPTION_ASYNC, MTE_OPTION_OFF };
 	X(check_at_exit, BOOL, false, 0, "check every live slot's canary at exit")                         \
 	X(stats, STATS, STATS_OFF, 0, "statistics report at exit (1 is text), on stderr or in stats_file") \
 	X(stats_file, PATH, "", 0,                                                                         \
-	  "append the stats report to this file (created mode 0600) instead of stderr; "                   \
-	  "not for set-user-ID programs")                                                                  \
+	  "append the stats report to this file (created mode 0600) instead of stderr, and turn it on "    \
+	  "(as stats=1) if off; not for set-user-ID programs")                                             \
 	X(verbose, BOOL, false, 0, "say at start-up what was chosen")                                      \
 	X(help, BOOL, false, 0, "list the options on stderr")                                              \
 	X(large_quarantine_bytes, SIZE, CONFIG_REGION_QUARANTINE_BYTES, (size_t)1 << 46,                   \

@@ -100,6 +100,62 @@ static const char *const warnings[WARN_COUNT][2] = { /* before and after the det
 					    "statistics report"},
 };
 
+/* Error numbers by name and by the C library's text for them (glibc's strerror in the
+ * C locale), for the messages that give one. Not strerror itself: glibc's translates
+ * (dcgettext takes a lock and may load a catalogue into the heap) and formats an
+ * unknown number with asprintf into a per-thread buffer; a report must not allocate or
+ * wait for a lock the program may hold. The numbers a system call rampart makes, or
+ * the open of stats_file, can answer; another prints as "errno N". */
+static const struct {
+	int err;
+	const char *name, *text;
+} errno_texts[] = {
+	{EPERM, "EPERM", "Operation not permitted"},
+	{ENOENT, "ENOENT", "No such file or directory"},
+	{ESRCH, "ESRCH", "No such process"},
+	{EINTR, "EINTR", "Interrupted system call"},
+	{EIO, "EIO", "Input/output error"},
+	{ENXIO, "ENXIO", "No such device or address"},
+	{EBADF, "EBADF", "Bad file descriptor"},
+	{EAGAIN, "EAGAIN", "Resource temporarily unavailable"},
+	{ENOMEM, "ENOMEM", "Cannot allocate memory"},
+	{EACCES, "EACCES", "Permission denied"},
+	{EFAULT, "EFAULT", "Bad address"},
+	{EBUSY, "EBUSY", "Device or resource busy"},
+	{EEXIST, "EEXIST", "File exists"},
+	{ENODEV, "ENODEV", "No such device"},
+	{ENOTDIR, "ENOTDIR", "Not a directory"},
+	{EISDIR, "EISDIR", "Is a directory"},
+	{EINVAL, "EINVAL", "Invalid argument"},
+	{ENFILE, "ENFILE", "Too many open files in system"},
+	{EMFILE, "EMFILE", "Too many open files"},
+	{ETXTBSY, "ETXTBSY", "Text file busy"},
+	{EFBIG, "EFBIG", "File too large"},
+	{ENOSPC, "ENOSPC", "No space left on device"},
+	{EROFS, "EROFS", "Read-only file system"},
+	{ENAMETOOLONG, "ENAMETOOLONG", "File name too long"},
+	{ENOSYS, "ENOSYS", "Function not implemented"},
+	{ELOOP, "ELOOP", "Too many levels of symbolic links"},
+	{EOVERFLOW, "EOVERFLOW", "Value too large for defined data type"},
+	{EOPNOTSUPP, "EOPNOTSUPP", "Operation not supported"},
+	{ESTALE, "ESTALE", "Stale file handle"},
+	{EDQUOT, "EDQUOT", "Disk quota exceeded"},
+};
+
+void report_put_errno(struct out *o, int err)
+{
+	for (size_t i = 0; i < sizeof errno_texts / sizeof *errno_texts; i++) {
+		if (errno_texts[i].err != err) continue;
+		out_str(o, errno_texts[i].name);
+		out_str(o, " (");
+		out_str(o, errno_texts[i].text);
+		out_str(o, ")");
+		return;
+	}
+	out_str(o, "errno ");
+	out_num(o, (unsigned)err);
+}
+
 /* "<what> at <addr>" */
 static void put_what(struct out *o, enum report_op op, enum report_kind kind, const void *addr)
 {
@@ -439,7 +495,7 @@ void report_kernel(enum report_op call, int err, const void *addr)
 	out_str(&o, "rampart: fatal: ");
 	out_str(&o, kinds[ERR_KERNEL].what);
 	out_str(&o, " ");
-	out_num(&o, (unsigned)err);
+	report_put_errno(&o, err);
 	out_str(&o, " from ");
 	out_str(&o, op_names[call]);
 	out_str(&o, " at ");

@@ -82,7 +82,8 @@ cold __attribute__((noreturn)) void report_fatal(enum report_op op, enum report_
  * report that names several places before the last one goes through report_fatal. */
 cold void report_fatal_line(enum report_op op, enum report_kind kind, const void *addr);
 /* A kernel error that is not "no memory" from call, during an operation that must not
- * fail: "rampart: fatal: unexpected error <err> from <call> at <addr>" and the callers. */
+ * fail: "rampart: fatal: unexpected error <err> from <call> at <addr>" and the callers,
+ * err as report_put_errno writes it. */
 cold __attribute__((noreturn)) void report_kernel(enum report_op call, int err, const void *addr);
 
 /* The on_error decision, asked where an error leaves nothing changed (the caller holds
@@ -93,6 +94,12 @@ cold __attribute__((noreturn)) void report_kernel(enum report_op call, int err, 
  * Only OP_FREE goes on: for a pointer that is no live block the call is ignored; for
  * ERR_WRONG_SIZE the block is freed as by free(). */
 cold bool report_go_on(enum report_op op, enum report_kind kind, const void *addr);
+
+/* An error number as a message gives it: "ENOENT (No such file or directory)", its name
+ * and the C library's text in the C locale, from a table (strerror may allocate);
+ * "errno N" for a number the table lacks. */
+struct out;
+void report_put_errno(struct out *o, int err);
 
 /* Warnings: one line on stderr, "rampart: warning: ...", and the process goes on. */
 enum report_warning {

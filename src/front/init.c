@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "base/report.h"
 #include "guard/guard.h"
@@ -95,9 +96,14 @@ static void say_choices(void)
 	out_num(&o, roots.opt.large_refill_bytes);
 	out_str(&o, " bytes; stats ");
 	out_str(&o, roots.opt.stats == STATS_JSON ? "json" : roots.opt.stats == STATS_TEXT ? "text" : "off");
-	if (roots.opt.stats && roots.opt.stats_file[0]) {
+	/* Where the report will go. On stderr it is lost when the program closes stderr
+	 * before it exits, which nothing can tell at exit any more: said now, once. */
+	if (roots.opt.stats && roots.opt.stats_file[0] && !getauxval(AT_SECURE)) {
 		out_str(&o, " to ");
 		out_str(&o, roots.opt.stats_file);
+	} else if (roots.opt.stats) {
+		out_str(&o, " on stderr at exit (none if the program closes stderr first, as ls and sort do: "
+			    "stats_file=PATH)");
 	}
 	out_str(&o, roots.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
 	out_flush(&o);

@@ -172,6 +172,11 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		}
 		memcpy(field, v, vlen);
 		field[vlen] = 0;
+		/* A file for the report asks for one: stats_file alone turns it on, as stats=1
+		 * (a later stats=0 turns it off again), except where the file is ignored. */
+		if (key->offset == offsetof(struct options, stats_file) && vlen && o->stats == STATS_OFF &&
+		    !getauxval(AT_SECURE))
+			o->stats = STATS_TEXT;
 		return;
 	}
 	case OPTION_SIZE:

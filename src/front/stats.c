@@ -367,9 +367,10 @@ static int stats_file_open(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0) {
+		int err = errno;
 		/* ELOOP: the last component is a symbolic link; ENXIO: a FIFO with no reader, a
 		 * socket or a device without its driver; EISDIR: a directory. */
-		if (errno == ELOOP || errno == ENXIO || errno == EISDIR) {
+		if (err == ELOOP || err == ENXIO || err == EISDIR) {
 			report_warn(WARN_STATS_FILE, path);
 			return -1;
 		}
@@ -378,10 +379,9 @@ static int stats_file_open(const char *path)
 			struct out w = out_fd(STDERR_FILENO, space, sizeof space);
 			out_str(&w, "rampart: stats_file ");
 			out_str(&w, path);
-			out_str(&w, ": ");
-			out_str(&w, "cannot be opened (errno ");
-			out_num(&w, (unsigned long)errno);
-			out_str(&w, "); the report goes to stderr\n");
+			out_str(&w, ": cannot be opened: ");
+			report_put_errno(&w, err);
+			out_str(&w, "; the report goes to stderr\n");
 			out_flush(&w);
 		}
 		return STDERR_FILENO;

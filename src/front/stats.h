@@ -71,8 +71,8 @@
 	X(CACHE, PERMILLE, stats_hit_permille(h), "hit_permille", "% hits), ", NULL, NULL)                      \
 	X(CACHE, BYTES, h->cache_waste_bytes, "waste_bytes", " wasted in reused regions, ", "cache", "waste_bytes") \
 	X(CACHE, NUM, h->cache_evictions, "evictions", " evictions\n", "cache", "evictions")                    \
-	X(GUARD, STR, h->guard_backend, "backend", " backend, ", "guard", "backend")                            \
-	X(GUARD, STR, stats_memory_tagging(), "memory_tagging", " memory tagging, ", "guard", "memory_tagging") \
+	X(GUARD, STR, h->guard_backend, "backend", " backend, memory tagging ", "guard", "backend")             \
+	X(GUARD, STR, stats_memory_tagging(), "memory_tagging", ", ", "guard", "memory_tagging")                \
 	X(GUARD, NUM, h->guard_fallbacks, "fallbacks", " fallbacks to mprotect, ", "guard", "fallbacks")        \
 	X(GUARD, NUM, h->guard_latches, "latches", " latches, ", "guard", "latches")                            \
 	X(GUARD, NUM, h->unmaps_refused, "unmaps_refused", " unmaps refused, ", "guard", "unmaps_refused")      \

@@ -195,8 +195,10 @@ cc $(pkg-config --cflags rampart) -o "$T/uses_rampart_static" test/packaging/use
 "$T/uses_rampart_static" || fail "the program linked with librampart.a does not run on rampart"
 rampart-run -o verbose=1 sort /etc/hostname 2>&1 >/dev/null | grep -q '^rampart: version' ||
 	fail "rampart-run does not preload rampart"
-rampart-run --system | grep -qF "echo $LIBDIR/librampart.so.1 > /etc/ld.so.preload.new" ||
+rampart-run --system | grep -qF "{ echo $LIBDIR/librampart.so.1; grep -vxF $LIBDIR/librampart.so.1 " ||
 	fail "rampart-run --system does not name the packaged library"
+# The dry run names it too, and leaves /etc/ld.so.preload alone (checked below).
+rampart-run --enable | grep -qF "$LIBDIR/librampart.so.1" || fail "rampart-run --enable does not name the packaged library"
 say "installed: $PKGS; pkg-config builds (shared and static) and rampart-run run on $LIBDIR/librampart.so.1"
 
 start=$(date +%s)

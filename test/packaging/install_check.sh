@@ -10,6 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 make --no-print-directory OUT="$OUT" CC="$CC" install DESTDIR="$tmp" PREFIX=/usr >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; exit 1; }
 lib=$tmp/usr/lib
+grep -q "^ldconfig: not run (DESTDIR is set)" "$tmp/install.log" || { cat "$tmp/install.log"; echo "no word on ldconfig"; exit 1; }
 for f in "$lib"/librampart.so.1 "$lib"/librampart.so "$lib"/librampart.a "$tmp"/usr/include/rampart.h \
 	"$lib"/pkgconfig/rampart.pc "$tmp"/usr/bin/rampart-run "$tmp"/usr/share/man/man3/rampart.3 \
 	"$tmp"/usr/share/man/man1/rampart-run.1 "$tmp"/usr/share/man/man5/rampart.conf.5; do
@@ -42,13 +43,34 @@ report=$(RAMPART_LIB="$lib/librampart.so.1" "$tmp/usr/bin/rampart-run" -o verbos
 echo "$report" | grep -q "rampart: version .*; guard backend" || { echo "rampart-run: no verbose line: $report"; exit 1; }
 echo "$report" | grep -q "statistics (pid" || { echo "rampart-run: no report: $report"; exit 1; }
 system=$("$tmp/usr/bin/rampart-run" --system)
-for want in ld.so.preload "/etc/rampart.conf (rampart.conf(5))" "* passthrough" init=/bin/busybox; do
+for want in ld.so.preload "/etc/rampart.conf (rampart.conf(5))" "* passthrough" init=/bin/busybox \
+	"rampart-run --enable --yes" "rampart-run --disable --yes" "grep -vxF /usr/lib/librampart.so.1 "; do
 	echo "$system" | grep -qF -- "$want" || { echo "--system lacks '$want'"; exit 1; }
 done
 sh test/packaging/man_check.sh "$tmp"/usr/share/man/man3/rampart.3 "$lib/librampart.so.1" "$tmp/plain"
+# The page the library's own package ships lists them too.
+sh test/packaging/man_check.sh "$tmp"/usr/share/man/man5/rampart.conf.5 "$lib/librampart.so.1" "$tmp/plain"
 grep -q '^\.I /etc/rampart.conf$' "$tmp"/usr/share/man/man5/rampart.conf.5 || { echo "rampart.conf(5): path"; exit 1; }
 "$tmp/usr/bin/rampart-run" --version | grep -q "rampart-run [0-9]" || { echo "--version"; exit 1; }
 if RAMPART_LIB=/nonexistent "$tmp/usr/bin/rampart-run" true 2>/dev/null; then echo "missing library accepted"; exit 1; fi
+# A missing program, a missing value: named in one line, with the shell's exit statuses
+# (the shell's own message carried its line number in the script).
+expect() { # status, stderr wanted, arguments...
+	want_st=$1 want=$2
+	shift 2
+	st=0
+	got=$("$tmp/usr/bin/rampart-run" "$@" 2>&1 >/dev/null) || st=$?
+	[ "$st" = "$want_st" ] && [ "$got" = "$want" ] ||
+		{ echo "rampart-run $*: status $st, '$got'; wanted $want_st, '$want'"; exit 1; }
+}
+export RAMPART_LIB="$lib/librampart.so.1"
+expect 127 "rampart-run: no-such-program-x: command not found (not in PATH)" no-such-program-x
+expect 127 "rampart-run: ./no/such/file: no such file" ./no/such/file
+expect 126 "rampart-run: $tmp: not an executable file" "$tmp"
+expect 2 "rampart-run: -o needs a value, as in -o key=value (RAMPART_OPTIONS=help=1 lists the keys)" -o
+expect 0 "" -- true
+[ "$("$tmp/usr/bin/rampart-run" echo hi)" = hi ] || { echo "rampart-run echo (a shell builtin too) did not run"; exit 1; }
+unset RAMPART_LIB
 
 make --no-print-directory OUT="$OUT" CC="$CC" uninstall DESTDIR="$tmp" PREFIX=/usr >/dev/null
 left=$(find "$tmp/usr" -type f -o -type l)

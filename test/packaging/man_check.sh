@@ -1,6 +1,6 @@
 #!/bin/sh
-# man_check.sh MANPAGE LIBRARY PROGRAM: the option list of an installed rampart(3)
-# (generated from the option table at build time) says, entry for entry, what the
+# man_check.sh MANPAGE LIBRARY PROGRAM: the option list of an installed rampart(3) or
+# rampart.conf(5) (generated from the option table at build time) says, entry for entry, what the
 # library's help=1 prints for the same build: the same keys, values, doc strings and
 # defaults, in the same order. PROGRAM is any program that allocates.
 set -eu

@@ -304,6 +304,7 @@ static void test_exit_reports(const char *self)
 	CHECK(st == 0, "status %d", st);
 	CHECK(strstr(out, "rampart " RAMPART_VERSION " statistics (pid ") != NULL, "text report: '%.300s'", out);
 	CHECK(strstr(out, "large blocks: 5 live (15.0 MiB)") != NULL, "text report: '%s'", out);
+	CHECK(strstr(out, " backend, memory tagging ") && !strstr(out, " memory tagging, "), "guard line: '%s'", out);
 
 	st = rerun(self, "--workload", "stats=json", out, sizeof out);
 	CHECK(st == 0, "status %d", st);
@@ -333,10 +334,38 @@ static void test_exit_reports(const char *self)
 		CHECK(first && strstr(first + 1, "large blocks: 5 live (15.0 MiB)"), "two reports: '%s'", out);
 		unlink(path);
 	}
+	/* stats_file alone turns the report on (stats=1): it reaches the file. */
+	snprintf(extra, sizeof extra, "stats_file=%s", path);
+	st = rerun(self, "--closed-stderr", extra, out, sizeof out);
+	CHECK(st == 0 && out[0] == 0, "stats_file alone: status %d, stderr '%s'", st, out);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0, "stats_file alone: no %s", path);
+	if (fd >= 0) {
+		ssize_t n = read(fd, out, sizeof out - 1);
+		out[n > 0 ? n : 0] = 0;
+		close(fd);
+		CHECK(strstr(out, "large blocks: 5 live (15.0 MiB)") != NULL, "stats_file alone: '%s'", out);
+		unlink(path);
+	}
+	/* A report on stderr: verbose=1 says at start-up that a program that closes stderr
+	 * before it exits shows none, and what to do; not when it goes to a file. */
+	st = rerun(self, "--workload", "stats=1,verbose=1", out, sizeof out);
+	CHECK(st == 0 &&
+		      strstr(out, "; stats text on stderr at exit (none if the program closes stderr first, as ls and sort "
+				  "do: stats_file=PATH); check_at_exit ") &&
+		      strstr(out, "large blocks: 5 live (15.0 MiB)"),
+	      "stats on stderr under verbose=1: status %d, '%s'", st, out);
+	snprintf(extra, sizeof extra, "stats=json,verbose=1,stats_file=%s", path);
+	st = rerun(self, "--workload", extra, out, sizeof out);
+	CHECK(st == 0 && strstr(out, "; stats json to /tmp/") && !strstr(out, "on stderr at exit"),
+	      "stats to a file under verbose=1: status %d, '%s'", st, out);
+	unlink(path);
+
 	/* A file that cannot be opened: said under verbose=1, and the report goes to stderr. */
 	snprintf(extra, sizeof extra, "stats=1,verbose=1,stats_file=%s/no/such/dir", dir);
 	st = rerun(self, "--workload", extra, out, sizeof out);
-	CHECK(st == 0 && strstr(out, "/no/such/dir: cannot be opened") &&
+	CHECK(st == 0 &&
+		      strstr(out, "/no/such/dir: cannot be opened: ENOENT (No such file or directory); the report goes to stderr\n") &&
 		      strstr(out, "large blocks: 5 live (15.0 MiB)"),
 	      "status %d: '%s'", st, out);
 

@@ -259,6 +259,19 @@ START_TEST(test_stats_file)
 	ck_assert(o.stats == STATS_JSON && o.verbose);
 	options_default(&o);
 	ck_assert_str_eq(o.stats_file, "");
+	ck_assert(o.stats == STATS_OFF);
+
+	/* stats_file alone turns the report on, as stats=1; a stats entry after it wins, an
+	 * empty path asks for nothing, and a report asked for as JSON stays JSON. */
+	o = parse_all("stats_file=/tmp/r", warn, sizeof warn);
+	ck_assert(o.stats == STATS_TEXT);
+	o = parse_all("stats_file=/tmp/r,stats=0", warn, sizeof warn);
+	ck_assert(o.stats == STATS_OFF);
+	o = parse_all("stats=json,stats_file=/tmp/r", warn, sizeof warn);
+	ck_assert(o.stats == STATS_JSON);
+	o = parse_all("stats_file=", warn, sizeof warn);
+	ck_assert(o.stats == STATS_OFF);
+	ck_assert_str_eq(warn, "");
 
 	int at = snprintf(text, sizeof text, "stats_file=/tmp/ok,stats_file=/");
 	memset(text + at, 'x', OPTIONS_PATH_MAX - 1); /* one byte too many with the '/' */

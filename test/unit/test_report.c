@@ -1,11 +1,15 @@
 /* test_report.c — the report module (Check): every kind and every operation has its
- * words, the on_error decisions follow the options and not the wording, and the text
- * writer keeps strings terminated and cut where they must be. */
+ * words, the on_error decisions follow the options and not the wording, the text
+ * writer keeps strings terminated and cut where they must be, and error numbers are
+ * written by name and text without strerror. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/report.h"
@@ -122,6 +126,64 @@ START_TEST(test_string_writer)
 }
 END_TEST
 
+static void kernel_error_of(int err) { report_kernel(OP_MPROTECT, err, (void *)0x2000); }
+
+/* An error number is written as its name and the C library's own text for it (in the C
+ * locale, which the test runs in), from rampart's table: every entry says what
+ * strerrorname_np and strerror say, the numbers rampart's calls can meet are there, and
+ * one it lacks is "errno N". errno is left alone. */
+START_TEST(test_errno_text)
+{
+	int known = 0;
+	for (int e = 0; e < 200; e++) {
+		char got[160], want[160];
+		struct out o = out_string(got, sizeof got);
+		errno = SENTINEL;
+		report_put_errno(&o, e);
+		ck_assert_int_eq(errno, SENTINEL);
+		if (strncmp(got, "errno ", 6) == 0) {
+			snprintf(want, sizeof want, "errno %d", e);
+			ck_assert_str_eq(got, want);
+			continue;
+		}
+		const char *name = strerrorname_np(e);
+		ck_assert_msg(name != NULL, "%d has a text, but no name in the C library: '%s'", e, got);
+		snprintf(want, sizeof want, "%s (%s)", name, strerror(e));
+		ck_assert_str_eq(got, want);
+		known++;
+	}
+	static const int needed[] = {EPERM, ENOENT, EINTR, EIO, ENXIO, EBADF, EAGAIN, ENOMEM, EACCES, EFAULT,
+				     EEXIST, ENOTDIR, EISDIR, EINVAL, ENFILE, EMFILE, EFBIG, ENOSPC, EROFS,
+				     ENAMETOOLONG, ENOSYS, ELOOP, EDQUOT};
+	for (size_t i = 0; i < sizeof needed / sizeof *needed; i++) {
+		char got[160];
+		struct out o = out_string(got, sizeof got);
+		report_put_errno(&o, needed[i]);
+		ck_assert_msg(strncmp(got, "errno ", 6) != 0, "%s is not in the table", strerrorname_np(needed[i]));
+	}
+	ck_assert_int_ge(known, (int)(sizeof needed / sizeof *needed));
+	/* report_kernel's line gives it the same way (the abort caught in a child). */
+	int fds[2];
+	ck_assert(pipe(fds) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		kernel_error_of(EINVAL);
+	}
+	close(fds[1]);
+	char out[4096];
+	ssize_t n = 0, r;
+	while ((r = read(fds[0], out + n, sizeof out - 1 - (size_t)n)) > 0) n += r;
+	out[n] = 0;
+	close(fds[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	static const char line[] = "rampart: fatal: unexpected error EINVAL (Invalid argument) from mprotect at 0x2000\n";
+	ck_assert_msg(strncmp(out, line, sizeof line - 1) == 0, "'%s'", out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("report");
@@ -130,6 +192,7 @@ int main(void)
 	tcase_add_test(t, test_every_op_has_a_name);
 	tcase_add_test(t, test_go_on);
 	tcase_add_test(t, test_string_writer);
+	tcase_add_test(t, test_errno_text);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
