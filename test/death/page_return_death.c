@@ -19,6 +19,9 @@
 
 #include "rampart.h"
 
+/* musl's <malloc.h> does not declare it; rampart defines it under both C libraries. */
+int malloc_trim(size_t pad);
+
 #define COUNT 2000
 #define SIZE 8000
 

@@ -148,11 +148,14 @@ static int few_case(void)
 	long before = count_vmas();
 	for (size_t i = 0; i < FEW; i++) {
 		size_t was = malloc_usable_size(v[i]);
-		char *old = v[i], *q = realloc(old, GROWN);
+		/* The old address as a number: the compiler may warn of a pointer used after realloc. */
+		uintptr_t old = (uintptr_t)v[i];
+		char *q = realloc(v[i], GROWN);
 		if (!q) return printf("FAIL: realloc(%d) number %zu gave NULL\n", GROWN, i), 1;
 		v[i] = q;
 		if (!filled(q, i) || !zero_at(q, was, GROWN)) return printf("FAIL: block %zu lost its contents\n", i), 1;
-		if (q == old || !inaccessible(old) || !inaccessible(q - 1) || !inaccessible(q + malloc_usable_size(q)))
+		if ((uintptr_t)q == old || !inaccessible((char *)old) || !inaccessible(q - 1) ||
+		    !inaccessible(q + malloc_usable_size(q)))
 			return printf("FAIL: block %zu: the old address or a guard is reachable\n", i), 1;
 	}
 	long after = count_vmas();
