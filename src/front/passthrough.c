@@ -17,6 +17,10 @@
 #include <gnu/lib-names.h>
 #include <malloc.h>
 
+/* Weak: a static program (where passthrough is unavailable anyway) links no dlopen, and
+ * glibc's static dlopen warns at every such link. */
+extern __typeof__(dlopen) dlopen __attribute__((weak));
+
 /* glibc's second names for its allocator (GLIBC_2.2.5). Weak: absent in a static
  * program, where a strong reference would drag glibc's malloc.o in beside rampart. */
 extern void *__libc_malloc(size_t) __attribute__((weak));
@@ -63,7 +67,7 @@ static void *next_symbol(_Atomic uintptr_t *slot, const char *name, const void *
 	if (!f) {
 #if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34)
 		int saved = errno;
-		void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD); /* loaded already: nothing new */
+		void *libc = dlopen ? dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD) : NULL; /* loaded already: nothing new */
 		void *sym = dlsym(libc ? libc : RTLD_NEXT, name);
 		errno = saved;
 		f = sym && sym != self ? (uintptr_t)sym : MISSING; /* never call ourselves back */

@@ -36,6 +36,7 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	size_t off;
 	struct guard_region *area = area_of(k, pos, &off);
+	uintptr_t base = slab_start(k, pos);
 	uint64_t used = s->bits[0].used, fresh = s->bits[0].fresh;
 	size_t npages = k->slab_bytes / os_page;
 	size_t run = 0, returned = 0;
@@ -65,12 +66,17 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 			}
 			if (guard_drop(area, off + from, run * os_page)) {
 				returned += run;
-				/* A slot whose canary went back reads as zero to its end now. */
+				/* A slot whose canary went back reads as zero to its end now: read
+				 * back to be sure (a read maps the shared zero page, no memory), since
+				 * an emulator may accept the advice and drop nothing (qemu-user), and
+				 * a slot marked returned with its canary still there would be taken
+				 * for one written after free. */
 				for (uint64_t m = dropped & ~fresh; m; m &= m - 1) {
 					uint32_t i = (uint32_t)__builtin_ctzll(m);
 					/* Its last word: the canary where slots have one. */
 					size_t last = (size_t)(i + 1) * k->size - 8;
-					if (last >= from && last < from + run * os_page) {
+					if (last >= from && last < from + run * os_page &&
+					    !canary_word(base + last)) {
 						s->bits[0].fresh |= (uint64_t)1 << i;
 						s->extent[i] = EXTENT_RETURNED;
 					}
