@@ -17,9 +17,6 @@
 #include <gnu/lib-names.h>
 #include <malloc.h>
 
-/* Weak: a static program (where passthrough is unavailable anyway) links no dlopen, and
- * glibc's static dlopen warns at every such link. */
-extern __typeof__(dlopen) dlopen __attribute__((weak));
 
 /* glibc's second names for its allocator (GLIBC_2.2.5). Weak: absent in a static
  * program, where a strong reference would drag glibc's malloc.o in beside rampart. */
@@ -56,7 +53,7 @@ int passthrough_mallopt(int param, int value) { return __libc_mallopt(param, val
  * (dlsym on its handle searches it and what it needs, not the whole process): the next
  * definition behind rampart's own (RTLD_NEXT) is another allocator's where one is loaded
  * after rampart (redis links jemalloc), and its malloc_usable_size of a block glibc
- * made crashed (issue 52's soak). RTLD_NEXT only where the C library cannot be named.
+ * made crashed (issue 52's soak). RTLD_NEXT only where the C library's map is not found.
  * Only read in a passthrough process: a process that runs rampart never fills or
  * consults these slots. 1 marks "looked for, not there". */
 #define MISSING ((uintptr_t)1)
@@ -67,7 +64,11 @@ static void *next_symbol(_Atomic uintptr_t *slot, const char *name, const void *
 	if (!f) {
 #if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34)
 		int saved = errno;
-		void *libc = dlopen ? dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD) : NULL; /* loaded already: nothing new */
+		/* The C library's own handle (loaded already: RTLD_NOLOAD opens nothing). dlopen
+		 * is found at run time, not linked: a reference would make every static link of
+		 * a program with rampart warn of it (where passthrough is unavailable anyway). */
+		void *(*open_library)(const char *, int) = (void *(*)(const char *, int))dlsym(RTLD_DEFAULT, "dlopen");
+		void *libc = open_library ? open_library(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD) : NULL;
 		void *sym = dlsym(libc ? libc : RTLD_NEXT, name);
 		errno = saved;
 		f = sym && sym != self ? (uintptr_t)sym : MISSING; /* never call ourselves back */
