@@ -1,8 +1,8 @@
 /* test_page_return — the pages of free slots in open slabs go back to the kernel
  * (slab/page_return.c): at malloc_trim at once, otherwise one to two periods of
  * slab_return_ms after the last free into their slab; blocks that reuse such slots read
- * zero and free cleanly (their canaries stamped again), and slots of classes that keep
- * no per-slot extent are left alone. Run under each backend (make test). */
+ * zero and free cleanly (their canaries stamped again). Run under each backend (make
+ * test). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <malloc.h>
@@ -110,15 +110,6 @@ START_TEST(pages_go_back_after_the_period)
 }
 END_TEST
 
-START_TEST(small_classes_left_alone)
-{
-	unsigned long before = returned_pages();
-	build_and_thin(100);
-	malloc_trim(0);
-	ck_assert_uint_eq(returned_pages(), before);
-	for (int i = 0; i < COUNT; i += 8) free(blocks[i]);
-}
-END_TEST
 
 int main(void)
 {
@@ -127,7 +118,6 @@ int main(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, trim_gives_free_slots_pages_back);
 	tcase_add_test(t, pages_go_back_after_the_period);
-	tcase_add_test(t, small_classes_left_alone);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
