@@ -8,9 +8,11 @@ VARIANT ?= default
 # --- large allocations (> CONFIG_SMALL_MAX) ---------------------------------------
 # Guard regions on each side are 1 page + a random count up to size/CONFIG_GUARD_FRACTION.
 CONFIG_GUARD_FRACTION ?= 8
-# Upper bound, in pages, of the random part of a large allocation's guard region.
+# Upper bound, in pages, of the random part of a large allocation's guard region (profile
+# strong's default; run time: large_guard_max_pages).
 CONFIG_GUARD_MAX_PAGES ?= 64
-# Region quarantine: freed large regions held closed before their address is reused.
+# Profile strong's default (run time: large_quarantine=on|off). Region quarantine: freed
+# large regions held closed before their address is reused.
 CONFIG_REGION_QUARANTINE ?= 1
 # Entries in the FIFO ring a freed region passes first (it waits at least that many large
 # frees) and in the random-swap array behind it (then a random number more, mean that many).
@@ -46,9 +48,10 @@ CONFIG_CACHE_BYTES ?= 536870912
 CONFIG_CACHE_MAX_WASTE_PERCENT ?= 10
 # Cached regions idle for longer than this (milliseconds) are unmapped.
 CONFIG_CACHE_DECAY_MS ?= 10000
-# Light variant only (no region quarantine): most bytes of freed large blocks kept sealed with
-# their pages (wiped, PROT_NONE), so the next block of about their size takes no page fault;
-# an eighth of it always, the rest only while live large blocks are below their recent peak.
+# Without the region quarantine (profile light; run time: large_resident_bytes): most bytes
+# of freed large blocks kept sealed with their pages (wiped, PROT_NONE), so the next block
+# of about their size takes no page fault; an eighth of it always, the rest only while
+# live large blocks are below their recent peak.
 CONFIG_CACHE_RESIDENT_BYTES ?= 67108864
 # New large blocks are populated up front (MADV_POPULATE_WRITE) as far as large blocks
 # freed just before had resident pages, holding at most this many bytes of such credit
@@ -85,20 +88,23 @@ CONFIG_SLAB_NURSERY_SHIFT ?= 32
 # 8-byte canary (zero leading byte, random per slab) at the end of every slot, checked on free.
 # Without it one past a block is the next slot's start, and check_at_exit is refused.
 CONFIG_SLOT_CANARY ?= 1
-# Pick a random free slot of the slab instead of the first free one.
+# Profile strong's default (run time: slot_random): pick a random free slot of the slab
+# instead of the first free one.
 CONFIG_SLOT_RANDOM ?= 1
-# Verify on allocation that a slot still holds the zeros written on free (needs zero-on-free).
+# Profile strong's default (run time: write_after_free_check): verify on allocation that
+# a slot still holds the zeros written on free (needs zero-on-free).
 CONFIG_WRITE_AFTER_FREE_CHECK ?= 1
-# Freed slots wait in a per-class random array + FIFO before they can be handed out again.
-CONFIG_SLOT_QUARANTINE ?= 1
-# Bytes of slots each (arena, class) quarantine's random array holds, in entries rounded
-# up to a power of two (at least 4); its FIFO holds twice as many, so a freed slot waits
-# longer than hardened_malloc's (docs/slab.md, "How long a freed slot waits").
+# Profile strong's default (run time: slot_quarantine_bytes, 0 = no slot quarantine):
+# freed slots wait in a per-class random array + FIFO before they can be handed out
+# again; bytes of slots each (arena, class) quarantine's random array holds, in entries
+# rounded up to a power of two (at least 4); its FIFO holds twice as many, so a freed
+# slot waits longer than hardened_malloc's (docs/slab.md, "How long a freed slot waits").
 CONFIG_SLOT_QUARANTINE_BYTES ?= 131072
 # Frees a thread makes into another arena's class wait in a per-thread batch of up to
 # this many per class, which enters the slot quarantine under one acquisition of the
 # class lock (0 = every such free takes the lock). Needs the slot quarantine and canaries.
 CONFIG_SLAB_FREE_BATCH ?= 14
+# Profile strong's defaults (run time: slab_guard_interval, slab_guard_interval_mprotect).
 # Madvise backend: a guard slab after every N slabs (guard markers cost no VMA).
 CONFIG_GUARD_SLAB_INTERVAL ?= 1
 # Mprotect backend: a guard slab after every N slabs (each costs up to 2 VMAs).
@@ -116,7 +122,8 @@ CONFIG_SLAB_EMPTY_CACHE_BYTES ?= 262144
 CONFIG_SLAB_EMPTY_DECAY_MS ?= 1000
 # Above the floor, empty slabs kept open are at most 1/N of the class's slabs in use.
 CONFIG_SLAB_EMPTY_MAX_FRACTION ?= 4
-# Closed empty slabs wait in a FIFO of this many per (arena, class) before reuse (0 = off).
+# Closed empty slabs wait in a FIFO of this many per (arena, class) before reuse (0 = off);
+# profile strong's default and the most the run-time option slab_quarantine takes.
 CONFIG_SLAB_QUARANTINE ?= 16
 # The pages of free slots in open slabs (classes of 2 KiB and up: whole pages a free slot
 # or a run of them covers) go back to the kernel between this many ms and twice that
@@ -146,15 +153,26 @@ CONFIG_POLICY_PATH ?= /etc/rampart.conf
 # them out.
 CONFIG_INVARIANTS ?= 0
 
+# --- profiles (run time: profile=strong|light, then any option above by name) ------
+# The protections below the line "profile" in RAMPART_OPTIONS and /etc/rampart.conf
+# chooses, option by option. strong takes the values above; light these instead.
+# Slot choice in order, no write-after-free check, no slot or slab quarantine, a
+# guard slab every 8 (madvise) or 32 (mprotect) slabs, no large-region quarantine
+# (freed blocks kept with their pages instead, up to CONFIG_CACHE_RESIDENT_BYTES),
+# large guards of at most 4 random pages.
+CONFIG_LIGHT_SLOT_RANDOM ?= 0
+CONFIG_LIGHT_WRITE_AFTER_FREE_CHECK ?= 0
+CONFIG_LIGHT_SLOT_QUARANTINE_BYTES ?= 0
+CONFIG_LIGHT_SLAB_QUARANTINE ?= 0
+CONFIG_LIGHT_GUARD_SLAB_INTERVAL ?= 8
+CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT ?= 32
+CONFIG_LIGHT_REGION_QUARANTINE ?= 0
+CONFIG_LIGHT_GUARD_MAX_PAGES ?= 4
+# The profile a process gets when nothing chooses one: 0 strong, 1 light. VARIANT=light
+# builds the same library with light as that default, into out/light.
+CONFIG_PROFILE_LIGHT ?= 0
 ifeq ($(VARIANT),light)
-CONFIG_SLOT_RANDOM := 0
-CONFIG_WRITE_AFTER_FREE_CHECK := 0
-CONFIG_SLOT_QUARANTINE := 0
-CONFIG_SLAB_QUARANTINE := 0
-CONFIG_GUARD_SLAB_INTERVAL := 8
-CONFIG_GUARD_SLAB_INTERVAL_MPROTECT := 32
-CONFIG_REGION_QUARANTINE := 0
-CONFIG_GUARD_MAX_PAGES := 4
+CONFIG_PROFILE_LIGHT := 1
 endif
 
 # What each value may be. A wrong one stops the build before anything is compiled, with
@@ -191,7 +209,6 @@ CONFIG_RULES := \
 	CONFIG_SLOT_CANARY:flag \
 	CONFIG_SLOT_RANDOM:flag \
 	CONFIG_WRITE_AFTER_FREE_CHECK:flag \
-	CONFIG_SLOT_QUARANTINE:flag \
 	CONFIG_SLOT_QUARANTINE_BYTES:0:16777216 \
 	CONFIG_SLAB_FREE_BATCH:0:64 \
 	CONFIG_GUARD_SLAB_INTERVAL:1:65536 \
@@ -208,7 +225,16 @@ CONFIG_RULES := \
 	CONFIG_LABEL_MEMORY:flag \
 	CONFIG_META_RESERVE:16777216:70368744177664 \
 	CONFIG_POLICY_PATH:path \
-	CONFIG_INVARIANTS:flag
+	CONFIG_INVARIANTS:flag \
+	CONFIG_LIGHT_SLOT_RANDOM:flag \
+	CONFIG_LIGHT_WRITE_AFTER_FREE_CHECK:flag \
+	CONFIG_LIGHT_SLOT_QUARANTINE_BYTES:0:16777216 \
+	CONFIG_LIGHT_SLAB_QUARANTINE:0:65536 \
+	CONFIG_LIGHT_GUARD_SLAB_INTERVAL:1:65536 \
+	CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT:1:65536 \
+	CONFIG_LIGHT_REGION_QUARANTINE:flag \
+	CONFIG_LIGHT_GUARD_MAX_PAGES:0:65536 \
+	CONFIG_PROFILE_LIGHT:flag
 # A switch that only works with another one on: NAME:NEEDED.
 CONFIG_NEEDS := CONFIG_WRITE_AFTER_FREE_CHECK:CONFIG_ZERO_ON_FREE
 

@@ -50,6 +50,18 @@ const char *rampart_guard_backend(void);
  * or mte=off, or not arm64); "passthrough" or "none" as for rampart_guard_backend. */
 const char *rampart_memory_tagging(void);
 
+/* The profile in effect (rampart.conf(5), RAMPART_OPTIONS=profile): "strong" or
+ * "light", chosen once at start-up; "passthrough" or "none" as for
+ * rampart_guard_backend. */
+const char *rampart_profile(void);
+
+/* The value in effect of the run-time option name (a key of RAMPART_OPTIONS=help=1),
+ * as a number: a size or count as it is, on/off and 0/1 as 1/0, a word as its place in
+ * the option's list of words (profile: 0 strong, 1 light). 0 with *value set; -1 with
+ * errno ENOENT for a name that is no such option or names a file (stats_file), EINVAL
+ * for a null argument, EAGAIN before start-up or under passthrough. */
+int rampart_get_option(const char *name, unsigned long *value);
+
 /* A snapshot of rampart's counters (relaxed reads; "_now" fields are gauges). The
  * layout is 1.0's and stays so (the library fills it through a pointer); counters added
  * since are read by name with rampart_get_counter. */

@@ -313,23 +313,25 @@ check-real:
 		--out out-real/real-$(REAL_SET) --modules test/real/python-$(REAL_SET).txt --jobs $(REAL_JOBS) $(REAL_ARGS)
 
 # The suite built with each on/off switch of config.mk turned off on its own (canaries,
-# zero-on-free with the check that needs it, the write-after-free check, random slot
-# choice, the slot quarantine, the nursery, spill regions, labels), one arena, and the
-# light preset: a user who turns one off gets a library that builds under -Werror and
-# tests that assert what that build promises. A case whose protection is compiled out
-# says so ("n/a"); a program with nothing left to test exits 77, counted as skipped.
-# Each into out-configs/<name>; CONFIGS= picks some, by name.
+# zero-on-free with the check that needs it, the nursery, spill regions, labels) and one
+# arena: a user who turns one off gets a library that builds under -Werror and tests
+# that assert what that build promises. A case whose protection is compiled out says so
+# ("n/a"); a program with nothing left to test exits 77, counted as skipped. Each into
+# out-configs/<name>. Then the protections a profile sets at run time, which no build
+# switches any more: the suite run again on one build (out-configs/runtime) with the
+# options of each RUNTIME_SETS entry first in RAMPART_OPTIONS (test/run.sh, TEST_OPTIONS;
+# ':' between options): the light profile, and strong without its slot quarantine (the
+# one that changes most paths). A program asks the library what is on (test/profile.h).
+# CONFIGS= picks some, by name.
 CONFIG_SETS := nocanary:CONFIG_SLOT_CANARY=0 \
 	nozero:CONFIG_ZERO_ON_FREE=0,CONFIG_WRITE_AFTER_FREE_CHECK=0 \
-	nowaf:CONFIG_WRITE_AFTER_FREE_CHECK=0 \
-	norandom:CONFIG_SLOT_RANDOM=0 \
-	noslotq:CONFIG_SLOT_QUARANTINE=0 \
 	nonursery:CONFIG_SLAB_NURSERY_PAGES=0 \
 	nospill:CONFIG_SLAB_SPILL_REGIONS=0 \
 	arenas1:CONFIG_SLAB_ARENAS=1 \
-	nolabel:CONFIG_LABEL_MEMORY=0 \
-	light:VARIANT=light
-CONFIGS ?= $(foreach c,$(CONFIG_SETS),$(firstword $(subst :, ,$(c))))
+	nolabel:CONFIG_LABEL_MEMORY=0
+RUNTIME_SETS := light:profile=light \
+	noslotq:slot_quarantine_bytes=0
+CONFIGS ?= $(foreach c,$(CONFIG_SETS) $(RUNTIME_SETS),$(firstword $(subst :, ,$(c))))
 .PHONY: check-configs
 check-configs:
 	@failed=; for c in $(CONFIG_SETS); do \
@@ -338,6 +340,16 @@ check-configs:
 		echo "=== check-configs: $$name ($$vars)"; \
 		$(MAKE) --no-print-directory OUT=out-configs/$$name $$vars $(CHECK_INVARIANTS) test-build && \
 			OUT=out-configs/$$name $(CHECK_INVARIANTS) sh test/run.sh || failed="$$failed $$name"; \
+	done; \
+	built=; for c in $(RUNTIME_SETS); do \
+		name=$${c%%:*}; opts=$${c#*:}; \
+		case " $(CONFIGS) " in *" $$name "*) ;; *) continue ;; esac; \
+		echo "=== check-configs: $$name (RAMPART_OPTIONS=$$opts,...)"; \
+		if [ -z "$$built" ]; then \
+			$(MAKE) --no-print-directory OUT=out-configs/runtime $(CHECK_INVARIANTS) test-build || \
+				{ failed="$$failed $$name"; continue; }; built=1; \
+		fi; \
+		OUT=out-configs/runtime TEST_OPTIONS=$$opts $(CHECK_INVARIANTS) sh test/run.sh || failed="$$failed $$name"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "check-configs: failed:$$failed"; exit 1; fi; echo "check-configs: all passed"
 

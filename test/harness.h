@@ -165,7 +165,8 @@ enum death_expect {
 	DIE_FAULT, /* SIGSEGV or SIGBUS */
 	DIE_FATAL, /* SIGABRT after a "rampart: fatal:" line on stderr */
 	DIE_NOT,   /* exits 0: the control case */
-	DIE_NOT_BUILT, /* not run: the protection that catches it is compiled out (says which) */
+	DIE_NOT_BUILT, /* not run: the protection that catches it is compiled out, or off in this
+			* process (says which) */
 };
 
 struct death_case {
@@ -176,11 +177,18 @@ struct death_case {
 			   * DIE_NOT_BUILT: what the build lacks */
 };
 
+/* Case c is not run: what catches it is off in this process (the profile's choice). */
+static TH_UNUSED void death_not_on(struct death_case *c, const char *what)
+{
+	c->expect = DIE_NOT_BUILT;
+	c->says = what;
+}
+
 /* Run one case in a child; prints one line; true when it behaved as expected. */
 static TH_UNUSED bool death_run(const struct death_case *c)
 {
 	if (c->expect == DIE_NOT_BUILT) {
-		printf("n/a   %s: this build has no %s\n", c->name, c->says);
+		printf("n/a   %s: this process runs without %s\n", c->name, c->says);
 		return true;
 	}
 	int pfd[2];
@@ -262,7 +270,7 @@ static TH_UNUSED int death_run_all(const struct death_case *cases, size_t n)
 		if (cases[i].expect == DIE_NOT_BUILT) not_built++, lacks = cases[i].says;
 		else if (cases[i].expect != DIE_NOT) bugs++;
 	}
-	if (not_built && !bugs) test_skip("every case needs what this build lacks (%s, ...)", lacks);
+	if (not_built && !bugs) test_skip("every case needs what this process runs without (%s, ...)", lacks);
 	for (size_t i = 0; i < n; i++) failed += !death_run(&cases[i]);
 	printf("%zu cases, %zu failed\n", n, failed);
 	return failed ? 1 : 0;

@@ -1,7 +1,8 @@
 # test/list.awk — the one reader of test/tests.list (its format is described there).
 #   awk -v what=WHAT -f test/list.awk test/tests.list
 # WHAT:
-#   programs  PROGRAM of every line whose RUNS is runs_wanted (-v runs_wanted=both; unset: every line)
+#   programs  PROGRAM of every line whose RUNS is one of runs_wanted (-v runs_wanted="both light";
+#             unset: every line)
 #   sources   SOURCE of every line
 #   static    SOURCE of every line with the fact static
 #   run       "PROGRAM RUNS SOURCE" of every line, in order
@@ -15,6 +16,7 @@
 BEGIN {
 	bad = 0
 	known_runs["both"] = 1
+	known_runs["light"] = 1
 	known_runs["preload"] = 1
 	known_runs["sh"] = 1
 	known_fact["static"] = 1
@@ -32,7 +34,7 @@ function complain(msg) {
 {
 	prog = $1; src = $2; runs = $3
 	if (NF < 3) { complain("wants PROGRAM SOURCE RUNS"); next }
-	if (!(runs in known_runs)) { complain("RUNS is " runs ", not both, preload or sh") ; next }
+	if (!(runs in known_runs)) { complain("RUNS is " runs ", not both, light, preload or sh") ; next }
 	if (prog in seen) { complain(prog " is listed twice (first on line " seen[prog] ")"); next }
 	seen[prog] = FNR
 	delete fact
@@ -52,7 +54,7 @@ function complain(msg) {
 	if (("arm64" in why) && !("static" in fact)) complain("arm64: only static programs run under check-arm64")
 	if (("arm64-mte" in why) && !("static" in fact)) complain("arm64-mte: only static programs run under check-arm64")
 
-	if (what == "programs" && (runs_wanted == "" || runs == runs_wanted)) print prog
+	if (what == "programs" && (runs_wanted == "" || index(" " runs_wanted " ", " " runs " "))) print prog
 	else if (what == "sources") print src
 	else if (what == "static" && ("static" in fact)) print src
 	else if (what == "run") print prog, runs, src

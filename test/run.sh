@@ -5,7 +5,8 @@
 # A program that exits 77 cannot run here and is counted as skipped, with the reason it
 # printed. A listed program that was not built fails.
 # TESTS='system/slot_reuse death/*' (also `make test TESTS=...`) runs only the programs
-# that match one of its patterns.
+# that match one of its patterns. TEST_OPTIONS='profile=light' runs every program with
+# those options before the backend in RAMPART_OPTIONS (check-configs' run-time sets).
 OUT=${OUT:-out}
 T=$OUT/test
 . test/results.sh
@@ -26,7 +27,7 @@ now() { t=$(date +%s%N); echo $((t / 100000000)); }
 # How many runs there will be, for the [n/N] count.
 total=0
 while read -r prog runs src; do
-	case $runs in both) total=$((total + 2)) ;; preload | sh) total=$((total + 1)) ;; esac
+	case $runs in both | light) total=$((total + 2)) ;; preload | sh) total=$((total + 1)) ;; esac
 done <<EOF
 $list
 EOF
@@ -50,13 +51,15 @@ run() { # program, run name, command...
 
 while read -r prog runs src; do
 	case $runs in
-	both)
+	both | light)
+		profile=${TEST_OPTIONS:+$TEST_OPTIONS,}
+		[ "$runs" = light ] && profile=profile=light,$profile
 		for backend in madvise mprotect; do
 			# A hung program fails (timeout exits 124, or 137 after the kill) instead of
 			# blocking the suite; every program is meant to finish well within a minute.
 			if [ -x "$T/$prog" ]; then
-				run "$prog" "$prog guard=$backend" timeout -k 10 "${TEST_TIMEOUT:-300}" \
-					env RAMPART_OPTIONS=guard=$backend CK_VERBOSITY=normal "$T/$prog"
+				run "$prog" "$prog $profile""guard=$backend" timeout -k 10 "${TEST_TIMEOUT:-300}" \
+					env RAMPART_OPTIONS=$profile"guard=$backend" CK_VERBOSITY=normal "$T/$prog"
 			else
 				run "$prog" "$prog guard=$backend" sh -c "echo '$T/$prog was not built (make test-build)'; exit 1"
 			fi

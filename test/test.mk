@@ -18,7 +18,7 @@ TEST_LIST_READ = awk -v what=$(1) $(2) -f test/list.awk $(TEST_LIST)
 TEST_LIST_QUIET = $(call TEST_LIST_READ,$(1),-v quiet=1 $(2))
 # Every program run once per backend lands in OUT/test/PROGRAM; the one run preloaded
 # (the demo) in OUT/. Each is built by a rule below or in check.mk.
-TEST_BINS := $(addprefix $(TEST_OUT)/,$(shell $(call TEST_LIST_QUIET,programs,-v runs_wanted=both))) \
+TEST_BINS := $(addprefix $(TEST_OUT)/,$(shell $(call TEST_LIST_QUIET,programs,-v 'runs_wanted=both light'))) \
 	$(addprefix $(OUT)/,$(shell $(call TEST_LIST_QUIET,programs,-v runs_wanted=preload)))
 # The directories where a test used to run by being there: a source the list does not
 # name there fails the build instead of never running.
@@ -51,22 +51,13 @@ $(TEST_OUT)/system/%: test/system/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 
-# The light variant's library, for test/light: built by a sub-make of its own (its
-# CONFIG_* differ), into OUT/light, so a scratch OUT (make OUT=out-clang CC=clang)
-# keeps its light build beside it. The sub-make decides whether anything is stale.
-ifeq ($(VARIANT),light)
-LIGHT_LIB := $(OUT)/librampart.a
-else
-LIGHT_LIB := $(OUT)/light/librampart.a
-$(LIGHT_LIB): FORCE
-	@$(MAKE) --no-print-directory VARIANT=light OUT=$(OUT)/light lib
-endif
-# Black-box programs: only the public header, no CONFIG_* of either variant.
+# Programs of the light profile (test/run.sh runs them with profile=light), linked with
+# the one library. Black-box: only the public header, no CONFIG_*.
 LIGHT_TEST_CFLAGS := $(filter-out -D% -Isrc,$(TEST_CFLAGS))
 
-$(TEST_OUT)/light/%: test/light/%.c $(LIGHT_LIB) include/rampart.h
+$(TEST_OUT)/light/%: test/light/%.c $(OUT)/librampart.a include/rampart.h $(wildcard test/*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $< $(LIGHT_LIB)
+	$(call say,CC,$<)$(CC) $(LIGHT_TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 
 .PHONY: test test-build test-deps
 # Programs built without rampart, which tests run with and without it preloaded to

@@ -29,17 +29,41 @@ enum stats_report { STATS_OFF, STATS_TEXT, STATS_JSON };
 enum on_error { ON_ERROR_ABORT, ON_ERROR_REPORT };
 /* Memory tagging of small blocks on arm64 CPUs with MTE (os/mte.h): the tag-check mode. */
 enum mte_option { MTE_OPTION_SYNC, MTE_OPTION_ASYNC, MTE_OPTION_OFF };
+/* The strength a process runs at: each profile is a set of values of the options
+ * RAMPART_PROFILE_LIGHT lists (strong: their table defaults). */
+enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 
 /* Bytes of a PATH value, terminator included. The options live in the roots, which must
  * fit one page with the largest CONFIG_SLAB_ARENAS (front/init.c checks): hence no more. */
 #define OPTIONS_PATH_MAX 128
 
 /* X(key, kind, default, most, doc): key=value sets the field of struct options named
- * key. kind: GUARD, BOOL, STATS, ONOFF, ONERROR, MTE (words), SIZE (bytes, k/m/g allowed),
+ * key. kind: GUARD, BOOL, STATS, ONOFF, ONERROR, MTE, PROFILE (words), SIZE (bytes, k/m/g allowed),
  * COUNT (a whole number), PATH (a file name). most: the largest SIZE or COUNT accepted
  * (0 for other kinds). doc: one line for help=1 and the man page, without the default,
  * which both print from the table. */
 #define RAMPART_OPTION_TABLE(X)                                                                           \
+	X(profile, PROFILE, PROFILE_STRONG, 0,                                                             \
+	  "strength: sets the options below it to strong's or light's values (rampart.conf(5)); "        \
+	  "an option given after it overrides it")                                                         \
+	X(slot_random, ONOFF, CONFIG_SLOT_RANDOM, 0, "hand out a random free slot of a slab, not the first")   \
+	X(write_after_free_check, ONOFF, CONFIG_WRITE_AFTER_FREE_CHECK && CONFIG_ZERO_ON_FREE, 0,           \
+	  "check at allocation that a reused slot still holds the zeros its free wrote")                   \
+	X(slot_quarantine_bytes, SIZE, CONFIG_SLOT_QUARANTINE_BYTES, (size_t)16 << 20,                      \
+	  "slots each size class's slot quarantine holds back after their free, in bytes (0: none)")       \
+	X(slab_quarantine, COUNT, CONFIG_SLAB_QUARANTINE, CONFIG_SLAB_QUARANTINE,                          \
+	  "closed empty slabs each size class holds back before reusing one")                              \
+	X(slab_guard_interval, COUNT, CONFIG_GUARD_SLAB_INTERVAL, 65536,                                   \
+	  "fresh slabs between two guard slabs under guard markers (0 counts as 1)")                       \
+	X(slab_guard_interval_mprotect, COUNT, CONFIG_GUARD_SLAB_INTERVAL_MPROTECT, 65536,                 \
+	  "fresh slabs between two guard slabs under PROT_NONE guards (0 counts as 1)")                    \
+	X(large_quarantine, ONOFF, CONFIG_REGION_QUARANTINE, 0,                                            \
+	  "hold freed large regions closed before their address is reused (off: keep up to "              \
+	  "large_resident_bytes of them with their pages instead)")                                        \
+	X(large_guard_max_pages, COUNT, CONFIG_GUARD_MAX_PAGES, 65536,                                     \
+	  "most random pages of guard on each side of a large block, beyond the first")                    \
+	X(large_resident_bytes, SIZE, CONFIG_CACHE_RESIDENT_BYTES, (size_t)1 << 46,                         \
+	  "with large_quarantine off: most bytes of freed large blocks kept with their pages")             \
 	X(guard, GUARD, GUARD_AUTO, 0, "guard backend; auto probes for madvise guards, else mprotect")     \
 	X(check_at_exit, BOOL, false, 0, "check every live slot's canary at exit")                         \
 	X(stats, STATS, STATS_OFF, 0, "statistics report at exit (1 is text), on stderr or in stats_file") \
@@ -80,6 +104,7 @@ enum mte_option { MTE_OPTION_SYNC, MTE_OPTION_ASYNC, MTE_OPTION_OFF };
 #define OPTION_FIELD_ONOFF(name) bool name
 #define OPTION_FIELD_ONERROR(name) enum on_error name
 #define OPTION_FIELD_MTE(name) enum mte_option name
+#define OPTION_FIELD_PROFILE(name) enum profile name
 #define OPTION_FIELD_SIZE(name) size_t name
 #define OPTION_FIELD_COUNT(name) size_t name
 #define OPTION_FIELD_PATH(name) char name[OPTIONS_PATH_MAX]
@@ -91,6 +116,7 @@ enum mte_option { MTE_OPTION_SYNC, MTE_OPTION_ASYNC, MTE_OPTION_OFF };
 #define OPTION_FITS_ONOFF(key, def, most)
 #define OPTION_FITS_ONERROR(key, def, most)
 #define OPTION_FITS_MTE(key, def, most)
+#define OPTION_FITS_PROFILE(key, def, most)
 #define OPTION_FITS_SIZE(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
 #define OPTION_FITS_COUNT(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
 #define OPTION_FITS_PATH(key, def, most) \
@@ -102,22 +128,65 @@ enum mte_option { MTE_OPTION_SYNC, MTE_OPTION_ASYNC, MTE_OPTION_OFF };
 #define OPTION_VALUES_ONOFF "on|off"
 #define OPTION_VALUES_ONERROR "abort|report"
 #define OPTION_VALUES_MTE "sync|async|off"
+#define OPTION_VALUES_PROFILE "strong|light"
 #define OPTION_VALUES_SIZE "SIZE"
 #define OPTION_VALUES_COUNT "N"
 #define OPTION_VALUES_PATH "PATH"
 
 enum option_kind {
-	OPTION_GUARD, OPTION_BOOL, OPTION_STATS, OPTION_ONOFF, OPTION_ONERROR, OPTION_MTE, OPTION_SIZE,
-	OPTION_COUNT, OPTION_PATH
+	OPTION_GUARD, OPTION_BOOL, OPTION_STATS, OPTION_ONOFF, OPTION_ONERROR, OPTION_MTE, OPTION_PROFILE,
+	OPTION_SIZE, OPTION_COUNT, OPTION_PATH
 };
+
+/* What profile=light sets, option by option (config.mk's CONFIG_LIGHT_ values);
+ * profile=strong sets the same options to their defaults in the table above. */
+#define RAMPART_PROFILE_LIGHT(X)                                                       \
+	X(slot_random, CONFIG_LIGHT_SLOT_RANDOM)                                       \
+	X(write_after_free_check, CONFIG_LIGHT_WRITE_AFTER_FREE_CHECK)                 \
+	X(slot_quarantine_bytes, CONFIG_LIGHT_SLOT_QUARANTINE_BYTES)                   \
+	X(slab_quarantine, CONFIG_LIGHT_SLAB_QUARANTINE)                               \
+	X(slab_guard_interval, CONFIG_LIGHT_GUARD_SLAB_INTERVAL)                       \
+	X(slab_guard_interval_mprotect, CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT)     \
+	X(large_quarantine, CONFIG_LIGHT_REGION_QUARANTINE)                            \
+	X(large_guard_max_pages, CONFIG_LIGHT_GUARD_MAX_PAGES)
+
 
 struct options {
 #define OPTION_DECLARE(key, kind, def, most, doc) OPTION_FIELD_##kind(key);
 	RAMPART_OPTION_TABLE(OPTION_DECLARE)
 #undef OPTION_DECLARE
+	/* Where profile was chosen: the source of its last entry ("RAMPART_OPTIONS",
+	 * "/etc/rampart.conf:12"); empty: the build's default (options_profile_from). */
+	char profile_from[40];
 };
 
-/* The defaults: the table's, which take the build's from config.mk. */
+static inline const char *options_profile_from(const struct options *o)
+{
+	return o->profile_from[0] ? o->profile_from : "default";
+}
+
+/* Profile p's values of the options it sets, over o. */
+static inline void options_set_profile(struct options *o, enum profile p)
+{
+	o->profile = p;
+	if (p == PROFILE_LIGHT) {
+#define OPTION_LIGHT(key, value) o->key = value;
+		RAMPART_PROFILE_LIGHT(OPTION_LIGHT)
+#undef OPTION_LIGHT
+		return;
+	}
+	struct options strong = {
+#define OPTION_DEFAULT(key, kind, def, most, doc) .key = def,
+		RAMPART_OPTION_TABLE(OPTION_DEFAULT)
+#undef OPTION_DEFAULT
+	};
+#define OPTION_STRONG(key, value) o->key = strong.key;
+	RAMPART_PROFILE_LIGHT(OPTION_STRONG)
+#undef OPTION_STRONG
+}
+
+/* The defaults: the table's, which take the build's from config.mk, then the build's
+ * default profile (CONFIG_PROFILE_LIGHT). */
 static inline void options_default(struct options *o)
 {
 	*o = (struct options){
@@ -125,6 +194,7 @@ static inline void options_default(struct options *o)
 		RAMPART_OPTION_TABLE(OPTION_DEFAULT)
 #undef OPTION_DEFAULT
 	};
+	if (CONFIG_PROFILE_LIGHT) options_set_profile(o, PROFILE_LIGHT);
 }
 
 /* The value of an option of kind `kind` at field, as a user writes it (the help text's
@@ -148,6 +218,7 @@ static inline const char *option_value_text(enum option_kind kind, const void *f
 		static const char *const words[] = {"sync", "async", "off"};
 		return words[*(const enum mte_option *)field];
 	}
+	case OPTION_PROFILE: return *(const enum profile *)field == PROFILE_LIGHT ? "light" : "strong";
 	case OPTION_PATH: return *(const char *)field ? (const char *)field : "none";
 	case OPTION_SIZE:
 	case OPTION_COUNT: break;

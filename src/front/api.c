@@ -22,6 +22,7 @@
 #include "front/api.h"
 #include "guard/guard.h"
 #include "front/init.h"
+#include "front/options.h"
 #include "large/large.h"
 #include "os/mte.h"
 #include "os/os.h"
@@ -380,6 +381,29 @@ API const char *rampart_guard_backend(void)
 {
 	if (!rampart_ready()) return rampart_passthrough() ? "passthrough" : "none";
 	return guard_backend_name();
+}
+
+API const char *rampart_profile(void)
+{
+	if (!rampart_ready()) return rampart_passthrough() ? "passthrough" : "none";
+	return roots.opt.profile == PROFILE_LIGHT ? "light" : "strong";
+}
+
+API int rampart_get_option(const char *name, unsigned long *value)
+{
+	if (!name || !value) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!rampart_ready()) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (options_value(&roots.opt, name, value)) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
 }
 
 API const char *rampart_memory_tagging(void)

@@ -20,6 +20,7 @@
 #include "guard/meta.h"
 #include "os/mte.h"
 #include "os/os.h"
+#include "front/options.h"
 #include "front/passthrough.h"
 #include "front/policy.h"
 #include "os/random.h"
@@ -74,12 +75,14 @@ static void fork_child(void)
 /* RAMPART_OPTIONS=verbose=1: one line on what start-up chose. */
 static void say_choices(void)
 {
-	char space[512];
+	char space[1024];
 	struct out o = out_fd(2, space, sizeof space);
 	out_str(&o, "rampart: version " RAMPART_VERSION "; guard backend ");
 	out_str(&o, guard_backend_name());
 	out_str(&o, "; memory tagging ");
 	out_str(&o, mte_state_name(roots.mte));
+	out_str(&o, "; ");
+	options_say_profile(&o, &roots.opt);
 	out_str(&o, "; slab arenas ");
 	out_num(&o, roots.slab.arenas);
 	out_str(&o, "; large quarantine ");

@@ -132,7 +132,23 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 			out_str(&w, ": expected on or off");
 			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
 		}
+		/* Without zero-on-free a freed slot holds its last owner's bytes: there is
+		 * nothing the check could compare with. */
+		if (b && !CONFIG_ZERO_ON_FREE && key->offset == offsetof(struct options, write_after_free_check))
+			return complain(src, "bad value ", v, vlen,
+					" for write_after_free_check: this build does not zero freed slots "
+					"(CONFIG_ZERO_ON_FREE=0)", SIZE_MAX);
 		memcpy(field, &b, sizeof b);
+		return;
+	}
+	case OPTION_PROFILE: {
+		enum profile pr;
+		if (word_is(v, vlen, "strong")) pr = PROFILE_STRONG;
+		else if (word_is(v, vlen, "light")) pr = PROFILE_LIGHT;
+		else return complain(src, "bad value ", v, vlen, " for profile: expected strong or light", SIZE_MAX);
+		options_set_profile(o, pr);
+		struct out w = out_string(o->profile_from, sizeof o->profile_from);
+		out_str(&w, src);
 		return;
 	}
 	case OPTION_ONERROR: {
@@ -198,6 +214,56 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 		return;
 	}
 	}
+}
+
+/* The key named name, or NULL. */
+static const struct key *key_named(const char *name)
+{
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (!strcmp(keys[i].name, name)) return &keys[i];
+	return NULL;
+}
+
+void options_say_profile(struct out *w, const struct options *o)
+{
+	char num[24];
+	out_str(w, "profile ");
+	out_str(w, option_value_text(OPTION_PROFILE, &o->profile, num));
+	out_str(w, " (");
+	out_str(w, options_profile_from(o));
+	out_str(w, ":");
+	const char *sep = " ";
+#define OPTION_SAY(opt, value)                                                                         \
+	do {                                                                                           \
+		const struct key *k_ = key_named(#opt);                                                \
+		out_str(w, sep);                                                                       \
+		out_str(w, #opt "=");                                                                  \
+		out_str(w, option_value_text(k_->kind, (const char *)o + k_->offset, num));            \
+		sep = ", ";                                                                            \
+	} while (0);
+	RAMPART_PROFILE_LIGHT(OPTION_SAY)
+#undef OPTION_SAY
+	out_str(w, ")");
+}
+
+int options_value(const struct options *o, const char *name, unsigned long *value)
+{
+	const struct key *k = name ? key_named(name) : NULL;
+	if (!k || k->kind == OPTION_PATH) return -1;
+	const char *field = (const char *)o + k->offset;
+	switch (k->kind) {
+	case OPTION_BOOL:
+	case OPTION_ONOFF: *value = *(const bool *)field; return 0;
+	case OPTION_SIZE:
+	case OPTION_COUNT: *value = *(const size_t *)field; return 0;
+	case OPTION_GUARD: *value = (unsigned long)*(const enum guard_backend *)field; return 0;
+	case OPTION_STATS: *value = (unsigned long)*(const enum stats_report *)field; return 0;
+	case OPTION_ONERROR: *value = (unsigned long)*(const enum on_error *)field; return 0;
+	case OPTION_MTE: *value = (unsigned long)*(const enum mte_option *)field; return 0;
+	case OPTION_PROFILE: *value = (unsigned long)*(const enum profile *)field; return 0;
+	case OPTION_PATH: break;
+	}
+	return -1;
 }
 
 static bool is_space(char c) { return c == ' ' || c == '\t'; }

@@ -22,6 +22,7 @@
 #define RAMPART_OPTIONS_H
 
 #include "base/option_table.h"
+#include "base/text.h"
 
 /* Parse text (may be NULL) into o, starting from the defaults; bad entries are
  * reported on stderr and ignored. */
@@ -32,6 +33,13 @@ void options_apply(struct options *o, const char *text, size_t len, const char *
 /* RAMPART_OPTIONS alone, on top of the defaults, unless AT_SECURE; help=1 prints the
  * list. (The process's options come from policy_read, which adds the policy file.) */
 void options_read(struct options *o);
+/* "profile NAME (SOURCE: key=value, ...)": the profile in effect, where it was chosen
+ * and the values of the options a profile sets, as they are now (an option given after
+ * the profile may have changed one). */
+void options_say_profile(struct out *w, const struct options *o);
+/* The value of option name in o as a number (a word option: its place in its list of
+ * words, as OPTION_VALUES_ gives them); -1 for an unknown name or a PATH option. */
+int options_value(const struct options *o, const char *name, unsigned long *value);
 /* The list of options, on stderr (RAMPART_OPTIONS=help=1). */
 void options_help(void);
 

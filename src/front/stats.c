@@ -154,6 +154,7 @@ static long stats_vmas(void) { return vma_count(); }
 static unsigned long stats_pages_returned(void) { return stat_read(STAT_SLAB_PAGES_RETURNED); }
 /* Slab memory tagged under arm64 MTE, and how tags are checked: "sync", "async" or "off". */
 static const char *stats_memory_tagging(void) { return mte_state_name(roots.mte); }
+static const char *stats_profile(void) { return roots.opt.profile == PROFILE_LIGHT ? "light" : "strong"; }
 
 enum stat_group {
 #define GROUP_ENUM(group, json, text) GROUP_##group,
@@ -229,6 +230,8 @@ static void report_json(struct out *o, const struct rampart_heap_stats *h)
 	figure_values(h, v);
 	out_str(o, "{\"rampart\":\"");
 	out_str(o, h->version);
+	out_str(o, "\",\"profile\":\"");
+	out_str(o, stats_profile());
 	out_str(o, "\"");
 	kv(o, ",", "pid", (unsigned long)getpid());
 	json_group(o, ",", GROUP_GUARD, v);
@@ -266,6 +269,8 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 	out_str(o, h->version);
 	out_str(o, " statistics (pid ");
 	out_num(o, (unsigned long)getpid());
+	out_str(o, ", profile ");
+	out_str(o, stats_profile());
 	out_str(o, ", guard backend ");
 	out_str(o, h->guard_backend);
 	out_str(o, ")\nsmall blocks, per size class in use:\n");
@@ -313,8 +318,8 @@ void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h)
 {
 	struct figure_value v[FIGURE_COUNT];
 	figure_values(h, v);
-	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
-		h->version, h->guard_backend);
+	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" profile=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
+		h->version, stats_profile(), h->guard_backend);
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
 		fprintf(fp, "  <class index=\"%zu\"", c);

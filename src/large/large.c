@@ -71,7 +71,7 @@ struct large_state {
 	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
 	/* Light variant: a freed block's os_residency, read once for the populating credit,
 	 * the keep decision and the wipe (large_free); touched only there. */
-	unsigned char resident_vec[CONFIG_REGION_QUARANTINE ? 1 : RESIDENT_VEC_PAGES];
+	unsigned char resident_vec[RESIDENT_VEC_PAGES];
 };
 
 /* The biggest request served: anything above cannot be mapped with guards anyway,
@@ -138,7 +138,7 @@ static bool reserve_slot(struct large_state *s)
 /* Guards are one page plus a random part that grows with the size, up to a bound. */
 static size_t max_guard(size_t len)
 {
-	return (1 + MIN(len / os_page / CONFIG_GUARD_FRACTION, (size_t)CONFIG_GUARD_MAX_PAGES)) * os_page;
+	return (1 + MIN(len / os_page / CONFIG_GUARD_FRACTION, roots.opt.large_guard_max_pages)) * os_page;
 }
 
 static size_t random_guard(struct large_state *s, size_t len)
@@ -281,7 +281,7 @@ static bool map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t le
 }
 
 /* No foreign mapping comes nearer a block than the largest guard any block gets. */
-#define AREA_CLEAR ((1 + (size_t)CONFIG_GUARD_MAX_PAGES) * os_page)
+#define AREA_CLEAR ((1 + roots.opt.large_guard_max_pages) * os_page)
 
 /* In the large area (guard_area_take); where it has no room, or the kernel refuses the
  * mapping there, where the kernel chooses, as before the area, with AREA_CLEAR more of
@@ -400,7 +400,7 @@ struct large_state *large_init(void)
 	reuse_cache_init(&s->cache, s->cache_slots, MIN(roots.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
 	populate_init(&s->populate, roots.opt.large_refill_bytes);
-	resident_cache_init(&s->resident, CONFIG_REGION_QUARANTINE ? 0 : CONFIG_CACHE_RESIDENT_BYTES);
+	resident_cache_init(&s->resident, roots.opt.large_quarantine ? 0 : roots.opt.large_resident_bytes);
 	return s;
 }
 
@@ -507,7 +507,6 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, enum
 	return NULL;
 }
 
-#if CONFIG_REGION_QUARANTINE
 /* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says,
  * except that a region leaving before CONFIG_REGION_QUARANTINE_MIN frees (the bounds
  * left no older one to take) is unmapped, never reused by rampart. */
@@ -524,11 +523,15 @@ static void enter_quarantine(struct large_state *s, struct region_quarantine *q,
 	bool early;
 	while (region_quarantine_evict(q, &out, &s->rnd, &early)) leave_quarantine(s, out, reusable && !early);
 }
-#endif
 
 static void quarantine_region(struct large_state *s, struct large_entry *e)
 {
-#if CONFIG_REGION_QUARANTINE
+	if (!roots.opt.large_quarantine) { /* large_quarantine=off (profile light) */
+		struct guard_region r = e->region;
+		remove_entry(s, e);
+		retire_region(s, &r);
+		return;
+	}
 	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit, or a bound set to 0)
 	 * leaves at once, as if pushed and evicted, but without pushing every other region
 	 * out of the quarantine first; and since it leaves early, it is unmapped, not
@@ -556,11 +559,6 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 		return;
 	}
 	enter_quarantine(s, &s->huge, e, false);
-#else
-	struct guard_region r = e->region;
-	remove_entry(s, e);
-	retire_region(s, &r);
-#endif
 }
 
 void large_free(void *p, bool sized, size_t size, size_t align)
@@ -586,12 +584,13 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	/* Where the block may be kept, one mincore serves the credit, the keep decision
 	 * and the wipe: three passes over the same pages cost three system calls. */
 	const unsigned char *vec = NULL;
-	if (!CONFIG_REGION_QUARANTINE && e->usable / os_page <= RESIDENT_VEC_PAGES &&
+	bool quarantine = roots.opt.large_quarantine;
+	if (!quarantine && e->usable / os_page <= RESIDENT_VEC_PAGES &&
 	    (may_keep(s, e) || populate_counts(&s->populate)) &&
 	    os_residency((void *)e->data, e->usable, s->resident_vec))
 		vec = s->resident_vec;
 	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated, vec);
-	if (!CONFIG_REGION_QUARANTINE && keep_resident(s, e, vec)) {
+	if (!quarantine && keep_resident(s, e, vec)) {
 		remove_entry(s, e);
 		lock_give(&s->lock);
 		return;
@@ -602,7 +601,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 	 * neighbours (a region that moved whole keeps its guards in the moved VMA, which no
 	 * fresh block span would merge with). A huge region is closed whole by the
 	 * quarantine (guard_retire), without markers first. */
-	if (CONFIG_REGION_QUARANTINE && e->region.size >= CONFIG_REGION_QUARANTINE_SKIP) {
+	if (quarantine && e->region.size >= CONFIG_REGION_QUARANTINE_SKIP) {
 		quarantine_region(s, e);
 	} else if (!guard_close(&e->region, 0, e->region.size)) {
 		struct guard_region r = e->region;

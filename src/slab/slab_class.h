@@ -74,8 +74,8 @@
  *
  * Slab positions are fixed-size steps from the area start, so a pointer decodes to
  * (position, slot) with two multiply-shift divisions. Guard slabs are positions the
- * high-water mark skips: after every CONFIG_GUARD_SLAB_INTERVAL fresh slabs while the
- * region closes spans with guard markers, after every CONFIG_GUARD_SLAB_INTERVAL_MPROTECT
+ * high-water mark skips: after every slab_guard_interval fresh slabs while the
+ * region closes spans with guard markers, after every slab_guard_interval_mprotect
  * once it closes them with PROT_NONE (from start-up, or from the moment the madvise
  * backend is latched off). A guard is never usable and its descriptor stays SLAB_NONE,
  * so decoding a pointer needs no record of where the guards are. The area below the
@@ -120,15 +120,11 @@
 #include "os/os.h"
 #include "os/random.h"
 
-#if CONFIG_WRITE_AFTER_FREE_CHECK && !CONFIG_ZERO_ON_FREE
-#error "CONFIG_WRITE_AFTER_FREE_CHECK needs CONFIG_ZERO_ON_FREE"
-#endif
-
 /* Frees from another arena's thread are collected per thread and class and enter the
  * slot quarantine a batch at a time (batched_free.c). A slot's place in a batch is
- * marked in its own canary word, so they need canaries; and there is a quarantine to
- * enter. */
-#if CONFIG_SLOT_QUARANTINE && CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
+ * marked in its own canary word, so they need canaries; and a class batches only when
+ * it has a quarantine to enter (slot_quarantine_bytes, at run time: k->qmask). */
+#if CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
 #define SLAB_FREE_BATCHES 1
 #else
 #define SLAB_FREE_BATCHES 0
@@ -285,14 +281,16 @@ struct slab_class {
 	uint64_t slot_magic, pages_magic; /* n / d == mulhi(n, magic) for n < 2^32 */
 	size_t slab_bytes;
 	uint32_t cls;
-#if CONFIG_SLOT_QUARANTINE
 	uint32_t arena1;            /* its arena + 1: tls_arena of the threads it serves */
 	bool defer_frees;           /* frees from other arenas wait in `deferred` (slab_free) */
-#endif
 	bool open_slabs;            /* false for the zero class: its memory never opens */
 	bool track_extent;          /* slots <= SLAB_EXTENT_SLOTS: per-slot dirty extents */
 	uint8_t nwords, page_shift;
 	uint8_t extent_shift;       /* log2 of the bytes of an extent's unit */
+	/* The profile's choices, copied from the sealed options at set-up so that the
+	 * paths that read them read this line anyway: */
+	bool random_slots;          /* slot_random */
+	bool check_reuse;           /* write_after_free_check */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory
 			       * outgrown stays mapped: a batched free reads it unlocked. */
 	/* Line 1: what decoding reads, per area (AREA_REGION, AREA_NURSERY): offsets from
@@ -319,12 +317,10 @@ struct slab_class {
 	struct random_state *rnd;
 	uint32_t qhead, qcount;
 	uint32_t qfill; /* entries the random array was given in order, until it was full */
-#if CONFIG_SLOT_QUARANTINE
 	uint32_t ndeferred; /* slots waiting in `deferred` */
 	/* The entry that last left the quarantine, still marked quarantined in its slab, for
 	 * the class's next allocation; 0: none (slot_quarantine_put). */
 	qentry_t released;
-#endif
 	/* Slow paths from here. */
 	uint32_t dir_cap;
 	uint32_t max_pos; /* positions the class has address space for (home and spill) */
@@ -334,9 +330,7 @@ struct slab_class {
 	uint32_t seg_pos, nseg;
 	uint64_t seg_magic;
 	uint16_t *seg;
-#if CONFIG_WRITE_AFTER_FREE_CHECK
 	uint32_t prefetched; /* position + 1 of the slab whose free slots were last prefetched */
-#endif
 	uint32_t since_guard; /* fresh slabs taken since the last guard */
 	struct guard_region region; /* base = slab position 0; size: mapped so far (grows) */
 	/* Positions below nursery_bytes / slab_bytes lie in the class's nursery cell (base =
@@ -365,11 +359,9 @@ struct slab_class {
 	 * entries, then moves to its full length beside the ring, in the class's cold part
 	 * (UINT32_MAX: it never moves). Read on the filling path only. */
 	uint32_t qhot;
-#if CONFIG_SLOT_QUARANTINE
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own lines: see slot_quarantine_defer). */
 	qentry_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
-#endif
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(struct slab_class, dir) + sizeof(void *) <= 64, "the geometry and the directory fill line 0");
@@ -379,11 +371,8 @@ _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields f
  * entries of 64 bits the struct grew to 576 (an index took a multiply-add and a shift
  * in every malloc and free), until chunk 0's set bitmaps
  * moved to the metadata (set0_of) and the used bits of an empty slab (tail_word) were
- * worked out instead of stored. Builds without the slot quarantine have no deferred
- * entries and a smaller struct. */
-#if CONFIG_SLOT_QUARANTINE
+ * worked out instead of stored. */
 _Static_assert(sizeof(struct slab_class) == 512, "a class's index shifted is its offset");
-#endif
 
 /* The bytes of a class's slab quarantine ring (in its metadata, after the directory),
  * and chunk 0's bitmaps of the closed and the empty set after it. */

@@ -41,7 +41,8 @@ void slab_partial_remove(struct slab_class *k, struct slab *s)
 static uint32_t guard_interval(const struct slab_class *k)
 {
 	bool markers = (k->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
-	return markers ? CONFIG_GUARD_SLAB_INTERVAL : CONFIG_GUARD_SLAB_INTERVAL_MPROTECT;
+	size_t every = markers ? roots.opt.slab_guard_interval : roots.opt.slab_guard_interval_mprotect;
+	return (uint32_t)MAX(every, (size_t)1);
 }
 
 /* Is a guard slab due, and can the process afford it? Markers cost no VMA. A PROT_NONE
@@ -492,19 +493,22 @@ static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	if (k->open_slabs && !close_span(k, pos, s)) return false;
 	s->state = SLAB_CLOSED;
-#if CONFIG_SLAB_QUARANTINE
-	if (k->sq_count == CONFIG_SLAB_QUARANTINE) {
+	/* The ring holds up to slab_quarantine entries (at most CONFIG_SLAB_QUARANTINE, its
+	 * storage); 0: a closed slab goes straight to the closed set. */
+	uint32_t held = (uint32_t)roots.opt.slab_quarantine;
+	if (!held) {
+		set_add(k, SET_CLOSED, pos);
+		return true;
+	}
+	if (k->sq_count == held) {
 		uint32_t old = k->sq[k->sq_head];
-		k->sq_head = (k->sq_head + 1) % CONFIG_SLAB_QUARANTINE;
+		k->sq_head = (k->sq_head + 1) % held;
 		k->sq_count--;
 		set_add(k, SET_CLOSED, old);
 	}
-	invariant(k->sq_count < CONFIG_SLAB_QUARANTINE);
-	k->sq[(k->sq_head + k->sq_count) % CONFIG_SLAB_QUARANTINE] = pos;
+	invariant(k->sq_count < held && held <= CONFIG_SLAB_QUARANTINE);
+	k->sq[(k->sq_head + k->sq_count) % held] = pos;
 	k->sq_count++;
-#else
-	set_add(k, SET_CLOSED, pos);
-#endif
 	return true;
 }
 

@@ -17,25 +17,22 @@ struct lock slab_arena_lock; /* serialises opening; taken before any class lock 
 static uint64_t magic_of(uint32_t d) { return d > 1 ? UINT64_MAX / d + 1 : 0; }
 
 /* Entries of the slot quarantine's random array for slots of `size` bytes: enough for
- * CONFIG_SLOT_QUARANTINE_BYTES of slots, rounded up to a power of two (for masking), so
- * between that and twice it; its FIFO ring holds SLOT_Q_FIFO_SHIFT times as many. */
+ * slot_quarantine_bytes of slots, rounded up to a power of two (for masking), so
+ * between that and twice it; its FIFO ring holds 2^SLOT_Q_FIFO_SHIFT times as many.
+ * 0: no quarantine (slot_quarantine_bytes=0, profile light). */
 static uint32_t slot_q_random(uint32_t size)
 {
-#if CONFIG_SLOT_QUARANTINE
-	uint64_t want = ((uint64_t)CONFIG_SLOT_QUARANTINE_BYTES + size - 1) / size;
+	if (!roots.opt.slot_quarantine_bytes) return 0;
+	uint64_t want = ((uint64_t)roots.opt.slot_quarantine_bytes + size - 1) / size;
 	uint32_t n = SLOT_Q_MIN_RANDOM;
 	while (n < want && n < SLOT_Q_MAX_RANDOM) n <<= 1;
 	return n;
-#else
-	(void)size;
-	return 0;
-#endif
 }
 
 /* Entries of the quarantine that live in the arena's hot block: a small random array
  * whole with its ring (SLOT_Q_HOT_WHOLE), else the random array's first entries,
  * SLOT_Q_HOT_BYTES of slots (a power of two from 8 up; at most half the array, which
- * only a CONFIG_SLOT_QUARANTINE_BYTES below SLOT_Q_HOT_BYTES limits). */
+ * only a slot_quarantine_bytes below SLOT_Q_HOT_BYTES limits). */
 static uint32_t slot_q_hot(uint32_t size)
 {
 	uint32_t all = slot_q_random(size), n = 8;
@@ -100,7 +97,6 @@ static size_t arena_mem_bytes(void)
 	return arena_hot_end();
 }
 
-#if CONFIG_SLOT_QUARANTINE
 /* A class's cold part, what only a class that churns writes: its FIFO ring, then its
  * random array at full length (where the hot entries move: slot_quarantine.c). Mapped
  * for that class alone when it fills its hot entries, so a process maps the full arrays
@@ -123,7 +119,6 @@ qentry_t *slab_class_cold(struct slab_class *k)
 	 * entries move once); a class that could not have it goes on without. */
 	return meta_alloc(bytes);
 }
-#endif
 
 /* Most positions class k may number, home and spill regions together: MAX_POSITIONS,
  * and no more than keep a pointer's page index from the span's base (position * pages
@@ -165,12 +160,12 @@ noinline void slab_class_setup(struct slab_class *k)
 	sc_geometry(c, os_page, &g);
 	size_t region = (size_t)1 << roots.slab.region_shift;
 	k->cls = c;
-#if CONFIG_SLOT_QUARANTINE
 	k->arena1 = a + 1;
 	/* The deferred slots hold at most what the hot part of the slot quarantine holds
 	 * (classes up to 1 KiB): an idle arena keeps them until its class is used again. */
-	k->defer_frees = (size_t)g.size * DEFERRED_MAX <= SLOT_Q_HOT_BYTES;
-#endif
+	k->defer_frees = roots.opt.slot_quarantine_bytes && (size_t)g.size * DEFERRED_MAX <= SLOT_Q_HOT_BYTES;
+	k->random_slots = roots.opt.slot_random;
+	k->check_reuse = roots.opt.write_after_free_check;
 	k->size = g.size;
 	k->usable = g.usable;
 	k->slots = g.slots;
@@ -214,9 +209,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	 * Never mapped: the region starts above it. */
 	k->rnd->source = roots.slab.seeds;
 	random_reseed(k->rnd);
-#if CONFIG_SLOT_QUARANTINE
 	k->rnd->owner_generation = k->rnd->generation; /* its quarantine's (slot_quarantine.c) */
-#endif
 	size_t guard_pages = 1 + random_below(k->rnd, region / 16 / os_page);
 	uintptr_t area = roots.slab.base + (size_t)place_of(r) * region + guard_pages * os_page;
 	k->max_pos = (uint32_t)MIN((region - guard_pages * os_page) / k->slab_bytes, (size_t)positions_cap(k));

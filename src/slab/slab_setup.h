@@ -24,10 +24,8 @@ void slab_class_setup(struct slab_class *k);
  * all the positions it can number (MAX_POSITIONS, or fewer for slabs of many pages:
  * positions_cap). */
 bool slab_spill_add(struct slab_class *k);
-#if CONFIG_SLOT_QUARANTINE
 /* Where class k's slot quarantine ring goes (its full random array after it), mapped
  * for k at its one call; NULL when it cannot be (no memory). Class lock held. */
 qentry_t *slab_class_cold(struct slab_class *k);
-#endif
 
 #endif

@@ -58,9 +58,7 @@ static size_t trim_class(struct slab_class *k)
 {
 	size_t closed = 0;
 	class_lock(k);
-#if CONFIG_SLOT_QUARANTINE
 	slot_quarantine_let_go(k); /* it may be the last slot of an empty slab */
-#endif
 	slab_return_pages(k, os_now_ms(), true); /* the free slots' pages of its open slabs */
 	k->empty_max = k->empty_floor;
 	k->peak_now = k->peak_prev = k->nactive;

@@ -26,11 +26,7 @@ static _Atomic unsigned next_arena;
 
 static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 {
-#if CONFIG_SLOT_RANDOM
-	uint32_t start = (rand16(k) * k->slots) >> 16;
-#else
-	uint32_t start = 0;
-#endif
+	uint32_t start = k->random_slots ? (rand16(k) * k->slots) >> 16 : 0;
 	uint32_t w = start >> 6;
 	uint64_t m = ~s->bits[w].used & (~(uint64_t)0 << (start & 63));
 	if (m) return (w << 6) + (uint32_t)__builtin_ctzll(m);
@@ -42,7 +38,6 @@ static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
 	die(k, OP_ALLOC, ERR_SLAB_METADATA, s);
 }
 
-#if CONFIG_WRITE_AFTER_FREE_CHECK
 /* A slab with at least this many free slots is being filled again (a structure built
  * after another was freed): the allocations that follow take its slots in random order,
  * and each one's write-after-free scan starts with a line no hardware prefetcher can
@@ -66,7 +61,6 @@ static noinline void prefetch_free_slots(struct slab_class *k, const struct slab
 			__builtin_prefetch(base + (size_t)((w << 6) + (uint32_t)__builtin_ctzll(m)) * k->size);
 	}
 }
-#endif
 
 static unsigned assign_arena(void)
 {
@@ -83,29 +77,22 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	if (unlikely(!a)) a = assign_arena();
 	struct slab_class *k = &roots.slab.classes[(a - 1) * SC_COUNT + c];
 	class_lock(k);
-#if CONFIG_SLOT_QUARANTINE
 	if (unlikely(k->ndeferred)) slot_quarantine_drain(k);
-#endif
 	uint32_t pos, i;
 	struct slab *s;
 	bool fresh = false;
-#if CONFIG_SLOT_QUARANTINE
 	/* The slot that last left the quarantine, if no allocation took it yet. */
 	if (slot_quarantine_take_released(k, &pos, &i)) {
 		s = desc(k, pos);
-	} else
-#endif
-	{
+	} else {
 		if (unlikely(!k->partial) && !slab_new(k)) {
 			class_unlock(k);
 			return NULL;
 		}
 		pos = k->partial - 1;
 		s = desc(k, pos);
-#if CONFIG_WRITE_AFTER_FREE_CHECK
-		if (unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
+		if (k->check_reuse && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
 			prefetch_free_slots(k, s, pos);
-#endif
 		i = pick_slot(k, s);
 		uint64_t bit = (uint64_t)1 << (i & 63);
 		bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used | bit);
@@ -147,18 +134,16 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	class_unlock(k);
 	if (fresh || !k->open_slabs) return p;
 
-#if CONFIG_WRITE_AFTER_FREE_CHECK
 	/* The slot is ours alone now (no neighbour check reads a live slot's data), so the
 	 * scan for stale writes runs outside the lock, over what the last free wiped and
-	 * what the new owner asks for. */
-	if (unlikely(!all_zero(p, owned))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
-	size_t known_zero = owned;
-#else
-	/* Without the check a stale pointer may have written since the wipe: calloc must
-	 * return zeros to a correct program whatever a buggy one did. */
+	 * what the new owner asks for. Without the check a stale pointer may have written
+	 * since the wipe: calloc must return zeros to a correct program whatever a buggy
+	 * one did. */
 	size_t known_zero = 0;
-	(void)owned;
-#endif
+	if (k->check_reuse) {
+		if (unlikely(!all_zero(p, owned))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
+		known_zero = owned;
+	}
 	if (zero && size > known_zero) memset(p + known_zero, 0, size - known_zero);
 	return p;
 }
@@ -233,7 +218,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		return;
 	}
 #if SLAB_FREE_BATCHES
-	if (tls_arena != k->arena1 && !os_single_threaded() &&
+	if (tls_arena != k->arena1 && slot_quarantine_on(k) && !os_single_threaded() &&
 	    slab_batch_free(k, (uintptr_t)p, span, sized, c_claimed))
 		return;
 #endif
@@ -269,13 +254,13 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 		if (roots.mte) slot_tag_keep(k, a, old_tag);
 #endif
 	}
-#if CONFIG_SLOT_QUARANTINE
-	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | (uint64_t)1 << (i & 63));
-	if (likely(tls_arena == k->arena1) || !k->defer_frees) slot_quarantine_put(k, pos, i);
-	else slot_quarantine_defer(k, qentry(pos, i));
-#else
-	slab_release_slot(k, s, pos, i);
-#endif
+	if (likely(slot_quarantine_on(k))) {
+		bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | (uint64_t)1 << (i & 63));
+		if (likely(tls_arena == k->arena1) || !k->defer_frees) slot_quarantine_put(k, pos, i);
+		else slot_quarantine_defer(k, qentry(pos, i));
+	} else {
+		slab_release_slot(k, s, pos, i);
+	}
 	class_unlock(k);
 }
 

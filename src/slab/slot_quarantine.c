@@ -2,7 +2,7 @@
  * slot_quarantine.c — freed slots held back before their slab gets them again: a random
  * array in front of a FIFO ring per (arena, class), with entries of 64 bits (qentry),
  * and the deferred list of frees from other arenas' threads. The region quarantine of
- * large blocks (large/quarantine.c) follows the same policy over items with sizes.
+ * large blocks (large/region_quarantine.c) follows the same policy over items with sizes.
  *
  * A slot in the quarantine, in the deferred list or held for the next allocation
  * (k->released) is used and quarantined in its slab's bits: not live, so a free of it,
@@ -15,8 +15,6 @@
 
 #include "slab/slab_life.h"
 #include "slab/slab_setup.h"
-
-#if CONFIG_SLOT_QUARANTINE
 
 static inline __attribute__((always_inline)) void release_entry(struct slab_class *k, qentry_t e)
 {
@@ -165,5 +163,3 @@ noinline void slot_quarantine_drain(struct slab_class *k)
 		put_entry(k, k->deferred[n]);
 	k->ndeferred = 0;
 }
-
-#endif

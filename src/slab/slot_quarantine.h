@@ -19,7 +19,10 @@
 
 #include "slab/slab_class.h"
 
-#if CONFIG_SLOT_QUARANTINE
+/* Does class k hold freed slots back (slot_quarantine_bytes > 0)? Without a quarantine
+ * a freed slot goes straight back to its slab, and nothing below is called. */
+static inline bool slot_quarantine_on(const struct slab_class *k) { return k->qmask != 0; }
+
 /* Slot i of the slab at pos, freed (wiped, marked quarantined), enters the quarantine;
  * an older one may leave it for its slab. */
 void slot_quarantine_put(struct slab_class *k, uint32_t pos, uint32_t i);
@@ -64,6 +67,5 @@ static inline void slot_quarantine_defer(struct slab_class *k, qentry_t e)
 	invariant(k->ndeferred < DEFERRED_MAX);
 	k->deferred[k->ndeferred++] = e;
 }
-#endif
 
 #endif

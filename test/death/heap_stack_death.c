@@ -335,7 +335,7 @@ static bool check_fatal(const struct fatal_case *c)
 	bool formed = count_traces(err, &traces, &naming);
 	bool abrt = st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
 	/* The first line names a double free: "slot was already freed (double free?)", or
-	 * without the slot quarantine (CONFIG_SLOT_QUARANTINE=0, VARIANT=light) "slot is
+	 * without the slot quarantine (slot_quarantine_bytes=0, profile light) "slot is
 	 * not allocated (double free or invalid pointer)" or "use of a pointer into a
 	 * freed slab (double free?)". */
 	size_t first = strcspn(err, "\n");

@@ -21,6 +21,7 @@
 
 #include "rampart.h"
 #include "../all_arenas.h"
+#include "../profile.h"
 
 static volatile char sink;
 static char global_buffer[64];
@@ -553,8 +554,9 @@ int main(int argc, char **argv)
 	int passed = 0, failed = 0, skipped = 0;
 	const int count = (int)(sizeof cases / sizeof *cases);
 	for (int i = 0; i < count; i++) {
-		if (cases[i].needs == 1 && !CONFIG_WRITE_AFTER_FREE_CHECK) {
-			printf("skip %-46s (no write-after-free check in this variant)\n", cases[i].name);
+		if (cases[i].needs == 1 && !test_waf_check()) {
+			printf("skip %-46s (no write-after-free check in this process: write_after_free_check=off)\n",
+			       cases[i].name);
 			skipped++;
 			continue;
 		}

@@ -22,6 +22,7 @@
 #include "rampart.h"
 #include "slab/sizeclass.h"
 #include "../all_arenas.h"
+#include "../profile.h"
 
 /* The byte past the request that each case writes (changed, whatever it was: a fixed
  * value could equal what is there). */
@@ -147,11 +148,10 @@ static void controls(void)
 #define ZERO_ON_FREE "zero-on-free (CONFIG_ZERO_ON_FREE=0): a slot's bytes past the request are not known"
 #define SLACK CAUGHT_WITH(CONFIG_ZERO_ON_FREE, SLACK_REPORT, ZERO_ON_FREE)
 
-static const struct death_case cases[] = {
+static struct death_case cases[] = {
 	/* First: where every case is compiled out, the skip names the last one's reason. */
-	{"write after free at 5000 of 4700 bytes, next owner asks 5100", slack_after_free_bigger,
-	 CAUGHT_WITH(CONFIG_WRITE_AFTER_FREE_CHECK, "write after free",
-		     "write-after-free check (CONFIG_WRITE_AFTER_FREE_CHECK=0)")},
+	{"write after free at 5000 of 4700 bytes, next owner asks 5100", slack_after_free_bigger, DIE_FATAL,
+	 "write after free"}, /* unless the check is off (main) */
 	{"105 bytes in class 128, a byte written at 115, then free", slack_128,
 	 CAUGHT_WITH(CONFIG_ZERO_ON_FREE && CONFIG_SLOT_CANARY, SLACK_REPORT,
 		     "zero-on-free or canaries (without canaries class 128 has no slack)")},
@@ -174,5 +174,6 @@ int main(int argc, char **argv)
 {
 	(void)argc;
 	all_arenas(argv); /* the free by another arena's thread */
+	if (!test_waf_check()) death_not_on(&cases[0], "write-after-free check (write_after_free_check=off)");
 	return death_run_all(cases, sizeof cases / sizeof *cases);
 }

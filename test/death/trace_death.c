@@ -9,6 +9,7 @@
  * A write into a freed slot is reported as a write after free, whichever check finds it.
  */
 #include "../harness.h"
+#include "../profile.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -97,8 +98,8 @@ static void commit_write_after_free(int unused) { (void)unused; write_after_free
 static int check_write_after_free(void)
 {
 	static char out[16384];
-	if (!CONFIG_ZERO_ON_FREE || !CONFIG_WRITE_AFTER_FREE_CHECK) {
-		printf("skip  write after free: this build does not check freed slots\n");
+	if (!CONFIG_ZERO_ON_FREE || !test_waf_check()) {
+		printf("skip  write after free: this process does not check freed slots (write_after_free_check=off)\n");
 		return 0;
 	}
 	int st = run_child(commit_write_after_free, 0, out, sizeof out);

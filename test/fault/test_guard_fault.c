@@ -456,7 +456,6 @@ static void test_fixed_map_fails(void **state) { child_passed(in_child(fixed_map
 
 /* --- the slot quarantine without its cold part --- */
 
-#if CONFIG_SLOT_QUARANTINE
 /* Frees between a victim's free and its address coming back from malloc(n). */
 static long frees_until_back(size_t n)
 {
@@ -471,7 +470,6 @@ static long frees_until_back(size_t n)
 	}
 	return -1;
 }
-#endif
 
 /* A fresh process whose first class to fill its hot quarantine entries (8-byte blocks:
  * SLOT_Q_HOT_BYTES / 16 of them, at most half the random array) cannot map its arena's
@@ -481,11 +479,15 @@ static long frees_until_back(size_t n)
  * where that is 16 times the short one). */
 static int no_cold_block(void)
 {
-#if CONFIG_SLOT_QUARANTINE
+	free(malloc(1)); /* the options are read */
+	if (!roots.opt.slot_quarantine_bytes) {
+		fprintf(stderr, "n/a   no_cold_block: no slot quarantine in this process (slot_quarantine_bytes=0)\n");
+		return 0;
+	}
 	enum { N = 3000 };
 	static void *v[N];
 	long all = SLOT_Q_MIN_RANDOM;
-	while (all < (CONFIG_SLOT_QUARANTINE_BYTES + 15) / 16 && all < SLOT_Q_MAX_RANDOM) all <<= 1;
+	while (all < (long)((roots.opt.slot_quarantine_bytes + 15) / 16) && all < SLOT_Q_MAX_RANDOM) all <<= 1;
 	if (all <= SLOT_Q_HOT_WHOLE) {
 		fprintf(stderr, "no cold part: this build keeps 16-byte slots' quarantine hot\n");
 		return 0;
@@ -510,9 +512,6 @@ static int no_cold_block(void)
 		hi = d > hi ? d : hi;
 	}
 	CHECK(lo < hi);
-#else
-	fprintf(stderr, "n/a   no_cold_block: this build has no slot quarantine\n");
-#endif
 	return 0;
 }
 
@@ -593,7 +592,7 @@ static void area_refused(void)
 		CHECK(!far_from_kernel(p));
 		/* Placed by the kernel against whatever is there: its guards are the
 		 * largest guard longer, so nothing foreign is within that distance. */
-		size_t clear = (1 + (size_t)CONFIG_GUARD_MAX_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+		size_t clear = (1 + roots.opt.large_guard_max_pages) * (size_t)sysconf(_SC_PAGESIZE);
 		CHECK(inaccessible(p - clear) && inaccessible(p + malloc_usable_size(p) + clear - 1));
 		unsigned char *q = fresh_block(5 * MiB);
 		CHECK(far_from_kernel(q));

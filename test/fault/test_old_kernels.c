@@ -236,8 +236,9 @@ static void test_intruder_old_kernel(void **state) { both(intruder_old_kernel); 
  * above the intruder, never within the largest guard of it. */
 static void area_collision(void)
 {
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), clear = (1 + (size_t)CONFIG_GUARD_MAX_PAGES) * pg;
-	(void)malloc_trim(0);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), clear;
+	(void)malloc_trim(0); /* and rampart started: its options read */
+	clear = (1 + roots.opt.large_guard_max_pages) * pg;
 	unsigned char *a = malloc(MiB);
 	check_block(a, MiB);
 	/* The top of a's region: its VMA's end (madvise), or its trail guard's (mprotect). */
@@ -324,7 +325,7 @@ static size_t resident_pages(const void *p, size_t n)
 static void free_fresh(void *p)
 {
 	free(p);
-	if (!CONFIG_REGION_QUARANTINE) malloc_trim(0);
+	if (!roots.opt.large_quarantine) malloc_trim(0);
 }
 
 static void prime(void)

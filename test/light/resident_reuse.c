@@ -8,7 +8,7 @@
  *    child touching it dies by SIGSEGV);
  *  - the block handed out again reads zero, by malloc and by calloc;
  *  - the resident bytes kept (cache_resident_bytes_now) stay within what the live blocks
- *    fell below their peak (or an eighth of config.mk's CONFIG_CACHE_RESIDENT_BYTES, if
+ *    fell below their peak (or an eighth of the option large_resident_bytes, if
  *    more), so kept and live blocks together hold no more than the live ones did, while
  *    blocks of many sizes are freed; and malloc_trim gives them all back.
  * Under the mprotect backend a sealed block would be a VMA of its own whatever the
@@ -24,11 +24,12 @@
 
 #include "rampart.h"
 #include "../harness.h"
+#include "../profile.h"
 
 #define SIZE (256u << 10)
-/* config.mk's CONFIG_CACHE_RESIDENT_BYTES and the eighth of it kept whatever the live
- * blocks do (black-box: the test sees no CONFIG_*). */
-#define RESIDENT_BOUND (64ul << 20)
+/* The option large_resident_bytes and the eighth of it kept whatever the live blocks do
+ * (black-box: the test sees no CONFIG_*). */
+#define RESIDENT_BOUND test_option("large_resident_bytes")
 #define RESIDENT_FLOOR (RESIDENT_BOUND / 8)
 
 static int failures;

@@ -215,13 +215,13 @@ static int big_blocks(void)
 	}
 	/* All of them again but what waits out of reach: the slabs in the slab quarantine
 	 * (4 blocks each) and the slots in this class's slot quarantine (its random array,
-	 * its ring of SLOT_Q_FIFO_SHIFT times as many, and the one held for the next
+	 * its ring of 2^SLOT_Q_FIFO_SHIFT times as many, and the one held for the next
 	 * allocation). */
 	size_t again = fill_big(v, cap, 0x3c);
 	printf("%zu blocks of 128 KiB after freeing them all\n", again);
 	CHECK(again <= n);
-	size_t slot_q = CONFIG_SLOT_QUARANTINE ? ((size_t)home->qmask + 1) * (1 + (1u << SLOT_Q_FIFO_SHIFT)) + 1 : 0;
-	CHECK(again + CONFIG_SLAB_QUARANTINE * 4 + slot_q >= n);
+	size_t slot_q = home->qmask ? ((size_t)home->qmask + 1) * (1 + (1u << SLOT_Q_FIFO_SHIFT)) + 1 : 0;
+	CHECK(again + roots.opt.slab_quarantine * 4 + slot_q >= n);
 	for (size_t i = 0; i < again; i++) free(v[i]);
 	free(v);
 	return 0;

@@ -20,6 +20,7 @@
 
 #include "rampart.h"
 #include "../harness.h"
+#include "../profile.h"
 
 #define HUGE ((size_t)256 << 20)
 #define FLOOR 16
@@ -37,9 +38,9 @@ static long resident_mib(void)
 
 int main(void)
 {
-#if !CONFIG_REGION_QUARANTINE
-	test_skip("built without the region quarantine (VARIANT=light): huge blocks are unmapped at once");
-#endif
+	if (!test_region_quarantine())
+		test_skip("no region quarantine in this process (large_quarantine=off, profile light): huge blocks are "
+			  "unmapped at once");
 	free(malloc(1));
 	printf("guard backend: %s\n", rampart_guard_backend());
 	/* Under RLIMIT_AS (set before the process held anything) the held regions give way

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "rampart.h"
+#include "../profile.h"
 #include "slab/sizeclass.h"
 
 #ifndef __GLIBC__
@@ -115,9 +116,9 @@ static void test_mallinfo(void)
 	/* Freed slots wait in the quarantine: free but held, counted in smblks/fsmblks. */
 	CHECK(m2.smblks >= m1.smblks && m2.fsmblks <= m2.fordblks, "smblks %zu fsmblks %zu", m2.smblks, m2.fsmblks);
 	rampart_get_heap_stats(&h);
-	/* (Without the region quarantine, VARIANT=light, they go to the cache, which joins
+	/* (Without the region quarantine, profile light, they go to the cache, which joins
 	 * neighbouring regions into one entry.) */
-	CHECK(h.large_quarantined + h.large_cached >= (CONFIG_REGION_QUARANTINE ? 3u : 1u),
+	CHECK(h.large_quarantined + h.large_cached >= (test_region_quarantine() ? 3u : 1u),
 	      "large quarantined %zu cached %zu", h.large_quarantined, h.large_cached);
 }
 
@@ -428,14 +429,14 @@ static void test_exit_reports(const char *self)
 	size_t q = 0, c = 0;
 	st = rerun(self, "--bounds", "large_cache_entries=0", out, sizeof out);
 	CHECK(st == 0 && sscanf(out, "quarantined=%zu cached=%zu", &q, &c) == 2, "'%s'", out);
-	CHECK(c == 0 && (CONFIG_REGION_QUARANTINE ? q > 0 : q == 0), "no cache: quarantined %zu cached %zu", q, c);
+	CHECK(c == 0 && (test_region_quarantine() ? q > 0 : q == 0), "no cache: quarantined %zu cached %zu", q, c);
 	st = rerun(self, "--bounds", "large_quarantine_entries=0,large_quarantine_bytes=0", out, sizeof out);
 	CHECK(st == 0 && sscanf(out, "quarantined=%zu cached=%zu", &q, &c) == 2, "'%s'", out);
 	CHECK(q <= 1 && c > 0, "no quarantine: quarantined %zu cached %zu", q, c);
 	st = rerun(self, "--bounds", "", out, sizeof out);
 	CHECK(st == 0 && sscanf(out, "quarantined=%zu cached=%zu", &q, &c) == 2, "'%s'", out);
 	/* The quarantine's ring alone holds more than the 300 frees: nothing reached the cache. */
-	CHECK(CONFIG_REGION_QUARANTINE ? q == 300 && c == 0 : q == 0 && c > 0, "defaults: quarantined %zu cached %zu", q,
+	CHECK(test_region_quarantine() ? q == 300 && c == 0 : q == 0 && c > 0, "defaults: quarantined %zu cached %zu", q,
 	      c);
 }
 

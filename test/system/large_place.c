@@ -14,7 +14,7 @@
  *  2. In the parent, with mappings of its own made in between (mmap, a thread's stack),
  *     blocks of 200,000 B, 1 MiB, 64 MiB, 50 of 300 KiB, an aligned one and one that
  *     realloc moved: no mapping that is not rampart's lies within the largest guard of
- *     any block (1 + CONFIG_GUARD_MAX_PAGES pages) of any of them. Foreign are every
+ *     any block (1 + large_guard_max_pages pages) of any of them. Foreign are every
  *     mapping that existed before the first large block (libraries, stacks, TLS,
  *     rampart's own windows, the program), every mapping the test made itself, and any
  *     file-backed or kernel-named mapping ([stack], [heap], [vdso], ...) found now.
@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 
 #include "../harness.h"
+#include "../profile.h"
 #include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
@@ -145,7 +146,7 @@ static int distances(void)
 	nforeign = 0;
 	if (!read_maps(false)) test_skip("cannot read /proc/self/maps");
 	unsigned before = nforeign;
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), dist = (1 + (size_t)CONFIG_GUARD_MAX_PAGES) * pg;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), dist = (1 + test_option("large_guard_max_pages")) * pg;
 	/* A thread that keeps its stack mapped (joined, not detached: glibc caches it). */
 	pthread_t t;
 	pthread_attr_t attr;

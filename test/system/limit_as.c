@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../harness.h"
+#include "../profile.h"
 #include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
@@ -117,7 +118,7 @@ static int workload(size_t limit)
 	 * once rather than pushing every other freed region out of the quarantine. */
 	struct rampart_stats held;
 	rampart_get_stats(&held);
-	CHECK(held.quarantine_bytes_now > 0 || !CONFIG_REGION_QUARANTINE);
+	CHECK(held.quarantine_bytes_now > 0 || !test_region_quarantine());
 	free(buf);
 	if (n > limit / 16) {
 		struct rampart_stats now;
@@ -128,7 +129,7 @@ static int workload(size_t limit)
 	/* Too big for the limit: refused at once, and the quarantine is not given up for it. */
 	struct rampart_stats before, after;
 	rampart_get_stats(&before);
-	CHECK(before.quarantine_bytes_now > 0 || !CONFIG_REGION_QUARANTINE);
+	CHECK(before.quarantine_bytes_now > 0 || !test_region_quarantine());
 	errno = 0;
 	CHECK(malloc(limit + GiB) == NULL && errno == ENOMEM);
 	rampart_get_stats(&after);

@@ -5,7 +5,7 @@
  * After mlockall(MCL_CURRENT|MCL_FUTURE) guard markers cannot be installed (EINVAL on
  * locked mappings), the madvise backend is latched off and every guard slab becomes a
  * PROT_NONE hole costing up to two VMAs. Guard positions must then follow the
- * mprotect interval (a guard every CONFIG_GUARD_SLAB_INTERVAL_MPROTECT slabs), not the
+ * mprotect interval (a guard every slab_guard_interval_mprotect slabs), not the
  * madvise one (every slab): 400,000 live 200-byte blocks (about 5,500 slabs of the
  * 224-byte class) add about 1,450 VMAs at the mprotect spacing and about 11,000 at the
  * madvise spacing. The bound asserted, 3,000, sits well between the two.

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "../profile.h"
 #include "rampart.h"
 
 #define TRIALS 15
@@ -109,9 +110,11 @@ static int limited(void)
 int main(int argc, char **argv)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
-	if (!CONFIG_REGION_QUARANTINE) test_skip("this build has no region quarantine (CONFIG_REGION_QUARANTINE=0)");
-	if (CONFIG_REGION_QUARANTINE_FIFO < 1000 || CONFIG_REGION_QUARANTINE_BYTES < 2 * ((size_t)1 << 30))
-		test_skip("this build's region quarantine is shorter than the default one");
+	if (!test_region_quarantine())
+		test_skip("no region quarantine in this process (large_quarantine=off: profile %s)",
+			  test_profile_light() ? "light" : "strong");
+	if (test_option("large_quarantine_entries") < 1000 || test_option("large_quarantine_bytes") < 2 * ((size_t)1 << 30))
+		test_skip("this process's region quarantine is shorter than the default one");
 	if (argc == 2 && !strcmp(argv[1], "limited")) return limited();
 	printf("guard backend %s, no limit:\n", rampart_guard_backend());
 	int failed = 0;

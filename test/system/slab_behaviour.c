@@ -17,6 +17,7 @@
 
 #include "rampart.h"
 #include "../all_arenas.h"
+#include "../profile.h"
 
 #define CHECK(cond)                                                                        \
 	do {                                                                               \
@@ -99,7 +100,6 @@ static void fresh_pages_fault_once(void)
  * enter the quarantine: they count as quarantined at once (a second free is caught),
  * and they are not lost: churn where one thread allocates and another frees keeps the
  * quarantine and the open slabs bounded. */
-#if CONFIG_SLOT_QUARANTINE
 static struct rampart_class_stats class_of(size_t usable)
 {
 	struct rampart_heap_stats *h = malloc(sizeof *h);
@@ -118,11 +118,13 @@ static void *free_all(void *arg)
 	for (int i = 0; v[i]; i++) free(v[i]);
 	return malloc(200); /* where this thread's blocks of the class live */
 }
-#endif
 
 static void cross_arena_frees(void)
 {
-#if CONFIG_SLOT_QUARANTINE
+	if (!test_slot_quarantine()) {
+		printf("cross_arena_frees: n/a, no slot quarantine in this process (slot_quarantine_bytes=0)\n");
+		return;
+	}
 	enum { N = 3000, SIZE = 200, FEW = 10 };
 	static void *v[N + 1];
 	/* A few frees from another thread: counted as quarantined, no longer live. */
@@ -158,14 +160,13 @@ static void cross_arena_frees(void)
 		}
 	}
 	printf("cross_arena_frees: ok (quarantined %zu, open %zu KiB)\n", held, open >> 10);
-#endif
 }
 
 /* Frees from another arena's thread wait in that thread's batch for their class (up to
  * CONFIG_SLAB_FREE_BATCH of them) and enter the quarantine a batch at a time: when the
  * batch is full, at malloc_trim in that thread, and at its exit. Until then they count
  * as live in the statistics; none is lost. */
-#if CONFIG_SLOT_QUARANTINE && CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
+#if CONFIG_SLOT_CANARY && CONFIG_SLAB_FREE_BATCH
 struct batcher {
 	void **v;
 	int n;
@@ -199,6 +200,11 @@ static void batcher_tell(struct batcher *b, char c)
 static void batched_frees(void)
 {
 	enum { SIZE = 300, FEW = CONFIG_SLAB_FREE_BATCH - 1, MANY = 1000 };
+	if (!test_slot_quarantine()) {
+		printf("batched_frees: n/a, no slot quarantine in this process (slot_quarantine_bytes=0): "
+		       "frees are not batched\n");
+		return;
+	}
 	static void *v[MANY];
 	static struct batcher b;
 	pthread_t t;

@@ -9,7 +9,7 @@
  * per class. Prints min / median / max per class (the README quotes them) and fails if
  * a class
  *  - hands a slot back after fewer frees than its FIFO holds (the floor): 2 x the
- *    random array's entries, which are CONFIG_SLOT_QUARANTINE_BYTES of slots rounded up
+ *    random array's entries, which are slot_quarantine_bytes of slots rounded up
  *    to a power of two, at least 4 (slab_setup.c);
  *  - takes the same count in every trial (the random array's draws are not random);
  *  - up to 16 KiB, in the default sizing, has a median below hardened_malloc's for the
@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "../profile.h"
 #include "slab/slab_class.h"
 
 /* Trials per class: with 15 the median is the 8th count, which lies below the FIFO's
@@ -54,7 +55,7 @@ static const long HM_MEDIAN[] = {
 	29, 30, 29, 28, 14,                                              /* 9216 .. 16 KiB */
 };
 #define HM_CLASSES (sizeof HM_MEDIAN / sizeof *HM_MEDIAN)
-/* The sizing HM_MEDIAN holds for: CONFIG_SLOT_QUARANTINE_BYTES's default. */
+/* The sizing HM_MEDIAN holds for: slot_quarantine_bytes under profile strong. */
 #define DEFAULT_SLOT_QUARANTINE_BYTES 131072
 
 int malloc_trim(size_t pad);
@@ -68,7 +69,7 @@ static int cmp_long(const void *a, const void *b)
 /* The FIFO's length for class c: no slot comes back before it has passed. */
 static long fifo_floor(unsigned c)
 {
-	uint64_t want = ((uint64_t)CONFIG_SLOT_QUARANTINE_BYTES + sc_size(c) - 1) / sc_size(c);
+	uint64_t want = ((uint64_t)test_option("slot_quarantine_bytes") + sc_size(c) - 1) / sc_size(c);
 	uint64_t n = SLOT_Q_MIN_RANDOM;
 	while (n < want && n < SLOT_Q_MAX_RANDOM) n <<= 1;
 	return (long)(n << SLOT_Q_FIFO_SHIFT);
@@ -176,10 +177,11 @@ static long thread_exit(unsigned c) { return frees_after_thread_exit(sc_usable(c
 
 int main(void)
 {
-	if (!CONFIG_SLOT_QUARANTINE) /* VARIANT=light: the freed slot is the next one out */
-		test_skip("this build has no slot quarantine (CONFIG_SLOT_QUARANTINE=0)");
+	if (!test_slot_quarantine()) /* profile light: the freed slot is the next one out */
+		test_skip("no slot quarantine in this process (slot_quarantine_bytes=0: profile %s)",
+			  test_profile_light() ? "light" : "strong");
 	_Static_assert(HM_CLASSES == 44, "HM_MEDIAN covers the classes of 16 B to 16 KiB slots");
-	bool compare = CONFIG_SLOT_QUARANTINE_BYTES >= DEFAULT_SLOT_QUARANTINE_BYTES;
+	bool compare = test_option("slot_quarantine_bytes") >= DEFAULT_SLOT_QUARANTINE_BYTES;
 	int failed = 0;
 	long v[TRIALS];
 	printf("class  size  frees before reuse: min  median  max   floor  hardened_malloc median\n");
@@ -200,7 +202,7 @@ int main(void)
 		failed |= *bad != 0;
 	}
 	if (!compare)
-		printf("CONFIG_SLOT_QUARANTINE_BYTES below the default: medians not compared with hardened_malloc's\n");
+		printf("slot_quarantine_bytes below strong's: medians not compared with hardened_malloc's\n");
 
 	/* malloc_trim between frees (it gives the slot that left the quarantine back to its
 	 * slab, and the calling thread's batches to the quarantine): never earlier. Classes

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "../harness.h"
+#include "base/roots.h"
 #include "large/large.h"
 #include "os/os.h"
 #include "large/populate.h"
@@ -300,21 +301,17 @@ START_TEST(test_quarantine)
 	unsigned char *p[N];
 	for (int i = 0; i < N; i++) p[i] = malloc(256 * KiB);
 	for (int i = 0; i < N; i++) free(p[i]);
-#if CONFIG_REGION_QUARANTINE
-	ck_assert_uint_gt(stats().quarantine_now, 0);
-#endif
+	if (roots.opt.large_quarantine) ck_assert_uint_gt(stats().quarantine_now, 0);
 	for (int i = 0; i < N; i++) ck_assert(inaccessible(p[i]));
 	unsigned char *q[N];
 	for (int i = 0; i < N; i++) {
 		q[i] = malloc(256 * KiB);
-#if CONFIG_REGION_QUARANTINE
 		/* The last frees are certainly still in quarantine (the ring alone holds more). */
-		for (int j = N - 8; j < N; j++) {
+		for (int j = N - 8; j < N && roots.opt.large_quarantine; j++) {
 			struct rampart_stats st = stats();
 			ck_assert_msg(q[i] != p[j], "q[%d] reuses p[%d] %p: quarantine %lu cache %lu hits %lu", i, j,
 				      (void *)q[i], st.quarantine_now, st.cache_now, st.cache_hits);
 		}
-#endif
 	}
 	for (int i = 0; i < N; i++) free(q[i]);
 }
@@ -353,7 +350,8 @@ static size_t resident_pages(const void *p, size_t n);
 
 START_TEST(test_very_large)
 {
-#if CONFIG_REGION_QUARANTINE /* without it (VARIANT=light) every freed region goes to the cache */
+	/* Without the region quarantine (profile light) every freed region goes to the cache. */
+	if (!roots.opt.large_quarantine) return;
 	static const size_t sizes[] = {(size_t)CONFIG_REGION_QUARANTINE_SKIP, (size_t)CONFIG_REGION_QUARANTINE_SKIP + MiB};
 	for (size_t k = 0; k < 2; k++) {
 		size_t n = sizes[k];
@@ -383,7 +381,6 @@ START_TEST(test_very_large)
 	unsigned long held_before = stats().quarantine_now;
 	for (int i = 0; i < CONFIG_HUGE_QUARANTINE_FIFO + CONFIG_HUGE_QUARANTINE_RANDOM; i++) free(malloc(sizes[0]));
 	ck_assert_uint_le(stats().quarantine_now, held_before + CONFIG_HUGE_QUARANTINE_FIFO + CONFIG_HUGE_QUARANTINE_RANDOM - 4);
-#endif
 }
 END_TEST
 
@@ -461,7 +458,7 @@ static size_t populated_pages(size_t n) { return (n - 2 * witness(n)) / pg; }
 static void free_fresh(void *p)
 {
 	free(p);
-	if (!CONFIG_REGION_QUARANTINE) malloc_trim(0);
+	if (!roots.opt.large_quarantine) malloc_trim(0);
 }
 
 static void let_credit_lapse(void) { usleep((CONFIG_LARGE_REFILL_MS + 100) * 1000); }

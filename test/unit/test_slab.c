@@ -167,7 +167,7 @@ END_TEST
 /* A freed slot is not handed out again while fewer frees than the FIFO length follow. */
 START_TEST(quarantine_holds_freed_slot)
 {
-#if CONFIG_SLOT_QUARANTINE
+	if (!roots.opt.slot_quarantine_bytes) return; /* profile light: none */
 	enum { OTHERS = 100, ALLOCS = 3000 };
 	void *others[OTHERS], *got[ALLOCS];
 	void *victim = malloc(100);
@@ -182,11 +182,9 @@ START_TEST(quarantine_holds_freed_slot)
 	for (int i = 0; i < ALLOCS; i++) free(got[i]);
 	/* The victim is still recognised as freed while in the quarantine. */
 	ck_assert(object_size_is_fatal(victim));
-#endif
 }
 END_TEST
 
-#if CONFIG_SLOT_QUARANTINE
 /* The address of the slot k holds for its next allocation, or NULL. */
 static char *released_slot(struct slab_class *k)
 {
@@ -203,14 +201,13 @@ static char *free_until_released(struct slab_class *k, void **v, int n, int *nex
 	while (!k->released && *next < n) free(v[(*next)++]);
 	return released_slot(k);
 }
-#endif
 
 /* The slot that leaves the quarantine is held, still freed, for the class's next
  * allocation: a free or a size question about it is fatal until then, the next
  * allocation of the class gets exactly it, and malloc_trim gives it back to its slab. */
 START_TEST(released_slot_goes_to_next_allocation)
 {
-#if CONFIG_SLOT_QUARANTINE
+	if (!roots.opt.slot_quarantine_bytes) return; /* profile light: none */
 	/* More than the class's quarantine holds (2,048 + 4,096 slots of 112 bytes) and
 	 * the 21 rounds below take. */
 	enum { N = 8000 };
@@ -243,7 +240,6 @@ START_TEST(released_slot_goes_to_next_allocation)
 	/* Free in its slab, or its slab emptied and closed by the trim. */
 	ck_assert(s->state != SLAB_ACTIVE || (!(s->bits[i >> 6].used >> (i & 63) & 1) && s->nused == in_use - 1));
 	while (next < N) free(v[next++]);
-#endif
 }
 END_TEST
 
@@ -914,12 +910,12 @@ START_TEST(empty_slabs_follow_peak)
 	/* The same slabs again, and as many more as the slots the quarantine holds back fill
 	 * (they are not there for the next build). */
 	size_t held = 0;
-#if CONFIG_SLOT_QUARANTINE
+	if (roots.opt.slot_quarantine_bytes) {
 	const struct area_span *span;
 	const struct slab_class *k = class_at((uintptr_t)v[0], &span);
 	ck_assert_ptr_nonnull(k);
 	held = ((size_t)k->qmask + 1) * (1 + (1u << SLOT_Q_FIFO_SHIFT)) + 1;
-#endif
+	}
 	ck_assert_uint_le(f.slabs_active + f.slabs_empty, open + 1 + (held + slots - 1) / slots);
 	/* Left alone while a class of 100-byte slots works (its slabs open and empty): the
 	 * idle class gives its slabs back within a few decay periods. */
@@ -998,9 +994,8 @@ static void fork_and_compare(bool threads)
 	int small_same = 0, large_same = 0;
 	for (int i = 0; i < FORK_DRAWS - 8; i++) small_same += mine[i] == theirs[i];
 	for (int i = FORK_DRAWS - 8; i < FORK_DRAWS; i++) large_same += mine[i] == theirs[i];
-#if CONFIG_SLOT_RANDOM
-	ck_assert_int_lt(small_same, FORK_DRAWS - 8); /* built without random slots: in order */
-#endif
+	if (roots.opt.slot_random) /* in order without random slots */
+		ck_assert_int_lt(small_same, FORK_DRAWS - 8);
 	ck_assert_int_lt(large_same, 8);
 }
 
@@ -1034,6 +1029,7 @@ static void *free_from_other_arena(void *p)
 START_TEST(batch_pool_state_in_metadata)
 {
 #if SLAB_FREE_BATCHES
+	if (!roots.opt.slot_quarantine_bytes) return; /* profile light: frees are not batched */
 	void *p = malloc(64);
 	ck_assert_ptr_nonnull(p);
 	pthread_t th;

@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 
 #include "../harness.h"
+#include "../profile.h"
 #include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
@@ -228,14 +229,14 @@ static void freed_large(void)
 	for (int i = 0; i < N; i++) {
 		o[i] = malloc(n);
 		CHECK(o[i] != NULL);
-		CHECK(o[i] + n <= L || o[i] >= L + n || !CONFIG_REGION_QUARANTINE);
+		CHECK(o[i] + n <= L || o[i] >= L + n || !test_region_quarantine());
 		fill(o[i], n, 30 + (unsigned)i);
 	}
 	/* The kernel writes into the pages it pinned; none of them is any block's now. */
 	put_pattern(n, (off_t)n, 22);
 	CHECK(rw_fixed(false, L, n, (off_t)n, 0) == (long)n);
 	for (int i = 0; i < N; i++) CHECK(same(o[i], n, 30 + (unsigned)i));
-	CHECK(inaccessible(L) || !CONFIG_REGION_QUARANTINE);
+	CHECK(inaccessible(L) || !test_region_quarantine());
 	for (int i = 0; i < N; i++) free(o[i]);
 
 	/* Churn until part of the range is handed out again (after the quarantine, from
@@ -320,7 +321,7 @@ static void freed_slab(void)
 	CHECK(io_uring_unregister_buffers(&ring) == 0);
 
 	slab_freed = S;
-	if (CONFIG_WRITE_AFTER_FREE_CHECK) churn_class();
+	if (test_waf_check()) churn_class();
 	/* Without the check this process keeps the dirty slot: its blocks stay allocated so
 	 * no free of a neighbour looks at it, and the class is not used again here. */
 }
@@ -474,15 +475,15 @@ static void all_parts(void)
 	snprintf(name, sizeof name, "%slarge block freed while registered", pre);
 	failed += 1 == run(name, part_freed_large);
 	snprintf(name, sizeof name, "%sslab block freed while registered", pre);
-	/* Without the slot quarantine (VARIANT=light) the freed slot is the next one handed
+	/* Without the slot quarantine (profile light) the freed slot is the next one handed
 	 * out, and the kernel's write lands in that block: nothing here to keep it off. */
-	if (CONFIG_SLOT_QUARANTINE && CONFIG_WRITE_AFTER_FREE_CHECK) {
+	if (test_slot_quarantine() && test_waf_check()) {
 		strncat(name, ", written by the kernel after free, then the class churned", sizeof name - strlen(name) - 1);
 		struct death_case c = {name, part_freed_slab, DIE_FATAL, "write after free"};
 		failed += !death_run(&c);
-	} else if (CONFIG_SLOT_QUARANTINE) {
+	} else if (test_slot_quarantine()) {
 		failed += 1 == run(name, part_freed_slab);
-	} else printf("n/a   %s: this build has no slot quarantine (CONFIG_SLOT_QUARANTINE=0)\n", name);
+	} else printf("n/a   %s: no slot quarantine in this process (slot_quarantine_bytes=0)\n", name);
 	snprintf(name, sizeof name, "%sranges reaching into guards fail to register", pre);
 	failed += 1 == run(name, part_guard_ranges);
 }
