@@ -333,6 +333,28 @@ static void counters_by_name(void)
 	free(big);
 }
 
+/* The profile and the options in effect, by name: the same answer both ways, a key
+ * that is no number (a file name) or no option, and a null argument, are errors. */
+static void options_by_name(void)
+{
+	free(malloc(1));
+	const char *name = rampart_profile();
+	CHECK(!strcmp(name, "strong") || !strcmp(name, "light"));
+	unsigned long v = 12345, q = 12345;
+	CHECK(rampart_get_option("profile", &v) == 0 && v == (strcmp(name, "light") == 0));
+	CHECK(rampart_get_option("slot_quarantine_bytes", &q) == 0);
+	CHECK(v == 1 ? q == 0 : q > 0); /* light holds no freed slot back (unless told to) */
+	CHECK(rampart_get_option("large_cache_entries", &v) == 0);
+	errno = 0;
+	CHECK(rampart_get_option("no_such_option", &v) == -1 && errno == ENOENT);
+	errno = 0;
+	CHECK(rampart_get_option("stats_file", &v) == -1 && errno == ENOENT);
+	errno = 0;
+	CHECK(rampart_get_option(NULL, &v) == -1 && errno == EINVAL);
+	errno = 0;
+	CHECK(rampart_get_option("profile", NULL) == -1 && errno == EINVAL);
+}
+
 static void die_double_free(void)
 {
 	void *p = malloc(50);
@@ -359,6 +381,7 @@ int main(void)
 	guards();
 	threads_and_fork();
 	counters_by_name();
+	options_by_name();
 	struct death_case dc = {"double free", die_double_free, DIE_FATAL, "double free"};
 	CHECK(death_run(&dc));
 

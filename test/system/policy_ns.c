@@ -28,6 +28,11 @@
  *  - the name run by: a rule naming a symlink to this program (by name or full path)
  *    applies when the program is run through it, a rule naming a made-up argv[0] does
  *    not, and verbose=1 says which name the rule matched;
+ *  - the profile: strong by default, light by RAMPART_OPTIONS, by a rule naming the
+ *    program or the symlink it was started by (verbose=1 names the rule's line), a later
+ *    rule setting one of its options back; the environment wins over the file; the
+ *    program's setenv, mallopt and malloc_trim after start-up change nothing (what it
+ *    reads and what a freed slot does); a set-user-ID copy takes it from the file alone;
  *  - AT_SECURE: a set-user-ID copy run by an unprivileged user obeys the file and
  *    ignores RAMPART_OPTIONS, and a symlink to it named after a rule does not bring it
  *    that rule; nor do rules by basename or glob, and while a hard link to it exists
@@ -103,6 +108,33 @@ static int child(const char *scenario)
 		}
 		printf("backend=%s usable1=%zu labels=%d vm_gib=%ld fork=%s\n", rampart_guard_backend(), usable, labels,
 		       gib, fork_backend);
+		return 0;
+	}
+	if (!strcmp(scenario, "profile")) {
+		/* The profile in effect, and what it does: under light a freed slot is the
+		 * next one its class hands out; under strong it waits in the quarantine. */
+		void *p = malloc(200);
+		free(p);
+		void *q = malloc(200);
+		int reused = p == q;
+		free(q);
+		char before[32];
+		snprintf(before, sizeof before, "%s", rampart_profile());
+		/* The program tries to change it: the environment, mallopt, malloc_trim. None
+		 * of them reads the options again. */
+		setenv("RAMPART_OPTIONS", "profile=light,slot_quarantine_bytes=0,write_after_free_check=off", 1);
+		(void)mallopt(M_PERTURB, 0);
+		(void)mallopt(M_MXFAST, 0);
+		(void)malloc_trim(0);
+		unsigned long sq = 12345;
+		int got = rampart_get_option("slot_quarantine_bytes", &sq);
+		void *a = malloc(200);
+		free(a);
+		void *b = malloc(200);
+		int reused_after = a == b;
+		free(b);
+		printf("profile=%s after=%s slot_q=%lu got=%d reused=%d reused_after=%d\n", before, rampart_profile(), sq, got,
+		       reused, reused_after);
 		return 0;
 	}
 	if (!strcmp(scenario, "double_free")) {
@@ -384,6 +416,78 @@ static void cases_run_as(void)
 	unlink(link);
 }
 
+/* The suite's RAMPART_OPTIONS without any profile entry (check-configs runs the suite
+ * with profile=light first), into buf. */
+static const char *opts_without_profile(char *buf, size_t cap, const char *extra)
+{
+	buf[0] = 0;
+	const char *p = base_opts ? base_opts : "";
+	while (*p) {
+		size_t n = strcspn(p, ",:");
+		if (strncmp(p, "profile=", 8) != 0 && n)
+			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%.*s", buf[0] ? "," : "", (int)n, p);
+		p += n + (p[n] != 0);
+	}
+	if (extra) snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? "," : "", extra);
+	return buf;
+}
+
+static bool is_profile(const struct result *r, const char *name)
+{
+	char want[96];
+	snprintf(want, sizeof want, "profile=%s after=%s slot_q=", name, name);
+	bool light = !strcmp(name, "light");
+	return r->status == 0 && strstr(r->out, want) && strstr(r->out, " got=0 ") &&
+	       strstr(r->out, light ? "slot_q=0 " : "slot_q=131072 ") &&
+	       strstr(r->out, light ? "reused=1 reused_after=1" : "reused=0 reused_after=0");
+}
+
+/* The profile: chosen by RAMPART_OPTIONS or by a rule, by any name of the program;
+ * fixed at start-up whatever the program does later. */
+static void cases_profile(void)
+{
+	char opts[256], verbose[256], link[128], text[8192];
+	const char *plain = opts_without_profile(opts, sizeof opts, NULL);
+	opts_without_profile(verbose, sizeof verbose, "verbose=1");
+	struct result r;
+
+	no_conf();
+	r = run("profile", plain);
+	expect(is_profile(&r, "strong"), "profile: strong by default; setenv, mallopt and malloc_trim change nothing", &r);
+	char light_opts[256];
+	opts_without_profile(light_opts, sizeof light_opts, "profile=light");
+	r = run("profile", light_opts);
+	expect(is_profile(&r, "light"), "profile: light by RAMPART_OPTIONS, and it stays light", &r);
+
+	snprintf(text, sizeof text, "%s profile=light\n", strrchr(self, '/') + 1);
+	conf(text, 0, 0644);
+	r = run("profile", verbose);
+	expect(is_profile(&r, "light") && strstr(r.err, "profile light (" CONF ":1: slot_random=off,"),
+	       "profile: light by a rule naming the program; verbose=1 says where it came from", &r);
+	char both[256];
+	opts_without_profile(both, sizeof both, "profile=strong");
+	r = run("profile", both);
+	expect(is_profile(&r, "strong"), "profile: RAMPART_OPTIONS wins over the rule for an ordinary program", &r);
+
+	wpath(link, sizeof link, "prof-light");
+	CHECK(symlink(self, link) == 0);
+	conf("prof-* profile=light\n", 0, 0644);
+	r = run_as(link, "profile", plain, 0);
+	expect(is_profile(&r, "light"), "profile: a rule for the name the program was started by applies", &r);
+	r = run("profile", plain);
+	expect(is_profile(&r, "strong"), "... and not when it is started by its own path", &r);
+	unlink(link);
+
+	/* A rule sets the profile, then one of its options back. */
+	snprintf(text, sizeof text, "* profile=light\n%s slot_quarantine_bytes=128k\n", self);
+	conf(text, 0, 0644);
+	r = run("profile", plain);
+	expect(r.status == 0 && strstr(r.out, "profile=light after=light slot_q=131072 ") &&
+		       strstr(r.out, "reused=0 reused_after=0"),
+	       "profile: a later rule gives light back its slot quarantine", &r);
+	no_conf();
+}
+
 /* A set-user-ID root copy of this program, run by nobody: AT_SECURE. */
 static void cases_secure(void)
 {
@@ -455,6 +559,16 @@ static void cases_secure(void)
 	unlink(hard);
 	r = run_as(copy, "state", NULL, 65534);
 	expect(passthrough_or_unavailable(&r), "AT_SECURE: ... which applies again once the link is gone", &r);
+
+	/* The profile of a privileged program: from the file alone. */
+	no_conf();
+	r = run_as(copy, "profile", "profile=light", 65534);
+	expect(is_profile(&r, "strong"), "AT_SECURE: RAMPART_OPTIONS=profile=light is ignored", &r);
+	snprintf(text, sizeof text, "%s profile=light\n", copy);
+	conf(text, 0, 0644);
+	r = run_as(copy, "profile", "profile=strong", 65534);
+	expect(is_profile(&r, "light"), "AT_SECURE: the rule naming its path gives it light, whatever the environment", &r);
+	no_conf();
 	unlink(copy);
 }
 
@@ -519,6 +633,7 @@ int main(int argc, char **argv)
 	cases_passthrough();
 	cases_errors();
 	cases_run_as();
+	cases_profile();
 	cases_secure();
 	/* The namespace's mounts go with the process; the directory on the host stays
 	 * unless removed from there: from here it is the tmpfs's mount point. */

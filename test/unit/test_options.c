@@ -250,6 +250,90 @@ END_TEST
 
 /* stats_file=PATH is copied into the options (which outlive the text they came from);
  * a path that does not fit is refused whole, never cut. */
+/* A profile sets its options where it stands; an option after it overrides one of them,
+ * one before it is overridden; the last profile wins; a bad name changes nothing. */
+START_TEST(test_profile)
+{
+	char warn[512];
+	struct options strong, o;
+	options_default(&strong);
+	ck_assert_int_eq(strong.profile, CONFIG_PROFILE_LIGHT ? PROFILE_LIGHT : PROFILE_STRONG);
+	ck_assert_str_eq(options_profile_from(&strong), "default");
+
+	o = parse_all("profile=light", warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert_int_eq(o.profile, PROFILE_LIGHT);
+	ck_assert_str_eq(options_profile_from(&o), "RAMPART_OPTIONS");
+	ck_assert_int_eq(o.slot_random, CONFIG_LIGHT_SLOT_RANDOM);
+	ck_assert_int_eq(o.write_after_free_check, CONFIG_LIGHT_WRITE_AFTER_FREE_CHECK);
+	ck_assert_uint_eq(o.slot_quarantine_bytes, CONFIG_LIGHT_SLOT_QUARANTINE_BYTES);
+	ck_assert_uint_eq(o.slab_quarantine, CONFIG_LIGHT_SLAB_QUARANTINE);
+	ck_assert_uint_eq(o.slab_guard_interval, CONFIG_LIGHT_GUARD_SLAB_INTERVAL);
+	ck_assert_uint_eq(o.slab_guard_interval_mprotect, CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT);
+	ck_assert_int_eq(o.large_quarantine, CONFIG_LIGHT_REGION_QUARANTINE);
+	ck_assert_uint_eq(o.large_guard_max_pages, CONFIG_LIGHT_GUARD_MAX_PAGES);
+	/* What no profile sets keeps its default. */
+	ck_assert_uint_eq(o.large_cache_entries, strong.large_cache_entries);
+	ck_assert_int_eq(o.sized_free, strong.sized_free);
+
+	/* strong: the table's defaults, over a light one. */
+	o = parse_all("profile=light,profile=strong", warn, sizeof warn);
+	ck_assert_int_eq(o.profile, PROFILE_STRONG);
+	ck_assert_int_eq(o.slot_random, CONFIG_SLOT_RANDOM);
+	ck_assert_uint_eq(o.slot_quarantine_bytes, CONFIG_SLOT_QUARANTINE_BYTES);
+	ck_assert_int_eq(o.write_after_free_check, CONFIG_WRITE_AFTER_FREE_CHECK && CONFIG_ZERO_ON_FREE);
+	ck_assert_int_eq(o.large_quarantine, CONFIG_REGION_QUARANTINE);
+	ck_assert_uint_eq(o.large_guard_max_pages, CONFIG_GUARD_MAX_PAGES);
+
+	/* After the profile: the option wins; before it: the profile does. */
+	o = parse_all("profile=light,slot_quarantine_bytes=64k,slot_random=on", warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert_int_eq(o.profile, PROFILE_LIGHT);
+	ck_assert_uint_eq(o.slot_quarantine_bytes, 64 << 10);
+	ck_assert_int_eq(o.slot_random, true);
+	ck_assert_int_eq(o.large_quarantine, CONFIG_LIGHT_REGION_QUARANTINE);
+	o = parse_all("slot_quarantine_bytes=64k,profile=light", warn, sizeof warn);
+	ck_assert_uint_eq(o.slot_quarantine_bytes, CONFIG_LIGHT_SLOT_QUARANTINE_BYTES);
+
+	/* Bad values: reported, nothing changed. */
+	o = parse_all("profile=medium", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "bad value 'medium' for profile: expected strong or light"), "%s", warn);
+	ck_assert_int_eq(o.profile, strong.profile);
+	ck_assert_uint_eq(o.slot_quarantine_bytes, strong.slot_quarantine_bytes);
+	o = parse_all("slot_quarantine_bytes=17m", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "too big"), "%s", warn);
+	ck_assert_uint_eq(o.slot_quarantine_bytes, strong.slot_quarantine_bytes);
+	o = parse_all("slab_quarantine=1000", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "too big"), "%s", warn);
+	o = parse_all("large_quarantine=maybe", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "expected on or off"), "%s", warn);
+	if (!CONFIG_ZERO_ON_FREE) {
+		o = parse_all("write_after_free_check=on", warn, sizeof warn);
+		ck_assert_msg(strstr(warn, "CONFIG_ZERO_ON_FREE=0"), "%s", warn);
+		ck_assert_int_eq(o.write_after_free_check, false);
+	}
+
+	/* The line verbose=1 prints, and the values by name. */
+	o = parse_all("profile=light,slot_random=on", warn, sizeof warn);
+	char line[512];
+	struct out w = out_string(line, sizeof line);
+	options_say_profile(&w, &o);
+	ck_assert_msg(!strncmp(line, "profile light (RAMPART_OPTIONS: slot_random=on, write_after_free_check=off, "
+				    "slot_quarantine_bytes=0, ", 91), "%s", line);
+	ck_assert_msg(strstr(line, "large_quarantine=off, large_guard_max_pages=4)"), "%s", line);
+	unsigned long v = 99;
+	ck_assert_int_eq(options_value(&o, "profile", &v), 0);
+	ck_assert_uint_eq(v, PROFILE_LIGHT);
+	ck_assert_int_eq(options_value(&o, "slot_random", &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(options_value(&o, "large_guard_max_pages", &v), 0);
+	ck_assert_uint_eq(v, CONFIG_LIGHT_GUARD_MAX_PAGES);
+	ck_assert_int_eq(options_value(&o, "stats_file", &v), -1);
+	ck_assert_int_eq(options_value(&o, "no_such_option", &v), -1);
+	ck_assert_int_eq(options_value(&o, NULL, &v), -1);
+}
+END_TEST
+
 START_TEST(test_stats_file)
 {
 	char warn[512], text[OPTIONS_PATH_MAX + 64];
@@ -391,6 +475,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_parse_check_at_exit);
 	tcase_add_test(t, test_grammar);
 	tcase_add_test(t, test_knobs);
+	tcase_add_test(t, test_profile);
 	tcase_add_test(t, test_stats_file);
 	tcase_add_test(t, test_help);
 	tcase_add_test(t, test_read_env);
