@@ -140,10 +140,14 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	 * since the wipe: calloc must return zeros to a correct program whatever a buggy
 	 * one did. */
 	size_t known_zero = 0;
+#if CONFIG_ZERO_ON_FREE /* without it the option cannot be on (front/options.c) */
 	if (k->check_reuse) {
 		if (unlikely(!all_zero(p, owned))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
 		known_zero = owned;
 	}
+#else
+	(void)owned;
+#endif
 	if (zero && size > known_zero) memset(p + known_zero, 0, size - known_zero);
 	return p;
 }
