@@ -14,16 +14,17 @@
 
 #include "base/option_table.h"
 
-static int entry(const char *key, const char *values, enum option_kind kind, const void *def, size_t most,
-		 const char *doc)
+static int entry(const char *key, enum option_kind kind, const void *def, size_t most, const char *doc)
 {
+	char values[64];
 	/* Plain text only: no escapes to undo, no line that troff would take for a request. */
 	if (strchr(doc, '\\') || doc[0] == '.' || doc[0] == '\'') {
 		fprintf(stderr, "options_man: the doc string of %s needs man escapes: rephrase it\n", key);
 		return 1;
 	}
 	char num[24];
-	printf(".TP\n\\fB%s\\fP=\\fI%s\\fP\n%s (default %s", key, values, doc, option_value_text(kind, def, num));
+	printf(".TP\n\\fB%s\\fP=\\fI%s\\fP\n%s (default %s", key, option_values_text(kind, values), doc,
+	       option_value_text(kind, def, num));
 	if (kind == OPTION_SIZE || kind == OPTION_COUNT) printf(", at most %zu", most);
 	printf(")\n");
 	return 0;
@@ -35,7 +36,7 @@ int main(void)
 	options_default(&d);
 	int bad = 0;
 #define OPTION_ENTRY(key, kind, def, most, doc) \
-	bad |= entry(#key, OPTION_VALUES_##kind, OPTION_##kind, &d.key, most, doc);
+	bad |= entry(#key, OPTION_##kind, &d.key, most, doc);
 	RAMPART_OPTION_TABLE(OPTION_ENTRY)
 #undef OPTION_ENTRY
 	return bad;

@@ -44,8 +44,8 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
  * which both print from the table. */
 #define RAMPART_OPTION_TABLE(X)                                                                           \
 	X(profile, PROFILE, PROFILE_STRONG, 0,                                                             \
-	  "strength: sets the options below it to strong's or light's values (rampart.conf(5)); "        \
-	  "an option given after it overrides it")                                                         \
+	  "strength: sets slot_random to large_guard_max_pages to strong's or light's values "             \
+	  "(rampart.conf(5)); an option given after it overrides one")                                     \
 	X(slot_random, ONOFF, CONFIG_SLOT_RANDOM, 0, "hand out a random free slot of a slab, not the first")   \
 	X(write_after_free_check, ONOFF, CONFIG_WRITE_AFTER_FREE_CHECK && CONFIG_ZERO_ON_FREE, 0,           \
 	  "check at allocation that a reused slot still holds the zeros its free wrote")                   \
@@ -97,7 +97,33 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 	X(mte, MTE, MTE_OPTION_SYNC, 0,                                                                    \
 	  "arm64 with MTE: tag small blocks, tag checks sync or async (off: none); no effect elsewhere")
 
-/* Each kind: the field's declaration and the values the help text shows. */
+/* The kinds of option, once: RAMPART_OPTION_KINDS(X) gives X(kind, field type, words)
+ * for every kind. words lists the values a user writes, each as W(word, value) (how the
+ * value is printed, and shown in the list of values), S(word, value) (shown, accepted,
+ * never printed: an alias that help=1 lists) or A(word, value) (accepted only); the
+ * first W of a value is its spelling. A kind without words (NUMBER, PATH) is read as a
+ * number or a file name: struct options, the parser, the help text, the man pages, the
+ * verbose line and rampart_get_option are all generated from this list. */
+#define OPTION_NO_WORDS
+#define RAMPART_OPTION_KINDS(X)                                                                                 \
+	X(GUARD, enum guard_backend, W("auto", GUARD_AUTO) W("madvise", GUARD_MADVISE) W("mprotect", GUARD_MPROTECT)) \
+	X(BOOL, bool, W("0", 0) W("1", 1))                                                                      \
+	X(STATS, enum stats_report, W("0", STATS_OFF) S("1", STATS_TEXT) W("text", STATS_TEXT) W("json", STATS_JSON)) \
+	X(ONOFF, bool, W("on", 1) W("off", 0) A("1", 1) A("0", 0))                                              \
+	X(ONERROR, enum on_error, W("abort", ON_ERROR_ABORT) W("report", ON_ERROR_REPORT))                     \
+	X(MTE, enum mte_option, W("sync", MTE_OPTION_SYNC) W("async", MTE_OPTION_ASYNC) W("off", MTE_OPTION_OFF)) \
+	X(PROFILE, enum profile, W("strong", PROFILE_STRONG) W("light", PROFILE_LIGHT))                        \
+	X(SIZE, size_t, OPTION_NO_WORDS)                                                                        \
+	X(COUNT, size_t, OPTION_NO_WORDS)                                                                       \
+	X(PATH, char, OPTION_NO_WORDS)
+
+enum option_kind {
+#define OPTION_KIND_ENUM(kind, type, words) OPTION_##kind,
+	RAMPART_OPTION_KINDS(OPTION_KIND_ENUM)
+#undef OPTION_KIND_ENUM
+};
+
+/* Each kind's field (a PATH is stored in the struct itself: see the invariants). */
 #define OPTION_FIELD_GUARD(name) enum guard_backend name
 #define OPTION_FIELD_BOOL(name) bool name
 #define OPTION_FIELD_STATS(name) enum stats_report name
@@ -110,6 +136,7 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 #define OPTION_FIELD_PATH(name) char name[OPTIONS_PATH_MAX]
 
 /* Each kind's check of the table at compile time: a default within the bound. */
+#define OPTION_FITS_NUMBER(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
 #define OPTION_FITS_GUARD(key, def, most)
 #define OPTION_FITS_BOOL(key, def, most)
 #define OPTION_FITS_STATS(key, def, most)
@@ -117,26 +144,70 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 #define OPTION_FITS_ONERROR(key, def, most)
 #define OPTION_FITS_MTE(key, def, most)
 #define OPTION_FITS_PROFILE(key, def, most)
-#define OPTION_FITS_SIZE(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
-#define OPTION_FITS_COUNT(key, def, most) _Static_assert((def) <= (most), "the default of " #key " exceeds its bound");
+#define OPTION_FITS_SIZE OPTION_FITS_NUMBER
+#define OPTION_FITS_COUNT OPTION_FITS_NUMBER
 #define OPTION_FITS_PATH(key, def, most) \
 	_Static_assert(sizeof(def) <= OPTIONS_PATH_MAX, "the default of " #key " is too long");
 
-#define OPTION_VALUES_GUARD "auto|madvise|mprotect"
-#define OPTION_VALUES_BOOL "0|1"
-#define OPTION_VALUES_STATS "0|1|text|json"
-#define OPTION_VALUES_ONOFF "on|off"
-#define OPTION_VALUES_ONERROR "abort|report"
-#define OPTION_VALUES_MTE "sync|async|off"
-#define OPTION_VALUES_PROFILE "strong|light"
-#define OPTION_VALUES_SIZE "SIZE"
-#define OPTION_VALUES_COUNT "N"
-#define OPTION_VALUES_PATH "PATH"
-
-enum option_kind {
-	OPTION_GUARD, OPTION_BOOL, OPTION_STATS, OPTION_ONOFF, OPTION_ONERROR, OPTION_MTE, OPTION_PROFILE,
-	OPTION_SIZE, OPTION_COUNT, OPTION_PATH
+/* A word of a kind: how it is written, its value, and whether it is printed (W),
+ * shown in the list of values (W, S) or only accepted (A). */
+enum option_word_use { OPTION_WORD_SPELLING, OPTION_WORD_SHOWN, OPTION_WORD_ACCEPTED };
+struct option_word {
+	const char *word;
+	int value;
+	enum option_word_use use;
 };
+
+/* The words of kind, ended by a NULL word (none for a kind without words). */
+static inline const struct option_word *option_words(enum option_kind kind)
+{
+#define W(word, value) {word, value, OPTION_WORD_SPELLING},
+#define S(word, value) {word, value, OPTION_WORD_SHOWN},
+#define A(word, value) {word, value, OPTION_WORD_ACCEPTED},
+#define OPTION_KIND_WORDS(kind, type, words) \
+	static const struct option_word kind##_words[] = {words{NULL, 0, OPTION_WORD_SPELLING}};
+	RAMPART_OPTION_KINDS(OPTION_KIND_WORDS)
+#undef OPTION_KIND_WORDS
+#undef W
+#undef S
+#undef A
+	switch (kind) {
+#define OPTION_KIND_CASE(kind, type, words) \
+	case OPTION_##kind: return kind##_words;
+		RAMPART_OPTION_KINDS(OPTION_KIND_CASE)
+#undef OPTION_KIND_CASE
+	}
+	return NULL;
+}
+
+/* The list of values help=1 and the man pages show ("auto|madvise|mprotect"): the shown
+ * words joined by '|', or what a number or a file name is; into buf (64 bytes). */
+static inline const char *option_values_text(enum option_kind kind, char buf[64])
+{
+	if (kind == OPTION_SIZE) return "SIZE";
+	if (kind == OPTION_COUNT) return "N";
+	if (kind == OPTION_PATH) return "PATH";
+	size_t n = 0;
+	for (const struct option_word *w = option_words(kind); w->word; w++) {
+		if (w->use == OPTION_WORD_ACCEPTED) continue;
+		for (const char *c = n ? "|" : ""; *c && n < 63; c++) buf[n++] = *c;
+		for (const char *c = w->word; *c && n < 63; c++) buf[n++] = *c;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+/* The value of a field of a kind with words, as an int. */
+static inline int option_word_field(enum option_kind kind, const void *field)
+{
+	switch (kind) {
+#define OPTION_KIND_READ(kind, type, words) \
+	case OPTION_##kind: return (int)*(const type *)field;
+		RAMPART_OPTION_KINDS(OPTION_KIND_READ)
+#undef OPTION_KIND_READ
+	}
+	return 0;
+}
 
 /* What profile=light sets, option by option (config.mk's CONFIG_LIGHT_ values);
  * profile=strong sets the same options to their defaults in the table above. */
@@ -197,33 +268,18 @@ static inline void options_default(struct options *o)
 	if (CONFIG_PROFILE_LIGHT) options_set_profile(o, PROFILE_LIGHT);
 }
 
-/* The value of an option of kind `kind` at field, as a user writes it (the help text's
- * and the man page's defaults); digits go to buf. */
+/* The value of an option of kind `kind` at field, as a user writes it (the help text's,
+ * the man page's and the verbose line's); digits go to buf. */
 static inline const char *option_value_text(enum option_kind kind, const void *field, char buf[24])
 {
-	size_t n;
-	switch (kind) {
-	case OPTION_GUARD: {
-		static const char *const words[] = {"auto", "madvise", "mprotect"};
-		return words[*(const enum guard_backend *)field];
+	if (kind == OPTION_PATH) return *(const char *)field ? (const char *)field : "none";
+	if (kind != OPTION_SIZE && kind != OPTION_COUNT) {
+		int v = option_word_field(kind, field);
+		for (const struct option_word *w = option_words(kind); w->word; w++)
+			if (w->value == v && w->use == OPTION_WORD_SPELLING) return w->word;
+		return "?";
 	}
-	case OPTION_BOOL: return *(const bool *)field ? "1" : "0";
-	case OPTION_STATS: {
-		static const char *const words[] = {"0", "text", "json"};
-		return words[*(const enum stats_report *)field];
-	}
-	case OPTION_ONOFF: return *(const bool *)field ? "on" : "off";
-	case OPTION_ONERROR: return *(const enum on_error *)field == ON_ERROR_REPORT ? "report" : "abort";
-	case OPTION_MTE: {
-		static const char *const words[] = {"sync", "async", "off"};
-		return words[*(const enum mte_option *)field];
-	}
-	case OPTION_PROFILE: return *(const enum profile *)field == PROFILE_LIGHT ? "light" : "strong";
-	case OPTION_PATH: return *(const char *)field ? (const char *)field : "none";
-	case OPTION_SIZE:
-	case OPTION_COUNT: break;
-	}
-	n = *(const size_t *)field;
+	size_t n = *(const size_t *)field;
 	char tmp[24];
 	int i = 0, j = 0;
 	do tmp[i++] = (char)('0' + n % 10); while (n /= 10);

@@ -72,7 +72,8 @@ static void fork_child(void)
 	slab_fork_child();
 }
 
-/* RAMPART_OPTIONS=verbose=1: one line on what start-up chose. */
+/* RAMPART_OPTIONS=verbose=1: one line on what start-up chose; the options in it as the
+ * option table spells them (front/options.c). */
 static void say_choices(void)
 {
 	char space[1024];
@@ -85,20 +86,13 @@ static void say_choices(void)
 	options_say_profile(&o, &roots.opt);
 	out_str(&o, "; slab arenas ");
 	out_num(&o, roots.slab.arenas);
-	out_str(&o, "; large quarantine ");
-	out_num(&o, roots.opt.large_quarantine_entries);
-	out_str(&o, " entries, ");
-	out_num(&o, roots.opt.large_quarantine_bytes);
-	out_str(&o, " bytes; large cache ");
-	out_num(&o, roots.opt.large_cache_entries);
-	out_str(&o, " entries, ");
-	out_num(&o, roots.opt.large_cache_bytes);
-	out_str(&o, " bytes, decay ");
-	out_num(&o, roots.opt.large_cache_decay_ms);
-	out_str(&o, " ms; refill ");
-	out_num(&o, roots.opt.large_refill_bytes);
-	out_str(&o, " bytes; stats ");
-	out_str(&o, roots.opt.stats == STATS_JSON ? "json" : roots.opt.stats == STATS_TEXT ? "text" : "off");
+	static const char *const large[] = {"large_quarantine_entries", "large_quarantine_bytes", "large_cache_entries",
+					    "large_cache_bytes", "large_cache_decay_ms", "large_refill_bytes", NULL};
+	out_str(&o, "; ");
+	options_say(&o, &roots.opt, large);
+	char num[24];
+	out_str(&o, "; stats ");
+	out_str(&o, option_value_text(OPTION_STATS, &roots.opt.stats, num));
 	/* Where the report will go. On stderr it is lost when the program closes stderr
 	 * before it exits, which nothing can tell at exit any more: said now, once. */
 	if (roots.opt.stats && roots.opt.stats_file[0] && !getauxval(AT_SECURE)) {
@@ -108,7 +102,10 @@ static void say_choices(void)
 		out_str(&o, " on stderr at exit (none if the program closes stderr first, as ls and sort do: "
 			    "stats_file=PATH)");
 	}
-	out_str(&o, roots.opt.check_at_exit ? "; check_at_exit on\n" : "; check_at_exit off\n");
+	static const char *const checks[] = {"check_at_exit", "sized_free", "on_error", NULL};
+	out_str(&o, "; ");
+	options_say(&o, &roots.opt, checks);
+	out_str(&o, "\n");
 	out_flush(&o);
 }
 

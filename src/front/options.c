@@ -18,7 +18,7 @@ struct key {
 	enum option_kind kind;
 	size_t offset; /* of the field in struct options */
 	size_t most;   /* OPTION_SIZE, OPTION_COUNT: largest accepted value */
-	const char *values, *doc;
+	const char *doc;
 };
 
 #define OPTION_FITS(key, kind, def, most, doc) OPTION_FITS_##kind(key, def, most)
@@ -27,7 +27,7 @@ RAMPART_OPTION_TABLE(OPTION_FITS)
 
 static const struct key keys[] = {
 #define OPTION_KEY(key, kind, def, most, doc) \
-	{#key, OPTION_##kind, offsetof(struct options, key), most, OPTION_VALUES_##kind, doc},
+	{#key, OPTION_##kind, offsetof(struct options, key), most, doc},
 	RAMPART_OPTION_TABLE(OPTION_KEY)
 #undef OPTION_KEY
 };
@@ -79,6 +79,60 @@ static bool parse_number(const char *v, size_t n, bool suffix, size_t *out)
 	return true;
 }
 
+/* Store value v in a field of a kind with words. */
+static void store_word(enum option_kind kind, void *field, int v)
+{
+	switch (kind) {
+#define OPTION_KIND_STORE(kind, type, words)      \
+	case OPTION_##kind: {                     \
+		type t = (type)v;                 \
+		memcpy(field, &t, sizeof t);      \
+		return;                           \
+	}
+		RAMPART_OPTION_KINDS(OPTION_KIND_STORE)
+#undef OPTION_KIND_STORE
+	}
+}
+
+/* A word value: its value in *v; else a complaint naming the words expected ("expected
+ * auto, madvise or mprotect"), and false. */
+static bool parse_word(const struct key *key, const char *v, size_t vlen, const char *src, int *out)
+{
+	const struct option_word *words = option_words(key->kind);
+	for (const struct option_word *w = words; w->word; w++)
+		if (word_is(v, vlen, w->word)) {
+			*out = w->value;
+			return true;
+		}
+	char what[128];
+	struct out o = out_string(what, sizeof what);
+	out_str(&o, " for ");
+	out_str(&o, key->name);
+	out_str(&o, ": expected ");
+	size_t shown = 0, n = 0;
+	for (const struct option_word *w = words; w->word; w++) shown += w->use != OPTION_WORD_ACCEPTED;
+	for (const struct option_word *w = words; w->word; w++) {
+		if (w->use == OPTION_WORD_ACCEPTED) continue;
+		if (n++) out_str(&o, n == shown ? " or " : ", ");
+		out_str(&o, w->word);
+	}
+	complain(src, "bad value ", v, vlen, what, SIZE_MAX);
+	return false;
+}
+
+/* What a word value may not be in this build, or NULL. A build without canaries has
+ * nothing for the exit check to look at, one without zero-on-free nothing for the
+ * write-after-free check to compare with: saying so beats a check that passes
+ * whatever happened. */
+static const char *refused_word(const struct key *key, int v)
+{
+	if (v && !CONFIG_SLOT_CANARY && key->offset == offsetof(struct options, check_at_exit))
+		return " for check_at_exit: this build has no slot canaries (CONFIG_SLOT_CANARY=0)";
+	if (v && !CONFIG_ZERO_ON_FREE && key->offset == offsetof(struct options, write_after_free_check))
+		return " for write_after_free_check: this build does not zero freed slots (CONFIG_ZERO_ON_FREE=0)";
+	return NULL;
+}
+
 static void parse_entry(struct options *o, const char *k, size_t klen, const char *v, size_t vlen, const char *src)
 {
 	const struct key *key = NULL;
@@ -90,93 +144,22 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 	}
 	char *field = (char *)o + key->offset;
 	size_t num;
+	if (option_words(key->kind)->word) {
+		int w;
+		if (!parse_word(key, v, vlen, src, &w)) return;
+		const char *refused = refused_word(key, w);
+		if (refused) return complain(src, "bad value ", v, vlen, refused, SIZE_MAX);
+		if (key->kind == OPTION_PROFILE) {
+			/* Its options set where it stands; where it came from, for the reports. */
+			options_set_profile(o, (enum profile)w);
+			struct out from = out_string(o->profile_from, sizeof o->profile_from);
+			out_str(&from, src);
+			return;
+		}
+		store_word(key->kind, field, w);
+		return;
+	}
 	switch (key->kind) {
-	case OPTION_GUARD: {
-		enum guard_backend g;
-		if (word_is(v, vlen, "auto")) g = GUARD_AUTO;
-		else if (word_is(v, vlen, "madvise")) g = GUARD_MADVISE;
-		else if (word_is(v, vlen, "mprotect")) g = GUARD_MPROTECT;
-		else return complain(src, "bad value ", v, vlen, " for guard: expected auto, madvise or mprotect", SIZE_MAX);
-		memcpy(field, &g, sizeof g);
-		return;
-	}
-	case OPTION_BOOL: {
-		bool b;
-		if (word_is(v, vlen, "0")) b = false;
-		else if (word_is(v, vlen, "1")) b = true;
-		else {
-			char what[64];
-			struct out w = out_string(what, sizeof what);
-			out_str(&w, " for ");
-			out_str(&w, key->name);
-			out_str(&w, ": expected 0 or 1");
-			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
-		}
-		/* A build without canaries has nothing for the exit check to look at: saying so
-		 * beats a check that passes whatever happened. */
-		if (b && !CONFIG_SLOT_CANARY && key->offset == offsetof(struct options, check_at_exit))
-			return complain(src, "bad value ", v, vlen,
-					" for check_at_exit: this build has no slot canaries (CONFIG_SLOT_CANARY=0)", SIZE_MAX);
-		memcpy(field, &b, sizeof b);
-		return;
-	}
-	case OPTION_ONOFF: {
-		bool b;
-		if (word_is(v, vlen, "on") || word_is(v, vlen, "1")) b = true;
-		else if (word_is(v, vlen, "off") || word_is(v, vlen, "0")) b = false;
-		else {
-			char what[64];
-			struct out w = out_string(what, sizeof what);
-			out_str(&w, " for ");
-			out_str(&w, key->name);
-			out_str(&w, ": expected on or off");
-			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
-		}
-		/* Without zero-on-free a freed slot holds its last owner's bytes: there is
-		 * nothing the check could compare with. */
-		if (b && !CONFIG_ZERO_ON_FREE && key->offset == offsetof(struct options, write_after_free_check))
-			return complain(src, "bad value ", v, vlen,
-					" for write_after_free_check: this build does not zero freed slots "
-					"(CONFIG_ZERO_ON_FREE=0)", SIZE_MAX);
-		memcpy(field, &b, sizeof b);
-		return;
-	}
-	case OPTION_PROFILE: {
-		enum profile pr;
-		if (word_is(v, vlen, "strong")) pr = PROFILE_STRONG;
-		else if (word_is(v, vlen, "light")) pr = PROFILE_LIGHT;
-		else return complain(src, "bad value ", v, vlen, " for profile: expected strong or light", SIZE_MAX);
-		options_set_profile(o, pr);
-		struct out w = out_string(o->profile_from, sizeof o->profile_from);
-		out_str(&w, src);
-		return;
-	}
-	case OPTION_ONERROR: {
-		enum on_error e;
-		if (word_is(v, vlen, "abort")) e = ON_ERROR_ABORT;
-		else if (word_is(v, vlen, "report")) e = ON_ERROR_REPORT;
-		else return complain(src, "bad value ", v, vlen, " for on_error: expected abort or report", SIZE_MAX);
-		memcpy(field, &e, sizeof e);
-		return;
-	}
-	case OPTION_MTE: {
-		enum mte_option m;
-		if (word_is(v, vlen, "sync")) m = MTE_OPTION_SYNC;
-		else if (word_is(v, vlen, "async")) m = MTE_OPTION_ASYNC;
-		else if (word_is(v, vlen, "off")) m = MTE_OPTION_OFF;
-		else return complain(src, "bad value ", v, vlen, " for mte: expected sync, async or off", SIZE_MAX);
-		memcpy(field, &m, sizeof m);
-		return;
-	}
-	case OPTION_STATS: {
-		enum stats_report s;
-		if (word_is(v, vlen, "0")) s = STATS_OFF;
-		else if (word_is(v, vlen, "1") || word_is(v, vlen, "text")) s = STATS_TEXT;
-		else if (word_is(v, vlen, "json")) s = STATS_JSON;
-		else return complain(src, "bad value ", v, vlen, " for stats: expected 0, 1, text or json", SIZE_MAX);
-		memcpy(field, &s, sizeof s);
-		return;
-	}
 	case OPTION_PATH: {
 		char what[96];
 		struct out w = out_string(what, sizeof what);
@@ -195,6 +178,8 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 			o->stats = STATS_TEXT;
 		return;
 	}
+	default: /* the kinds with words, above */
+		return;
 	case OPTION_SIZE:
 	case OPTION_COUNT: {
 		char what[96];
@@ -246,24 +231,27 @@ void options_say_profile(struct out *w, const struct options *o)
 	out_str(w, ")");
 }
 
+void options_say(struct out *w, const struct options *o, const char *const *names)
+{
+	char num[24];
+	for (size_t i = 0; names[i]; i++) {
+		const struct key *k = key_named(names[i]);
+		if (!k) continue;
+		if (i) out_str(w, ", ");
+		out_str(w, k->name);
+		out_str(w, "=");
+		out_str(w, option_value_text(k->kind, (const char *)o + k->offset, num));
+	}
+}
+
 int options_value(const struct options *o, const char *name, unsigned long *value)
 {
 	const struct key *k = name ? key_named(name) : NULL;
 	if (!k || k->kind == OPTION_PATH) return -1;
 	const char *field = (const char *)o + k->offset;
-	switch (k->kind) {
-	case OPTION_BOOL:
-	case OPTION_ONOFF: *value = *(const bool *)field; return 0;
-	case OPTION_SIZE:
-	case OPTION_COUNT: *value = *(const size_t *)field; return 0;
-	case OPTION_GUARD: *value = (unsigned long)*(const enum guard_backend *)field; return 0;
-	case OPTION_STATS: *value = (unsigned long)*(const enum stats_report *)field; return 0;
-	case OPTION_ONERROR: *value = (unsigned long)*(const enum on_error *)field; return 0;
-	case OPTION_MTE: *value = (unsigned long)*(const enum mte_option *)field; return 0;
-	case OPTION_PROFILE: *value = (unsigned long)*(const enum profile *)field; return 0;
-	case OPTION_PATH: break;
-	}
-	return -1;
+	if (k->kind == OPTION_SIZE || k->kind == OPTION_COUNT) *value = *(const size_t *)field;
+	else *value = (unsigned long)option_word_field(k->kind, field);
+	return 0;
 }
 
 static bool is_space(char c) { return c == ' ' || c == '\t'; }
@@ -328,7 +316,8 @@ void options_help(void)
 		out_str(&o, "  ");
 		out_str(&o, keys[i].name);
 		out_str(&o, "=");
-		out_str(&o, keys[i].values);
+		char values[64];
+		out_str(&o, option_values_text(keys[i].kind, values));
 		out_str(&o, "  ");
 		out_str(&o, keys[i].doc);
 		out_str(&o, " (default ");

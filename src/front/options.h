@@ -37,6 +37,9 @@ void options_read(struct options *o);
  * and the values of the options a profile sets, as they are now (an option given after
  * the profile may have changed one). */
 void options_say_profile(struct out *w, const struct options *o);
+/* "key=value, ..." for the options names lists (NULL-terminated), as the table spells
+ * their values. */
+void options_say(struct out *w, const struct options *o, const char *const *names);
 /* The value of option name in o as a number (a word option: its place in its list of
  * words, as OPTION_VALUES_ gives them); -1 for an unknown name or a PATH option. */
 int options_value(const struct options *o, const char *name, unsigned long *value);
