@@ -34,7 +34,7 @@ enum mte_option { MTE_OPTION_SYNC, MTE_OPTION_ASYNC, MTE_OPTION_OFF };
 enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 
 /* Bytes of a PATH value, terminator included. The options live in the roots, which must
- * fit one page with the largest CONFIG_SLAB_ARENAS (front/init.c checks): hence no more. */
+ * fit one page with the largest CONFIG_SLAB_ARENAS (base/roots.h checks): hence no more. */
 #define OPTIONS_PATH_MAX 128
 
 /* X(key, kind, default, most, doc): key=value sets the field of struct options named

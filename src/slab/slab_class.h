@@ -307,9 +307,9 @@ struct slab_class {
 	 * quarantine. */
 	struct lock lock __attribute__((aligned(64)));
 	uint32_t partial;
-	/* The random array has qmask + 1 entries, the ring SLOT_Q_FIFO_SHIFT times as many
+	/* The random array has qmask + 1 entries, the ring 2^SLOT_Q_FIFO_SHIFT times as many
 	 * (ring_mask; qmask beside partial: the 64-bit `released` below then still ends the
-	 * line). */
+	 * line); qmask 0: the class has no quarantine (slot_quarantine_on). */
 	uint32_t qmask;
 	qentry_t *qrand, *qring; /* slot quarantine: entries by qentry() */
 	/* Its generator, in the arena's metadata block beside every other class's (out of

@@ -22,7 +22,7 @@ static inline __attribute__((always_inline)) void release_entry(struct slab_clas
 	slab_release_slot(k, desc(k, pos), pos, qentry_slot(e));
 }
 
-/* The ring's mask: SLOT_Q_FIFO_SHIFT times the random array's entries. */
+/* The ring's mask: 2^SLOT_Q_FIFO_SHIFT times the random array's entries (twice). */
 static inline uint32_t ring_mask(const struct slab_class *k)
 {
 	return k->qmask << SLOT_Q_FIFO_SHIFT | ((1u << SLOT_Q_FIFO_SHIFT) - 1);
@@ -99,14 +99,6 @@ static inline __attribute__((always_inline)) void prefetch_next_to_leave(const s
 	__builtin_prefetch(d + 64);
 }
 
-/* A freed slot enters a random array slot; what sat there joins the FIFO, whose
- * oldest entry leaves once the FIFO is full: it is held for the class's next
- * allocation (k->released), or goes back to its slab when one is held already. Until
- * the random array is full it is filled in order: nothing leaves it before then (drawn
- * at random, an early entry could be pushed out by the next free), and a short-lived
- * process writes the first page of each class's array, not a page wherever a draw
- * lands (each a page fault of its own); the array's first entries sit in the arena's
- * hot block, beside the other classes' (grow_random_array). */
 /* A quarantine belongs to the process that filled it. In a child after fork it starts
  * again, empty and filled in order, as in a new process; the parent's entries are
  * dropped: those slots stay marked quarantined, never handed out in the child. Carried
@@ -120,6 +112,14 @@ static noinline cold void start_after_fork(struct slab_class *k)
 	k->rnd->owner_generation = random_generation_current();
 }
 
+/* A freed slot enters a random array slot; what sat there joins the FIFO, whose
+ * oldest entry leaves once the FIFO is full: it is held for the class's next
+ * allocation (k->released), or goes back to its slab when one is held already. Until
+ * the random array is full it is filled in order: nothing leaves it before then (drawn
+ * at random, an early entry could be pushed out by the next free), and a short-lived
+ * process writes the first page of each class's array, not a page wherever a draw
+ * lands (each a page fault of its own); the array's first entries sit in the arena's
+ * hot block, beside the other classes' (grow_random_array). */
 static inline __attribute__((always_inline)) void put_entry(struct slab_class *k, qentry_t e)
 {
 	if (unlikely(k->rnd->owner_generation != __atomic_load_n(&random_generation, __ATOMIC_RELAXED)))

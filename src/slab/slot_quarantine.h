@@ -6,7 +6,7 @@
  *  - A slot in the quarantine's arrays, in the deferred list or held for the next
  *    allocation (k->released) is used and quarantined in its slab's bits.
  *  - The random array holds at most qmask + 1 entries, the FIFO ring at most
- *    SLOT_Q_FIFO_SHIFT times as many (ring_mask), the deferred list at most DEFERRED_MAX.
+ *    2^SLOT_Q_FIFO_SHIFT times as many (ring_mask), the deferred list at most DEFERRED_MAX.
  *  - Until the random array has been filled qhot entries (in order) it is its first
  *    entries in the arena's hot block; from then on it is its full length after the
  *    ring in the class's cold part or, when that could not be mapped, a quarter
