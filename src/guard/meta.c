@@ -8,6 +8,7 @@
 #include "guard/meta.h"
 
 #include "guard/guard.h"
+#include "guard/place.h"
 #include "guard/vma_budget.h"
 #include "base/roots.h"
 #include "base/report.h"

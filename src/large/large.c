@@ -18,6 +18,7 @@
 #include "large/reuse_cache.h"
 #include "large/resident_cache.h"
 #include "guard/guard.h"
+#include "guard/place.h"
 #include "base/roots.h"
 #include "os/lock.h"
 #include "guard/meta.h"
@@ -61,7 +62,7 @@ struct large_state {
 	size_t live_bytes, live_peak;   /* usable bytes of live blocks; their recent peak */
 	uint64_t peak_since_ms;         /* when live_peak was last reset to live_bytes */
 	struct populate_credit populate;
-	struct guard_area area; /* where fresh regions go (guard.h) */
+	struct guard_area area; /* where fresh regions go (guard/place.h) */
 	/* The arrays last: init writes only the fields above, so a process that frees few
 	 * large blocks never touches most of their pages (fresh from meta_alloc). */
 	struct region_quarantine_item q_ring[CONFIG_REGION_QUARANTINE_FIFO + 1];
@@ -297,7 +298,7 @@ static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead
 	uintptr_t at = guard_area_take(&s->area, *lead + len + *trail + slack, AREA_CLEAR, s->rnd.generation, rnd);
 	if (at) {
 		if (map_at(r, at, lead, len, trail, align, how)) {
-			guard_area_placed(&s->area, r);
+			guard_area_placed(&s->area, r->base + r->size);
 			return true;
 		}
 		guard_area_refused(&s->area);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "guard/meta.h"
+#include "guard/place.h"
 
 struct lock slab_arena_lock; /* serialises opening; taken before any class lock */
 

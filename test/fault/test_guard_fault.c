@@ -25,6 +25,7 @@
 #include "../harness.h"
 #include "fake_kernel.h"
 #include "guard/guard.h"
+#include "guard/place.h"
 #include "front/init.h"
 #include "os/os.h"
 #include "rampart.h"

@@ -5,6 +5,7 @@
 
 #include "../harness.h"
 #include "guard/guard.h"
+#include "guard/place.h"
 #include "os/os.h"
 #include "base/counters.h"
 #include "front/init.h"
@@ -738,7 +739,7 @@ START_TEST(test_area_walk)
 	ck_assert(guard_map_at(&r, at, &lead, len, &trail, 0, NULL));
 	ck_assert_uint_eq(r.base, at);
 	ck_assert_uint_eq(r.size, 16 * pg);
-	guard_area_placed(&a, &r);
+	guard_area_placed(&a, r.base + r.size);
 	uintptr_t next = guard_area_take(&a, 16 * pg, clear, 1, 999);
 	ck_assert_uint_eq(next, r.base + r.size);
 	/* Another mapping lands where the next region would go. */
@@ -751,7 +752,7 @@ START_TEST(test_area_walk)
 	ck_assert_uint_ge(past, (uintptr_t)in + pg + clear);
 	lead = trail = pg;
 	ck_assert(guard_map_at(&r2, past, &lead, len, &trail, 0, NULL));
-	guard_area_placed(&a, &r2);
+	guard_area_placed(&a, r2.base + r2.size);
 	/* A fork child's generation: a start of its own. */
 	uintptr_t child = guard_area_take(&a, 16 * pg, clear, 2, 777);
 	ck_assert(child);
