@@ -474,7 +474,7 @@ static void give_back_refused(struct guard_region *r, int err, void *p, size_t l
  * markers are refused (give_back_refused). Tagged regions (arm64) never take this way:
  * their spans are PROT_MTE, which a read-write mmap is not. False when the caller
  * should grow it closed. */
-static bool grow_marked(struct guard_region *r, void *p, size_t len, const char *name)
+static bool map_growth_marked(struct guard_region *r, void *p, size_t len, const char *name)
 {
 	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
 	/* Named before the markers: a nameless piece beside a named region would stay a VMA
@@ -489,7 +489,7 @@ static bool grow_marked(struct guard_region *r, void *p, size_t len, const char 
 
 /* May r grow by read-write space behind markers up to size? Markers cost page tables
  * where PROT_NONE costs nothing: only small growth behind the marked part is marked. */
-static bool grows_marked(const struct guard_region *r, size_t size)
+static bool may_grow_marked(const struct guard_region *r, size_t size)
 {
 	return markers_on(r) && !(r->flags & REGION_TAGGED) && (size_t)r->marked_pages * os_page == r->size &&
 	       size <= GUARD_MARKED_GROWTH_MAX;
@@ -534,9 +534,9 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	if (size <= r->size) return true;
 	size_t len;
 	void *p = growth_of(r, size, &len);
-	if (grows_marked(r, size)) {
+	if (may_grow_marked(r, size)) {
 		long vmas = growth_vmas(r, false);
-		if (grow_marked(r, p, len, name)) {
+		if (map_growth_marked(r, p, len, name)) {
 			vma_add(vmas);
 			r->marked_pages = (uint32_t)(size / os_page);
 			r->size = size;
@@ -559,7 +559,7 @@ bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size
 		     bool *opened)
 {
 	*opened = false;
-	if (r->size || !open_len || open_off + open_len > size || !grows_marked(r, size))
+	if (r->size || !open_len || open_off + open_len > size || !may_grow_marked(r, size))
 		return guard_grow(r, size, name);
 	size_t len;
 	void *p = growth_of(r, size, &len);

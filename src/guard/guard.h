@@ -88,7 +88,7 @@ must_check bool guard_grow_open(struct guard_region *r, size_t size, const char 
 /* Is [off, off + len) of a growing region space grown behind markers? Then opening part
  * of it splits nothing, and what is left unopened there is closed already: a caller
  * opens only what it hands out. */
-static inline bool guard_grown_marked(const struct guard_region *r, size_t off, size_t len)
+static inline bool guard_span_in_marked(const struct guard_region *r, size_t off, size_t len)
 {
 	return off + len <= (size_t)r->marked_pages * os_page;
 }

@@ -131,7 +131,7 @@ void *meta_alloc(size_t bytes)
 		/* Open the chunk; the page after it stays closed as its guard. Grown behind
 		 * markers it is closed already; otherwise, under markers, it is opened and
 		 * closed again so that the region stays one VMA. */
-		bool marked = guard_grown_marked(&h->region, h->next, len + os_page);
+		bool marked = guard_span_in_marked(&h->region, h->next, len + os_page);
 		bool markers = !marked && (h->region.flags & REGION_MARKERS);
 		if (guard_extend(&h->region, h->next, markers ? len + os_page : len)) {
 			if (markers && !guard_close(&h->region, h->next + len, os_page))
@@ -162,7 +162,7 @@ bool meta_alloc_many(const size_t *bytes, void **out, unsigned n)
 	 * Here all chunks and their guards open in one call and the guards close in one. */
 	bool batch = !h->nfree && total < h->window && meta_grow(&h->region, h->window, h->next + total) &&
 		     (h->region.flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE &&
-		     !guard_grown_marked(&h->region, h->next, total);
+		     !guard_span_in_marked(&h->region, h->next, total);
 	if (batch && guard_extend(&h->region, h->next, total)) {
 		size_t guards[META_MANY_MAX], at = h->next;
 		for (unsigned i = 0; i < n; i++) {

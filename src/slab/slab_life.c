@@ -377,7 +377,7 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 			 * the region below, which may never have mapped it. */
 			if (!guard_extend(area, off, k->slab_bytes)) return false;
 			span_set(k, pos, desc(k, pos), SPAN_OPEN);
-		} else if (area == hwm_area && guard_grown_marked(area, hwm_off, off + k->slab_bytes - hwm_off)) {
+		} else if (area == hwm_area && guard_span_in_marked(area, hwm_off, off + k->slab_bytes - hwm_off)) {
 			/* Grown behind markers: the guard is closed already. */
 			if (!extend_positions(k, pos, pos + 1)) return false;
 		} else {

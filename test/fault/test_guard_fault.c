@@ -311,12 +311,12 @@ static void grow_refused(void)
 	guard_start(&r, w);
 	long vmas = count_vmas();
 	CHECK(guard_grow(&r, 8 * pg, "test"));
-	CHECK(guard_grown_marked(&r, 0, 8 * pg));
+	CHECK(guard_span_in_marked(&r, 0, 8 * pg));
 	CHECK(guard_extend(&r, 2 * pg, pg));
 	((char *)w)[2 * pg] = 1;
 	CHECK(guard_grow(&r, 16 * pg, "test"));
 	CHECK(guard_grow(&r, 32 * pg, "test"));
-	CHECK(guard_grown_marked(&r, 0, 32 * pg));
+	CHECK(guard_span_in_marked(&r, 0, 32 * pg));
 	CHECK(count_vmas() == vmas + 1);
 	CHECK(fk.mprotect_calls == 0);
 	CHECK(inaccessible((char *)w - 1) && inaccessible((char *)w + 8 * pg) && inaccessible((char *)w + 31 * pg));

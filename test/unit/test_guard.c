@@ -537,8 +537,8 @@ START_TEST(test_grow_marked)
 	ck_assert_int_eq(errno, SENTINEL);
 	bool marked = b == GUARD_MADVISE;
 	ck_assert_uint_eq(r.marked_pages, marked ? 16 : 0);
-	ck_assert(guard_grown_marked(&r, 0, small) == marked);
-	ck_assert(!guard_grown_marked(&r, 0, small + pg));
+	ck_assert(guard_span_in_marked(&r, 0, small) == marked);
+	ck_assert(!guard_span_in_marked(&r, 0, small + pg));
 	ck_assert_int_eq(vmas_in(w - pg, w + small), 1);
 	ck_assert(inaccessible((char *)w - 1) && inaccessible((char *)w) && inaccessible((char *)w + small - 1));
 	ck_assert(child_faults((char *)w + 5 * pg, true));
@@ -561,7 +561,7 @@ START_TEST(test_grow_marked)
 	ck_assert_uint_eq(r.marked_pages, marked ? max_pages : 0);
 	ck_assert(guard_grow(&r, (max_pages + 16) * pg, "test:marked"));
 	ck_assert_uint_eq(r.marked_pages, marked ? max_pages : 0);
-	ck_assert(!guard_grown_marked(&r, (max_pages - 2) * pg, 4 * pg));
+	ck_assert(!guard_span_in_marked(&r, (max_pages - 2) * pg, 4 * pg));
 	ck_assert(inaccessible((char *)w + max_pages * pg) && inaccessible((char *)w + (max_pages - 1) * pg));
 	ck_assert(guard_extend(&r, (max_pages - 2) * pg, 4 * pg));
 	ck_assert_int_eq(errno, SENTINEL);
