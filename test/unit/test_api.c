@@ -1,6 +1,8 @@
 /* test_api.c — the public functions' edge cases, as glibc and POSIX define them. */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_main.h"
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -389,9 +391,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(suite());
 }

@@ -6,6 +6,7 @@
 #include "large/reuse_cache.h"
 #include "guard/guard.h"
 #include "os/os.h"
+#include "../check_main.h"
 #include "../harness.h"
 
 #define P ((size_t)4096)
@@ -182,9 +183,5 @@ int main(void)
 	tcase_add_test(t, joins_touching_regions);
 	tcase_add_test(t, flush_unmaps_everything);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <sys/mman.h>
 
+#include "../check_main.h"
 #include "../harness.h"
 #include "guard/guard.h"
 #include "guard/place.h"
@@ -870,9 +871,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(suite());
 }

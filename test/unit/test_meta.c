@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../check_main.h"
 #include "../harness.h"
 #include "guard/meta.h"
 
@@ -89,9 +90,5 @@ int main(void)
 	tcase_add_test(t, test_split_chunks_guarded);
 	tcase_add_test(t, test_many_chunks_guarded);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -1,6 +1,8 @@
 /* test_options.c — RAMPART_OPTIONS parsing, and that AT_SECURE programs ignore it. */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_main.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -492,9 +494,5 @@ int main(int argc, char **argv)
 		printf("secure=%d guard=%d\n", getauxval(AT_SECURE) ? 1 : 0, (int)o.guard);
 		return 0;
 	}
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(suite());
 }

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../check_main.h"
 #include "../harness.h"
 #include "os/lock.h"
 #include "base/report.h"
@@ -364,9 +365,5 @@ int main(void)
 	tcase_add_test_raise_signal(t, test_lock_reentered_threads, SIGABRT);
 	tcase_add_test(t, test_lock_contended);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

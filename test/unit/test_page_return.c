@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../check_main.h"
 #include "../harness.h"
 #include "rampart.h"
 
@@ -119,9 +120,5 @@ int main(void)
 	tcase_add_test(t, trim_gives_free_slots_pages_back);
 	tcase_add_test(t, pages_go_back_after_the_period);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -2,6 +2,8 @@
  * owner and mode rules on real temporary files, and the new options' grammar. */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_main.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -582,9 +584,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(suite());
 }

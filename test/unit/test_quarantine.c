@@ -1,6 +1,8 @@
 /* test_quarantine.c — the region quarantine: ordering, bounds, minimum stay, random eviction, drain. */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,9 +312,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(suite());
 }

@@ -1,6 +1,8 @@
 /* test_random.c — ChaCha20 and ChaCha8 known answers and the generator built on ChaCha8. */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,9 +316,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(suite());
 }

@@ -4,6 +4,8 @@
  * written by name and text without strerror. */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_main.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -194,9 +196,5 @@ int main(void)
 	tcase_add_test(t, test_string_writer);
 	tcase_add_test(t, test_errno_text);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

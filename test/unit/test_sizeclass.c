@@ -1,5 +1,7 @@
 /* test_sizeclass — the size-class table and the size -> class mapping. */
 #include <check.h>
+
+#include "../check_main.h"
 #include <stdlib.h>
 
 #include "slab/sizeclass.h"
@@ -104,9 +106,5 @@ int main(void)
 	tcase_add_test(t, aligned_classes_are_aligned);
 	tcase_add_loop_test(t, geometry_fits_and_wastes_little, 0, 3);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

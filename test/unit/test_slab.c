@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../all_arenas.h"
+#include "../check_main.h"
 #include "../harness.h"
 #include "rampart.h"
 #include "slab/sizeclass.h"
@@ -1111,9 +1112,5 @@ int main(int argc, char **argv)
 	tcase_add_test(t, fork_child_draws_its_own_stream);
 	tcase_add_test(t, slack_zero_matches_bytes);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../check_main.h"
 #include "../harness.h"
 #include "rampart.h"
 #include "guard/vma_budget.h"
@@ -140,9 +141,5 @@ int main(void)
 	tcase_add_test(t, realloc_growth_follows_the_maps);
 	tcase_add_test(t, recount_is_the_process_count);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }
