@@ -46,6 +46,14 @@
 #define PROT_MTE 0x20
 #endif
 
+/* A span the callers may name: whole pages of what r has mapped. Every operation on a
+ * span states it (invariant): an offset past the region or off a page boundary would
+ * close, open or drop someone else's memory, or only part of a page. */
+static inline bool span_of(const struct guard_region *r, size_t off, size_t len)
+{
+	return !((off | len) & (os_page - 1)) && off <= r->size && len <= r->size - off;
+}
+
 /* What an open span of r is: read-write, and tagged where r's memory carries tags
  * (slab regions under arm64 memory tagging). */
 static int rw_of(const struct guard_region *r)
@@ -241,6 +249,7 @@ static void markers_refused(void)
 
 bool guard_close(struct guard_region *r, size_t off, size_t len)
 {
+	invariant(span_of(r, off, len));
 	void *p = (void *)(r->base + off);
 	if (!len) return true;
 	if (markers_on(r)) {
@@ -275,12 +284,14 @@ bool guard_closes_marked(const struct guard_region *r) { return markers_on(r); }
 
 bool guard_drop(struct guard_region *r, size_t off, size_t len)
 {
+	invariant(span_of(r, off, len));
 	/* Refused only for locked memory (EINVAL), which keeps its pages anyway. */
 	return os_advise((void *)(r->base + off), len, MADV_DONTNEED) == 0;
 }
 
 bool guard_cut(struct guard_region *r, size_t off, size_t len)
 {
+	invariant(span_of(r, off, len));
 	void *p = (void *)(r->base + off);
 	/* In one VMA with the closed page after it, the span carries nothing that guard does
 	 * not: whatever a program sets on a span (a protection, an advice, mlock, a key, a
@@ -317,6 +328,7 @@ bool guard_close_pages(struct guard_region *r, const size_t *off, unsigned n)
 
 bool guard_open(struct guard_region *r, size_t off, size_t len)
 {
+	invariant(span_of(r, off, len));
 	void *p = (void *)(r->base + off);
 	if (!len) return true;
 	if (r->flags & REGION_MARKED) {
@@ -383,6 +395,7 @@ static bool wipe_resident(char *p, size_t len, const unsigned char *vec)
 
 bool guard_seal(struct guard_region *r, size_t off, size_t len, const unsigned char *vec)
 {
+	invariant(span_of(r, off, len));
 	if (!len || off < os_page || off + len + os_page > r->size ||
 	    (r->flags & (REGION_RESIDUE | REGION_STALE | REGION_GROWS | REGION_KEEP_ANON)))
 		return false;
@@ -403,6 +416,7 @@ bool guard_seal(struct guard_region *r, size_t off, size_t len, const unsigned c
 
 bool guard_unseal(struct guard_region *r, size_t off, size_t len)
 {
+	invariant(span_of(r, off, len));
 	void *p = (void *)(r->base + off);
 	int err = os_protect(p, len, RW);
 	if (err && !os_is_oom(err)) report_kernel(OP_MPROTECT, err, p);
@@ -411,6 +425,7 @@ bool guard_unseal(struct guard_region *r, size_t off, size_t len)
 
 bool guard_extend(struct guard_region *r, size_t off, size_t len)
 {
+	invariant(span_of(r, off, len));
 	size_t marked = (size_t)r->marked_pages * os_page;
 	if (off < marked) {
 		/* Address space grown behind markers: taking them away opens it. */
