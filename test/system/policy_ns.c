@@ -416,15 +416,16 @@ static void cases_run_as(void)
 	unlink(link);
 }
 
-/* The suite's RAMPART_OPTIONS without any profile entry (check-configs runs the suite
- * with profile=light first), into buf. */
+/* The suite's guard backend alone of its RAMPART_OPTIONS, into buf: check-configs runs
+ * the suite with a profile or one of its options first, which these cases choose
+ * themselves. */
 static const char *opts_without_profile(char *buf, size_t cap, const char *extra)
 {
 	buf[0] = 0;
 	const char *p = base_opts ? base_opts : "";
 	while (*p) {
 		size_t n = strcspn(p, ",:");
-		if (strncmp(p, "profile=", 8) != 0 && n)
+		if (strncmp(p, "guard=", 6) == 0 && n)
 			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%.*s", buf[0] ? "," : "", (int)n, p);
 		p += n + (p[n] != 0);
 	}
