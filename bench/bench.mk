@@ -18,19 +18,22 @@
 # and writes out/bench/partial.md instead of the committed bench/results/latest.*.
 #
 # The rampart-light column is the same library as rampart, run with
-# RAMPART_OPTIONS=profile=light (BENCH_LIGHT, LIB?OPTIONS); no second build.
+# RAMPART_OPTIONS=profile=light (BENCH_LIGHT, LIB?OPTIONS); no second build.  The
+# rampart column is BENCH_RAMPART, by default $(LIB_SO) with no options (its default
+# profile); BENCH_RAMPART='$(LIB_SO)?profile=strong' names the profile.
 
 BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
 BENCH_STANDALONE := $(if $(filter bench/bench.mk ./bench/bench.mk,$(firstword $(MAKEFILE_LIST))),1,)
 
 LIB_SO ?= out/librampart.so
+BENCH_RAMPART ?= $(LIB_SO)
 BENCH_LIGHT ?= $(LIB_SO)?profile=light
 BENCH_OUT := out/bench
 BENCH_CFLAGS ?= -O2 -Wall -Wextra
 BENCH_PYTHON ?= python3
 BENCH_PROGS := $(addprefix $(BENCH_OUT)/,launch churn prodcons tree realloc list larson startup)
 
-BENCH_ARGS = --bindir $(BENCH_OUT) --rampart '$(LIB_SO)' --rampart-light '$(BENCH_LIGHT)' \
+BENCH_ARGS = --bindir $(BENCH_OUT) --rampart '$(BENCH_RAMPART)' --rampart-light '$(BENCH_LIGHT)' \
 	$(if $(filter-out 0,$(QUICK)),--quick) \
 	$(if $(BENCH_ROUNDS),--rounds $(BENCH_ROUNDS)) \
 	$(if $(BENCH_WORKLOADS),--workloads $(BENCH_WORKLOADS)) \
@@ -48,8 +51,8 @@ else
 BENCH_LIB_DEPS := $(LIB_SO)
 endif
 
-# The light column as NAME=/absolute/LIB?OPTIONS, for bench/bugclasses.sh and bench/soak.sh.
-BENCH_LIGHT_ABS = $(abspath $(firstword $(subst ?, ,$(BENCH_LIGHT))))$(if $(findstring ?,$(BENCH_LIGHT)),?$(word 2,$(subst ?, ,$(BENCH_LIGHT))))
+# LIB?OPTIONS with LIB made absolute, for bench/bugclasses.sh and bench/soak.sh.
+bench_abs = $(abspath $(firstword $(subst ?, ,$(1))))$(if $(findstring ?,$(1)),?$(word 2,$(subst ?, ,$(1))))
 
 .PHONY: bench bench-build bench-deps bench-clean
 
@@ -83,8 +86,8 @@ $(BENCH_OUT)/bugclasses: bench/bugclasses.c
 	$(CC) -O0 -fno-builtin -Wall -Wextra -Werror -o $@ $< -ldl
 .PHONY: bug-classes
 bug-classes: $(BENCH_OUT)/bugclasses $(BENCH_LIB_DEPS)
-	@set -f; sh bench/bugclasses.sh $(BENCH_OUT)/bugclasses rampart=$(abspath $(LIB_SO)) \
-		'rampart-light=$(BENCH_LIGHT_ABS)' $(if $(BUGCLASS_SCUDO),scudo=$(BUGCLASS_SCUDO)) \
+	@set -f; sh bench/bugclasses.sh $(BENCH_OUT)/bugclasses 'rampart=$(call bench_abs,$(BENCH_RAMPART))' \
+		'rampart-light=$(call bench_abs,$(BENCH_LIGHT))' $(if $(BUGCLASS_SCUDO),scudo=$(BUGCLASS_SCUDO)) \
 		$(strip $(BENCH_EXTRA))
 
 # `make out/bench/slot_reuse_distance`: frees until a freed slot comes back, per size
@@ -107,5 +110,5 @@ SOAK_SCUDO := $(firstword $(wildcard /usr/lib/llvm-*/lib/clang/*/lib/linux/libcl
 bench-soak: $(BENCH_LIB_DEPS)
 	@mkdir -p $(BENCH_OUT)
 	@set -f; sh bench/soak.sh jemalloc=- glibc=$(abspath $(LIB_SO)) $(if $(SOAK_SCUDO),scudo=$(SOAK_SCUDO)) \
-		rampart=$(abspath $(LIB_SO)) 'rampart-light=$(BENCH_LIGHT_ABS)' $(strip $(BENCH_EXTRA)) \
+		'rampart=$(call bench_abs,$(BENCH_RAMPART))' 'rampart-light=$(call bench_abs,$(BENCH_LIGHT))' $(strip $(BENCH_EXTRA)) \
 		| tee $(BENCH_OUT)/soak.md
