@@ -411,10 +411,12 @@ def discover_allocators(args):
     ma = multiarch()
     arch = ma.split("-")[0]
     dirs = ["/usr/lib/" + ma, "/usr/lib", "/usr/local/lib", "/lib/" + ma]
+    rampart = lib_and_options("rampart", args.rampart)
+    rampart_light = lib_and_options("rampart-light", args.rampart_light)
     wanted = [
         ("glibc", None),
-        ("rampart", os.path.abspath(args.rampart) if args.rampart else None),
-        ("rampart-light", os.path.abspath(args.rampart_light) if args.rampart_light else None),
+        ("rampart", rampart),
+        ("rampart-light", rampart_light),
         ("scudo", find_scudo(arch)),
         ("mimalloc", find_lib(["libmimalloc.so.2", "libmimalloc.so"], dirs)),
         ("jemalloc", find_lib(["libjemalloc.so.2", "libjemalloc.so"], dirs)),
@@ -422,7 +424,7 @@ def discover_allocators(args):
     ]
     hints = {
         "rampart": "build it with `make lib`",
-        "rampart-light": "build it with `make VARIANT=light lib`",
+        "rampart-light": "build it with `make lib`",
         "scudo": "package libclang-rt-14-dev",
         "mimalloc": "package libmimalloc2.0",
         "jemalloc": "package libjemalloc2",
@@ -436,9 +438,9 @@ def discover_allocators(args):
             if not os.path.exists(path):
                 notes.append("skipping extra allocator %s: %s not found" % (name, path))
                 continue
-            err = preload_probe(path)
+            err = preload_probe(name, path)
             if err:
-                notes.append("skipping extra allocator %s: %s does not preload: %s" % (name, path, err))
+                notes.append("skipping extra allocator %s: %s %s" % (name, path, err))
                 continue
             found.append((name, path))
             continue
@@ -449,48 +451,115 @@ def discover_allocators(args):
                 notes.append("skipping %s: %s not found (%s)"
                              % (name, path or "library", hints[name]))
                 continue
-            err = preload_probe(path)
+            err = preload_probe(name, path)
             if err:
-                notes.append("skipping %s: %s does not preload: %s" % (name, path, err))
+                notes.append("skipping %s: %s %s" % (name, path, err))
                 continue
         found.append((name, path))
     return found, notes
 
 
 EXTRA_NAMES = set()  # allocators added with --extra: their failures do not fail the run
+# name -> the RAMPART_OPTIONS that allocator runs with (LIB?OPTIONS); absent: none. No
+# column inherits the driver's own RAMPART_OPTIONS (clean_env leaves it out).
+OPTIONS = {}
+# name -> what the library says is in effect under those options (verbose=1), for the report
+IN_EFFECT = {}
+
+
+def lib_and_options(name, spec):
+    """LIB or LIB?OPTIONS -> the library's absolute path (None for an empty LIB); OPTIONS,
+    everything after the first '?', becomes the allocator's RAMPART_OPTIONS."""
+    if not spec:
+        return None
+    lib, q, opts = spec.partition("?")
+    if q and not opts:
+        sys.exit("bench: %s: nothing after '?' in %r (LIB?OPTIONS gives RAMPART_OPTIONS)" % (name, spec))
+    if opts:
+        if any(c.isspace() for c in opts):
+            sys.exit("bench: %s: spaces in the options %r" % (name, opts))
+        OPTIONS[name] = opts
+    return os.path.abspath(os.path.expanduser(lib)) if lib else None
 
 
 def parse_extra(spec, builtin):
-    """--extra "name=/path/lib.so name2=/path/other.so" (spaces or commas
-    between entries) -> [(name, absolute path)]."""
+    """--extra "name=/path/lib.so name2=/path/other.so?profile=light,verbose=0" -> [(name,
+    absolute path)]. Entries are separated by spaces or commas, but a ',' after an entry's
+    '?' belongs to its options (RAMPART_OPTIONS separates its own entries with ',' or
+    ':'), up to the next space."""
     out = []
-    for item in re.split(r"[\s,]+", spec or ""):
-        if not item:
-            continue
+    items = []
+    for word in (spec or "").split():
+        head, q, opts = word.partition("?")
+        parts = [x for x in head.split(",") if x] or [""]
+        if q:
+            parts[-1] += q + opts
+        items += parts
+    for item in items:
         name, eq, path = item.partition("=")
-        if not eq or not path or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
-            sys.exit("bench: --extra wants name=/path/to/lib.so entries, got %r" % item)
+        if not eq or not path or path.startswith("?") or \
+                not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
+            sys.exit("bench: --extra wants name=/path/to/lib.so[?OPTIONS] entries, got %r" % item)
         if name in builtin or name in EXTRA_NAMES:
             sys.exit("bench: --extra: the name %s is already taken" % name)
         EXTRA_NAMES.add(name)
-        out.append((name, os.path.abspath(os.path.expanduser(path))))
+        out.append((name, lib_and_options(name, path)))
     return out
 
 
-def preload_probe(path):
+def clean_env():
+    """The environment every workload starts from: the driver's, without LD_PRELOAD or
+    RAMPART_OPTIONS (each allocator brings its own: alloc_env), in the C locale."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "RAMPART_OPTIONS")}
+    env.update(LC_ALL="C", PYTHONHASHSEED="0")
+    return env
+
+
+def alloc_env(ctx, name):
+    """The environment of a run under allocator NAME: the clean one plus its own
+    RAMPART_OPTIONS, which every process of the workload inherits (bash's children,
+    the compiler's passes, the program under strace); LD_PRELOAD is set by whoever
+    starts the program (launch, startup, strace -E)."""
+    env = dict(ctx.clean_env)
+    if name in OPTIONS:
+        env["RAMPART_OPTIONS"] = OPTIONS[name]
+    return env
+
+
+# A warning of rampart's about the options it was given ("rampart: warning: RAMPART_OPTIONS:
+# unknown key 'profile' ..."), which it then ignores: a column would not run what it says.
+OPTION_WARNING = re.compile(r"^rampart: warning: RAMPART_OPTIONS: .*$", re.M)
+
+
+def preload_probe(name, path):
     """Check that a library really gets preloaded (ld.so only warns and goes on
-    when it cannot)."""
-    env = dict(os.environ, LD_PRELOAD=path)
+    when it cannot), and that it takes the options it is given. Returns None when it
+    does, else what is wrong ("does not preload: ..."). Records in IN_EFFECT what a
+    rampart says it runs with (RAMPART_OPTIONS=verbose=1)."""
+    opts = OPTIONS.get(name)
+    env = clean_env()
+    env.update(LD_PRELOAD=path, RAMPART_OPTIONS=(opts + "," if opts else "") + "verbose=1")
     try:
         r = subprocess.run(["cat", "/proc/self/maps"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
-        return str(e)
+        return "does not preload: " + str(e)
+    err = r.stderr.decode(errors="replace")
     if r.returncode != 0:
-        return "exit status %d: %s" % (r.returncode, r.stderr.decode(errors="replace").strip()[:200])
+        return "does not preload: exit status %d: %s" % (r.returncode, err.strip()[:200])
     real = os.path.realpath(path)
     if real not in r.stdout.decode(errors="replace") and path not in r.stdout.decode(errors="replace"):
-        return r.stderr.decode(errors="replace").strip()[:200] or "not mapped in the child"
+        return "does not preload: " + (err.strip()[:200] or "not mapped in the child")
+    said = re.search(r"^rampart: version [^;]*;.*$", err, re.M)
+    if opts:
+        bad = OPTION_WARNING.search(err)
+        if bad:
+            return "does not take RAMPART_OPTIONS=%s: %s" % (opts, bad.group(0)[:200])
+        if not said:
+            return "was given RAMPART_OPTIONS=%s but is not rampart (verbose=1 printed nothing)" % opts
+    if said:
+        prof = re.search(r"; (profile \S+ \([^)]*\))", said.group(0))
+        IN_EFFECT[name] = prof.group(1) if prof else "no profile (a build from before run-time profiles)"
     return None
 
 
@@ -567,9 +636,10 @@ def telling_line(stderr):
 RUNNING = set()  # process groups to kill if the driver is interrupted
 
 
-def run_one(ctx, wl, spec, alloc_path, timeout):
+def run_one(ctx, wl, spec, alloc_path, env, timeout):
     """Run one workload under one allocator through the `launch` helper, which
-    reports the child's pid, wait status, ru_maxrss and wall time on fd 3."""
+    reports the child's pid, wait status, ru_maxrss and wall time on fd 3. ENV is
+    the allocator's (alloc_env); launch adds LD_PRELOAD=ALLOC_PATH in the child."""
     if "before" in spec:
         spec["before"]()
     out_path = os.path.join(ctx.bindir, "run.stdout")
@@ -583,7 +653,7 @@ def run_one(ctx, wl, spec, alloc_path, timeout):
     ]
     argv = [ctx.launcher, alloc_path or "-"] + spec["argv"]
     timed_out = []
-    lpid = os.posix_spawn(ctx.launcher, argv, ctx.clean_env, file_actions=actions, setsid=True)
+    lpid = os.posix_spawn(ctx.launcher, argv, env, file_actions=actions, setsid=True)
     RUNNING.add(lpid)
     os.close(wfd)
 
@@ -689,7 +759,7 @@ def strace_probe(ctx):
 STRACE_ARGS = ["-f", "-c", "-qq", "--seccomp-bpf", "-e", "trace=%memory"]
 
 
-def count_syscalls(ctx, wl, spec, alloc_path, timeout):
+def count_syscalls(ctx, wl, spec, alloc_path, env, timeout):
     """The untimed syscall-counting run: the workload under strace, which
     counts its memory-management system calls (brk, mmap, munmap, mprotect,
     mremap, madvise, ...; threads and child processes included).  Returns
@@ -707,7 +777,9 @@ def count_syscalls(ctx, wl, spec, alloc_path, timeout):
     argv += spec["argv"]
     with open(spec.get("stdin", "/dev/null"), "rb") as fin, open(out_path, "wb") as fout, \
             open(err_path, "wb") as ferr:
-        p = subprocess.Popen(argv, stdin=fin, stdout=fout, stderr=ferr, env=ctx.clean_env,
+        # strace passes ENV (the allocator's RAMPART_OPTIONS) on to the workload; LD_PRELOAD
+        # is given with -E so that strace itself runs without it.
+        p = subprocess.Popen(argv, stdin=fin, stdout=fout, stderr=ferr, env=env,
                              start_new_session=True)
         RUNNING.add(p.pid)
         timed_out = None
@@ -1010,13 +1082,13 @@ def startup_programs(ctx, quick):
     return progs
 
 
-def run_startup(ctx, progs, alloc_path):
+def run_startup(ctx, progs, alloc_path, env):
     """One round of the start-up table under one allocator: {label: [(cpu_us, faults), ...]}
     or {label: "error"}."""
     out = {}
     for label, argv, runs in progs:
         r = subprocess.run([os.path.join(ctx.bindir, "startup"), str(runs), alloc_path or "-"] + argv,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=ctx.clean_env)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=env)
         if r.returncode != 0:
             out[label] = "failed: " + r.stderr.decode(errors="replace").strip()[-200:]
             continue
@@ -1024,14 +1096,13 @@ def run_startup(ctx, progs, alloc_path):
     return out
 
 
-def count_startup_syscalls(ctx, progs, alloc_path):
+def count_startup_syscalls(ctx, progs, alloc_path, env):
     """All system calls of one run of each program (strace -f -c, untimed): {label: calls}."""
     out = {}
     if not ctx.strace:
         return out
     for label, argv, _ in progs:
         tmp = os.path.join(ctx.bindir, "startup-strace.txt")
-        env = dict(ctx.clean_env)
         cmd = [ctx.strace, "-f", "-c", "-qq", "-o", tmp]
         if alloc_path:
             cmd += ["-E", "LD_PRELOAD=" + alloc_path]
@@ -1107,15 +1178,21 @@ def write_report(path, svg_rel, ctx, workloads, allocs, results, sysres, notes, 
     L("- load average (1 min) before the run %.2f, at its end %.2f (the benchmark itself keeps one or two "
       "CPUs busy; more means other work shared the machine and the times are noisier)"
       % (ctx.load_start, os.getloadavg()[0]))
-    L("- allocators (LD_PRELOAD):")
+    L("- allocators (LD_PRELOAD), each with the `RAMPART_OPTIONS` named here and no other (none is "
+      "inherited from the driver's environment), which every process of a workload inherits; "
+      "\"in effect\" is what a rampart library printed with `verbose=1` added:")
     for a, p in allocs:
         if p is None:
             L("  - glibc: the system malloc, no preload")
-        elif a in EXTRA_NAMES:
-            L("  - %s: `%s` (extra, from `BENCH_EXTRA`; its failures do not fail the run)" % (a, p))
+            continue
+        opts = "`RAMPART_OPTIONS=%s`" % OPTIONS[a] if a in OPTIONS else "no `RAMPART_OPTIONS`"
+        said = "; in effect: %s" % IN_EFFECT[a] if a in IN_EFFECT else ""
+        if a in EXTRA_NAMES:
+            L("  - %s: `%s`, %s%s (extra, from `BENCH_EXTRA`; its failures do not fail the run)"
+              % (a, p, opts, said))
         else:
             pkg = package_of(p) if not a.startswith("rampart") else ""
-            L("  - %s: `%s`%s" % (a, p, " (" + pkg + ")" if pkg else ""))
+            L("  - %s: `%s`%s, %s%s" % (a, p, " (" + pkg + ")" if pkg else "", opts, said))
     for n in notes:
         L("  - %s" % n)
     L("")
@@ -1340,15 +1417,18 @@ def main():
     ap.add_argument("--quick", action="store_true", help="every workload once, small parameters")
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3, QUICK 1)")
     ap.add_argument("--bindir", default="out/bench", help="built workloads and scratch files")
-    ap.add_argument("--rampart", default="out/librampart.so")
-    ap.add_argument("--rampart-light", default="out/light/librampart.so")
+    ap.add_argument("--rampart", default="out/librampart.so", help="LIB[?OPTIONS]: the rampart column "
+                    "(OPTIONS: its RAMPART_OPTIONS)")
+    ap.add_argument("--rampart-light", default="out/librampart.so?profile=light", help="LIB[?OPTIONS]: the "
+                    "rampart-light column, the same library with profile=light by default")
     ap.add_argument("--output", default=None, help="report path (default: bench/results/latest.md for a "
                     "full run, BINDIR/partial.md for a partial one, BINDIR/quick.md for QUICK); the "
                     "chart goes next to it as .svg")
     ap.add_argument("--workloads", default="", help="comma-separated subset of workloads")
     ap.add_argument("--allocators", default="", help="comma-separated subset of the built-in allocators")
     ap.add_argument("--extra", default="", help='more allocators to compare: "name=/path/lib.so '
-                    'name2=/path/other.so"; their failures are reported but do not fail the run')
+                    'name2=/path/other.so?OPTIONS" (OPTIONS: that column\'s RAMPART_OPTIONS); their '
+                    'failures are reported but do not fail the run')
     ap.add_argument("--syscalls", type=int, choices=(0, 1), default=None,
                     help="1: count memory system calls per workload and allocator in an extra "
                     "untimed run under strace (default: 1, QUICK 0)")
@@ -1365,8 +1445,7 @@ def main():
     ctx.launcher = os.path.join(ctx.bindir, "launch")
     if not os.access(ctx.launcher, os.X_OK):
         sys.exit("bench: %s missing: build with `make bench-build`" % ctx.launcher)
-    ctx.clean_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    ctx.clean_env.update(LC_ALL="C", PYTHONHASHSEED="0")
+    ctx.clean_env = clean_env()
     ctx.python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else shutil.which("python3")
     ctx.sqlite3 = shutil.which("sqlite3")
     ctx.gcc = shutil.which("gcc")
@@ -1403,6 +1482,9 @@ def main():
 
     allocs, anotes = discover_allocators(args)
     notes = anotes + notes
+    if os.environ.get("RAMPART_OPTIONS"):
+        notes.append("RAMPART_OPTIONS=%s of this environment is passed to no workload: a column gets "
+                     "options of its own as LIB?OPTIONS" % os.environ["RAMPART_OPTIONS"])
     if syscalls:
         why = strace_probe(ctx)
         if why:
@@ -1456,7 +1538,8 @@ def main():
 
     print("bench: %s run: %d workload(s) x %d allocator(s) x %d round(s)%s; allocators: %s"
           % (mode, len(workloads), len(allocs), rounds, " + syscall counting" if syscalls else "",
-             " ".join(a + ("(extra)" if a in EXTRA_NAMES else "") for a, _ in allocs)), flush=True)
+             " ".join(a + ("[%s]" % OPTIONS[a] if a in OPTIONS else "") + ("(extra)" if a in EXTRA_NAMES else "")
+                      for a, _ in allocs)), flush=True)
     specs = {}
     for w in workloads:
         specs[w.name] = w.setup(ctx, w.params[mode])
@@ -1484,7 +1567,7 @@ def main():
     start = {}
     for rnd in range(1, rounds + 1):
         for a, path in allocs if startup_progs else []:
-            for label, v in run_startup(ctx, startup_progs, path).items():
+            for label, v in run_startup(ctx, startup_progs, path, alloc_env(ctx, a)).items():
                 have = start.setdefault(a, {}).get(label)
                 if isinstance(v, str) or isinstance(have, str):
                     start[a][label] = have if isinstance(have, str) else v
@@ -1500,13 +1583,13 @@ def main():
                 done += 1
                 if (w.name, a) in dead:
                     continue
-                r = run_one(ctx, w, specs[w.name], path, timeout)
+                r = run_one(ctx, w, specs[w.name], path, alloc_env(ctx, a), timeout)
                 r["round"] = rnd
                 check_output(w, a, r)
                 results.setdefault((w.name, a), []).append(r)
                 if w.name == FLOOR_OF and a == "glibc" and not r["error"]:
                     fw = floor_workload(w)
-                    fr = run_one(ctx, fw, fw.setup(ctx, fw.params[mode]), path, timeout)
+                    fr = run_one(ctx, fw, fw.setup(ctx, fw.params[mode]), path, alloc_env(ctx, a), timeout)
                     check_output(w, a, fr)  # the same checksum as the workload's own
                     results.setdefault((fw.name, a), []).append(fr)
                     print("bench: %-15s %-14s round %d/%d %8.3f s%s" % (fw.name, a, rnd, rounds, fr["time"],
@@ -1527,7 +1610,7 @@ def main():
     start_calls = {}
     if syscalls and startup_progs:
         for a, path in allocs:
-            start_calls[a] = count_startup_syscalls(ctx, startup_progs, path)
+            start_calls[a] = count_startup_syscalls(ctx, startup_progs, path, alloc_env(ctx, a))
     sysres = {}
     if syscalls:
         for w in workloads:
@@ -1535,7 +1618,7 @@ def main():
                 done += 1
                 if (w.name, a) in dead:
                     continue
-                sr = count_syscalls(ctx, w, specs[w.name], path, timeout * 3)
+                sr = count_syscalls(ctx, w, specs[w.name], path, alloc_env(ctx, a), timeout * 3)
                 check_output(w, a, sr)
                 sysres[(w.name, a)] = sr
                 status = "ok" if not sr["error"] else "FAILED: " + sr["error"]

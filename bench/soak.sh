@@ -10,8 +10,9 @@
 # and the server is shut down. One Markdown table on stdout: RSS at the end over the live
 # data is what the allocator keeps beyond what the program holds.
 #
-#   sh bench/soak.sh NAME=LIB[@OPTIONS] ...   (LIB "-": no preload, redis's own jemalloc;
-#                                              OPTIONS: RAMPART_OPTIONS for that run)
+#   sh bench/soak.sh NAME=LIB[?OPTIONS] ...   (LIB "-": no preload, redis's own jemalloc;
+#                                              OPTIONS: RAMPART_OPTIONS for that run, as in
+#                                              bench/run.py; LIB@OPTIONS is still taken)
 #
 # Needs redis-server and redis-tools (Debian); where either is missing it says so and
 # exits 77. SOAK_SETS changes the SETs per round (a quick check: SOAK_SETS=20000).
@@ -35,7 +36,10 @@ for spec in "$@"; do
 	name=${spec%%=*}
 	lib=${spec#*=}
 	opts=
-	case $lib in *@*) opts=${lib#*@} lib=${lib%%@*} ;; esac
+	case $lib in
+	*\?*) opts=${lib#*\?} lib=${lib%%\?*} ;;
+	*@*) opts=${lib#*@} lib=${lib%%@*} ;;
+	esac
 	case $name in glibc) opts=passthrough=1 ;; esac
 	start=$(date +%s.%N)
 	if [ "$lib" = - ]; then

@@ -5,9 +5,10 @@
 #  - every workload ran (none left out for a missing tool) under glibc, rampart and
 #    rampart-light, and each such run succeeded, its output equal to glibc's (bench/run.py
 #    compares every run's output with the first allocator's, glibc);
+#  - rampart-light is the default library run with RAMPART_OPTIONS=profile=light, and the
+#    report says that profile was in effect (what the library printed with verbose=1);
 #  - no run of any built-in allocator failed (bench/run.py's exit status);
-#  - the default build in out/ is the one it found: the quick run builds the light variant
-#    in out/light, never over it.
+#  - the default build in out/ is the one it found: the quick run builds nothing over it.
 # Other allocators (scudo, mimalloc, ...) run where installed; they are not required.
 log=out/bench/smoke.log
 mkdir -p out/bench
@@ -36,10 +37,14 @@ for a in glibc rampart rampart-light; do
 	[ "$ok" = "${workloads:-?}" ] || complain "$a: $ok of ${workloads:-?} workloads ran and printed glibc's output"
 done
 
+report=out/bench/quick.md
+grep -q '^  - rampart-light: `[^`]*/out/librampart.so`, `RAMPART_OPTIONS=profile=light`; in effect: profile light ' "$report" ||
+	complain "$report does not say that rampart-light ran out/librampart.so with profile=light in effect"
+
 [ "$(cat out/config.stamp 2>/dev/null)" = "$stamp_before" ] ||
 	complain "out/config.stamp changed: the quick run rebuilt the default build"
 
 if [ $fail = 0 ]; then
-	echo "bench-smoke: ok: $workloads workloads under glibc, rampart and rampart-light, every output equal to glibc's; the default build untouched"
+	echo "bench-smoke: ok: $workloads workloads under glibc, rampart and rampart-light (profile=light), every output equal to glibc's; the default build untouched"
 fi
 exit $fail

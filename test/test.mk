@@ -84,8 +84,9 @@ test: test-deps
 	@OUT=$(OUT) CC=$(CC) sh test/run.sh
 
 # The benchmark suite once, quick, with assertions (test/bench_smoke.sh): every workload
-# ran under glibc, rampart and rampart-light with glibc's output, and the default build
-# is left as it was. Not part of `make test`, which tests rampart; CI runs it as a step.
+# ran under glibc, rampart and rampart-light (profile=light) with glibc's output, and the
+# default build is left as it was. Not part of `make test`, which tests rampart; CI runs it
+# as a step.
 .PHONY: bench-smoke
 bench-smoke: test-deps
 	@$(MAKE) --no-print-directory lib
