@@ -15,7 +15,6 @@ SONAME := librampart.so.$(SOMAJOR)
 OUT ?= out$(if $(filter light,$(VARIANT)),/light)
 
 LIB_SO := out/librampart.so
-LIB_SO_LIGHT := out/light/librampart.so
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 # Hardening of the library itself; no -march: distribution binaries run on old CPUs.
