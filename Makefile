@@ -85,7 +85,7 @@ $(OUT)/$(SONAME): $(OUT)/librampart.so
 # its code (every section named .text or .text.*) into sections of its own, rampart_text
 # and, for what the compiler marked unlikely (.text.unlikely, clang's .text.unlikely.),
 # rampart_text_cold, whose bounds the linker defines in the program: the callers listed
-# after a fatal error (src/base/report.c) start outside them. Programs that call the
+# after a fatal error (src/base/callers.c) start outside them. Programs that call the
 # internals by name link internal.a: the objects as compiled.
 # objcopy cannot rename inside the compiler's LTO sections, so they are left out.
 OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)

@@ -107,7 +107,7 @@ $(TEST_OUT)/death/cxx_death: test/cxx/cxx_death.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
 # The caller trace leaves rampart's own frames out by other means in the shared library
-# than in the static one (src/base/report.c): trace_death runs linked with each.
+# than in the static one (src/base/callers.c): trace_death runs linked with each.
 $(TEST_OUT)/death/trace_death_so: test/death/trace_death.c $(OUT)/librampart.so $(wildcard test/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)

@@ -5,7 +5,7 @@
  * its own), must list a frame inside that function, with the offset addr2line wants,
  * and the list must start there: rampart's own frames (the free and what it called) are
  * left out. Built twice: linked with librampart.a (trace_death) and with librampart.so
- * (trace_death_so), where rampart's own code is found in two different ways (report.c).
+ * (trace_death_so), where rampart's own code is found in two different ways (callers.c).
  * A write into a freed slot is reported as a write after free, whichever check finds it.
  */
 #include "../harness.h"
