@@ -26,6 +26,10 @@ STACK_PROTECTOR := $(if $(filter -fstack-protector-all,$(CFLAGS)),,-fstack-prote
 HARDEN := $(STACK_PROTECTOR) $(FORTIFY) -fno-plt
 # The compiler must not turn our own code into calls of the functions we define.
 NOBUILTIN := -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
+# Unwind tables for every function, whatever the caller's flags say: the callers listed
+# after an error are found by unwinding from rampart's own frames into the program's
+# (src/base/callers.c). They are the default of x86_64 and arm64 compilers already.
+UNWIND := -fasynchronous-unwind-tables
 # Reproducible: the build directory's path leaves no trace in the objects (debug info,
 # __FILE__), so a build elsewhere gives the same bytes.
 REPRODUCIBLE := -ffile-prefix-map=$(CURDIR)=.
@@ -37,7 +41,7 @@ REPRODUCIBLE := -ffile-prefix-map=$(CURDIR)=.
 CFLAGS ?= -O2 -g
 LTO_FAT := $(if $(filter -flto%,$(CFLAGS)),-ffat-lto-objects)
 ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(LTO_FAT) -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) \
-	$(NOBUILTIN) $(REPRODUCIBLE) $(CONFIG_CPPFLAGS) -Iinclude -Isrc
+	$(NOBUILTIN) $(UNWIND) $(REPRODUCIBLE) $(CONFIG_CPPFLAGS) -Iinclude -Isrc
 LDFLAGS_SO := $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack \
 	-Wl,--as-needed -Wl,--sort-section=name
 
