@@ -7,7 +7,8 @@
  * Invariants:
  *  - A step reads the stack only inside the bounds it is given, and every byte through
  *    peek (peek.h): it cannot fault. Unwind data is read through a dwarf cursor bounded
- *    by the FDE's table.
+ *    by the FDE's table; expressions are evaluated by dwarf_expr.c, under the same
+ *    bounds.
  *  - A register whose value a rule cannot give is unknown (its bit clear in known),
  *    never guessed; a step that needs an unknown register answers CFI_UNKNOWN.
  *  - Nothing allocates; the rule rows live in a struct cfi_space the caller gives
