@@ -25,6 +25,10 @@ STACK_PROTECTOR := $(if $(filter -fstack-protector-all,$(CFLAGS)),,-fstack-prote
 HARDEN := $(STACK_PROTECTOR) $(FORTIFY) -fno-plt
 # The compiler must not turn our own code into calls of the functions we define.
 NOBUILTIN := -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
+# Unwind tables for every function, whatever the caller's flags say: the callers listed
+# after an error are found by unwinding from rampart's own frames into the program's
+# (src/base/callers.c). They are the default of x86_64 and arm64 compilers already.
+UNWIND := -fasynchronous-unwind-tables
 # Reproducible: the build directory's path leaves no trace in the objects (debug info,
 # __FILE__), so a build elsewhere gives the same bytes.
 REPRODUCIBLE := -ffile-prefix-map=$(CURDIR)=.
@@ -36,7 +40,7 @@ REPRODUCIBLE := -ffile-prefix-map=$(CURDIR)=.
 CFLAGS ?= -O2 -g
 LTO_FAT := $(if $(filter -flto%,$(CFLAGS)),-ffat-lto-objects)
 ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(LTO_FAT) -fPIC -fvisibility=hidden -pthread $(WARN) $(HARDEN) \
-	$(NOBUILTIN) $(REPRODUCIBLE) $(CONFIG_CPPFLAGS) -Iinclude -Isrc
+	$(NOBUILTIN) $(UNWIND) $(REPRODUCIBLE) $(CONFIG_CPPFLAGS) -Iinclude -Isrc
 LDFLAGS_SO := $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,noexecstack \
 	-Wl,--as-needed -Wl,--sort-section=name
 
@@ -84,7 +88,7 @@ $(OUT)/$(SONAME): $(OUT)/librampart.so
 # its code (every section named .text or .text.*) into sections of its own, rampart_text
 # and, for what the compiler marked unlikely (.text.unlikely, clang's .text.unlikely.),
 # rampart_text_cold, whose bounds the linker defines in the program: the callers listed
-# after a fatal error (src/base/report.c) start outside them. Programs that call the
+# after a fatal error (src/base/callers.c) start outside them. Programs that call the
 # internals by name link internal.a: the objects as compiled.
 # objcopy cannot rename inside the compiler's LTO sections, so they are left out.
 OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)

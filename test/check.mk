@@ -126,6 +126,8 @@ $(TEST_OUT)/static/%: test/system/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 $(TEST_OUT)/static/%: test/portable/%.c $(OUT)/librampart.a $(wildcard test/*.h)
 	$(STATIC_LINK)
 static-build: $(STATIC_BINS)
+# Built as test.mk builds it for make test (CALLERS_FLAGS: calls stay calls).
+$(TEST_OUT)/static/call_line_death: TEST_CFLAGS += $(CALLERS_FLAGS)
 
 # clang 14 does not pass sizes to operator delete unless asked (clang 19 does); the
 # C++ tests ask for 2^40 and 48-byte alignments on purpose, which clang warns about.

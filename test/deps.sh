@@ -1,12 +1,13 @@
 #!/bin/sh
 # Makes sure what `make test` needs is installed (Debian and derivatives).
 #
-# The list is the one .ci/run installs (liburing-dev: test/uring/uring_check); the
-# allocators, python3 and sqlite3 are for `make bench-smoke`, which checks it too.
+# The list is the one .ci/run installs (liburing-dev: test/uring/uring_check; binutils:
+# addr2line, which the callers tests ask for each frame's line); the allocators, python3
+# and sqlite3 are for `make bench-smoke`, which checks it too.
 # As root, missing packages are installed with apt-get; otherwise the exact command
 # is printed and the script fails. On a system without dpkg nothing can be checked:
 # a note says so and the tests run anyway. RAMPART_SKIP_DEPS=1 skips the check.
-PACKAGES="build-essential clang pkg-config check libcmocka-dev liburing-dev g++ python3 sqlite3 time strace \
+PACKAGES="build-essential binutils clang pkg-config check libcmocka-dev liburing-dev g++ python3 sqlite3 time strace \
 libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libclang-rt-14-dev"
 
 [ -n "$RAMPART_SKIP_DEPS" ] && exit 0

@@ -108,11 +108,28 @@ $(TEST_OUT)/death/cxx_death: test/cxx/cxx_death.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
 # The caller trace leaves rampart's own frames out by other means in the shared library
-# than in the static one (src/base/report.c): trace_death runs linked with each.
+# than in the static one (src/base/callers.c): trace_death runs linked with each.
 $(TEST_OUT)/death/trace_death_so: test/death/trace_death.c $(OUT)/librampart.so $(wildcard test/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
 # (death/trace_death_so is a line of test/tests.list.)
+
+# The callers list against addr2line (test/callers.h): programs built as a user's
+# optimised build is, but with calls that stay calls (a sibling call leaves no frame of
+# its caller to list). call_line_death from C, with librampart.a and librampart.so (and
+# statically: check.mk); cxx_callers from C++, with the shared libstdc++ and
+# librampart.so, and with -static-libstdc++ and librampart.a.
+CALLERS_FLAGS := -O2 -fno-optimize-sibling-calls
+$(TEST_OUT)/death/call_line_death: TEST_CFLAGS += $(CALLERS_FLAGS)
+$(TEST_OUT)/death/call_line_death_so: test/death/call_line_death.c $(OUT)/librampart.so $(wildcard test/*.h)
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) $(CALLERS_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
+$(TEST_OUT)/death/cxx_callers: test/cxx/cxx_callers_death.cpp test/callers.h $(OUT)/librampart.so
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) $(CALLERS_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
+$(TEST_OUT)/death/cxx_callers_static: test/cxx/cxx_callers_death.cpp test/callers.h $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) $(CALLERS_FLAGS) -static-libstdc++ -o $@ $< $(OUT)/librampart.a
 
 $(TEST_OUT)/cxx/libcxx_plugin.so: test/cxx/cxx_plugin.cpp
 	@mkdir -p $(@D)

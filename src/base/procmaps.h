@@ -1,6 +1,6 @@
 /*
  * procmaps.h — /proc/self/maps line by line, for the questions about the address space
- * (os.c) and the caller trace (report.c).
+ * (os.c) and the caller trace (modules.c).
  *
  * Invariants: no allocation and no C library call that could be interposed or wrapped
  * (the file is opened with the raw openat system call); nothing is read that the kernel

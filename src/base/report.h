@@ -9,7 +9,7 @@
  *  - Nothing here allocates, takes a lock the program may hold, or changes errno; a
  *    fatal report ends in SIGABRT (the program's SIGABRT handler does not run), never
  *    in another signal.
- *  - The callers listed after a fatal line start at the first return address outside
+ *  - The callers listed after a report (callers.h) start at the first frame outside
  *    rampart's own code.
  *  - Only a free (OP_FREE) may go on after an error, and only where report_go_on says
  *    so; every other error is fatal.

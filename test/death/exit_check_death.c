@@ -5,12 +5,19 @@
  *
  * Built without canaries (CONFIG_SLOT_CANARY=0) the option is refused with a warning.
  *
+ * The report's callers hold no frame of rampart's own: the destructor that checks is
+ * left out, and the list starts at the loader's call of it. Where the program calls
+ * exit() from a function of its own, that call is one of the frames, as addr2line
+ * names it (function and line).
+ *
  * The options are read once, at the first allocation, so each case re-executes this
  * program with check_at_exit=1 appended to whatever RAMPART_OPTIONS the test runner
  * set (both guard backends get exercised) or without it. The re-executed program
- * prints the addresses of the blocks it damaged on stdout and returns from main.
+ * prints the addresses of the blocks it damaged on stdout and returns from main, or
+ * ("overflow-exit") calls exit() from exit_check_leave.
  */
 #include "../harness.h"
+#include "../callers.h"
 
 #include <malloc.h>
 #include <stdlib.h>
@@ -19,18 +26,27 @@
 
 /* --- the re-executed program ------------------------------------------------------ */
 
+/* EXIT_LINE: the line of the exit() call below; keep it so. */
+enum { EXIT_LINE = __LINE__ + 4 };
+__attribute__((noinline)) void exit_check_leave(void)
+{
+	fflush(stdout);
+	exit(0);
+}
+
 static int child_main(const char *mode)
 {
 	static void *keep[100];
 	for (int i = 0; i < 100; i++) keep[i] = malloc((size_t)(i * 37 % 3000) + 1); /* live, intact */
 	for (int i = 0; i < 100; i += 3) free(keep[i]);
-	if (strcmp(mode, "overflow") == 0) {
+	if (strncmp(mode, "overflow", 8) == 0) {
 		/* Two live blocks of different classes, never freed: one byte of each canary. */
 		char *a = malloc(24), *b = malloc(1000);
 		a[malloc_usable_size(a) + 3] ^= 0x5a;
 		b[malloc_usable_size(b) + 7] ^= 0x01;
 		printf("%p\n%p\n", (void *)a, (void *)b);
 	}
+	if (strcmp(mode, "overflow-exit") == 0) exit_check_leave();
 	fflush(stdout);
 	return 0; /* from main: exit handlers and destructors run */
 }
@@ -39,7 +55,7 @@ static int child_main(const char *mode)
 
 struct outcome {
 	int status;
-	char out[512], err[4096];
+	char out[512], err[8192];
 };
 
 static void drain(int fd, char *buf, size_t cap)
@@ -102,6 +118,29 @@ static void report(bool ok, const char *name, const struct outcome *o)
 	failures += !ok;
 }
 
+/* The callers of the report: at least one frame, none of rampart's own; with leave, one
+ * of them exit_check_leave's call of exit(), at EXIT_LINE. */
+static TH_UNUSED bool callers_hold(const char *err, bool leave)
+{
+	char exe[512], fn[256], file[256];
+	struct callers_frame f[16];
+	int n = callers_parse(err, f, 16), own = 0, left = 0;
+	if (!callers_exe(exe, sizeof exe)) return false;
+	for (int i = 0; i < n && i < 16; i++) {
+		int line;
+		bool missing;
+		own += callers_own(&f[i], exe, callers_bias());
+		if (!leave || strcmp(f[i].module, exe) != 0) continue;
+		if (callers_where(f[i].module, f[i].off, fn, sizeof fn, file, sizeof file, &line, &missing))
+			left += !strcmp(fn, "exit_check_leave") && !strcmp(file, "exit_check_death.c") && line == EXIT_LINE;
+		else if (missing)
+			test_skip("addr2line (binutils) is not installed: test/deps.sh installs it");
+	}
+	if (own || n < 1 || (leave && left != 1))
+		printf("      callers: %d frames, %d of rampart's, %d at exit_check_death.c:%d\n", n, own, left, EXIT_LINE);
+	return n >= 1 && !own && (!leave || left == 1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2) return child_main(argv[1]);
@@ -114,8 +153,13 @@ int main(int argc, char **argv)
 	char a[32] = "", b[32] = "";
 	sscanf(o.out, "%31s %31s", a, b);
 	bool ok = WIFSIGNALED(o.status) && WTERMSIG(o.status) == SIGABRT && count(o.err, "rampart: fatal:") == 2 &&
-		  count(o.err, "canary") == 2 && *a && *b && strstr(o.err, a) && strstr(o.err, b);
-	report(ok, "check_at_exit=1: two damaged live blocks reported at exit, then SIGABRT", &o);
+		  count(o.err, "canary") == 2 && *a && *b && strstr(o.err, a) && strstr(o.err, b) && callers_hold(o.err, false);
+	report(ok, "check_at_exit=1: two damaged live blocks reported at exit, then SIGABRT; no caller rampart's", &o);
+
+	run("overflow-exit", "check_at_exit=1", &o);
+	ok = WIFSIGNALED(o.status) && WTERMSIG(o.status) == SIGABRT && count(o.err, "rampart: fatal:") == 2 &&
+	     callers_hold(o.err, true);
+	report(ok, "check_at_exit=1, exit() from a function: its call among the callers, none rampart's", &o);
 
 	run("clean", "check_at_exit=1", &o);
 	report(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0 && !strstr(o.err, "rampart:"),

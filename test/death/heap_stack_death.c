@@ -2,19 +2,21 @@
  * heap_stack_death — a fatal report from code that runs on a stack the program took from
  * the heap (coroutines, ucontext, green threads, user-allocated thread stacks).
  *
- * The report's caller trace scans upwards from the stack pointer within its mapping.
- * When that mapping is one of rampart's own regions, the pages past the stack block can
- * be guards: under guard=madvise they are markers inside the same mapping, and reading
- * one faults. Each case commits a double free of another block while running on such a
- * stack and passes only if the process dies by SIGABRT, with the fatal line, a trace
- * that names the function that committed the bug, and without running the program's
- * own SIGSEGV/SIGBUS handler (installed in half the cases: before the fix it ran, on
- * the stack of the failing code, inside the damaged heap).
+ * The report's caller trace reads the stack upwards from the stack pointer within its
+ * mapping (the registers the unwind rules say were saved there; a scan where a frame
+ * has no rules). When that mapping is one of rampart's own regions, the pages past the
+ * stack block can be guards: under guard=madvise they are markers inside the same
+ * mapping, and reading one faults. Each case commits a double free of another block
+ * while running on such a stack and passes only if the process dies by SIGABRT, with
+ * the fatal line, a trace whose first frame lies in the function that committed the bug,
+ * and without running the program's own SIGSEGV/SIGBUS handler (installed in half the
+ * cases: before the fix it ran, on the stack of the failing code, inside the damaged
+ * heap).
  *
  * Stacks: a coroutine (makecontext/swapcontext) on a malloc'ed 16 KiB block (a slab
  * slot) and on a 256 KiB block (a large block between guards), and a thread whose stack
  * is a malloc'ed 256 KiB block (pthread_attr_setstack). Then, so that the page that
- * faults is certainly within the scan's reach whatever rampart's layout, two stacks of
+ * faults is certainly within the trace's reach whatever rampart's layout, two stacks of
  * the program's own: one right below a guard marker it installed itself (run under
  * both backends; not where the kernel has no markers), one mapped from a file that
  * ends where the stack ends (the next page of the mapping raises SIGBUS).
@@ -203,18 +205,18 @@ static bool locate_site(void)
 	return true;
 }
 
-/* In text (a child's stderr): how many traces, and how many of them list a frame inside
- * heap_stack_bad_site; false if a frame line is malformed or a trace is empty. */
+/* In text (a child's stderr): how many traces, and how many of them start at a frame
+ * inside heap_stack_bad_site; false if a frame line is malformed or a trace is empty. */
 static bool count_traces(const char *text, int *traces, int *naming_site)
 {
 	*traces = *naming_site = 0;
-	int frames = 0, in_site = 0;
+	int frames = 0;
 	bool well_formed = true;
 	for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		if (strncmp(line, "rampart: callers (", 18) == 0) {
 			if (*traces && !frames) well_formed = false;
 			++*traces;
-			frames = in_site = 0;
+			frames = 0;
 			continue;
 		}
 		if (strncmp(line, "rampart:   #", 12) != 0) continue;
@@ -226,7 +228,7 @@ static bool count_traces(const char *text, int *traces, int *naming_site)
 			continue;
 		}
 		frames++;
-		if (strcmp(module, exe) == 0 && off >= site_lo && off < site_hi && !in_site++) ++*naming_site;
+		if (idx == 0 && strcmp(module, exe) == 0 && off >= site_lo && off < site_hi) ++*naming_site;
 	}
 	return well_formed && (!*traces || frames);
 }
