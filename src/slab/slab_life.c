@@ -208,8 +208,9 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
 	 * chunk's bitmaps of the closed and the empty set come first, in the page of its
 	 * lowest descriptors: a class using a few slabs touches one page of the chunk, not
-	 * also its last. */
-	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * sizeof(struct slab));
+	 * also its last. Its slabs' kinds follow the descriptors (kinds_of): pages that only
+	 * C++ allocations write. */
+	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * (sizeof(struct slab) + sizeof(struct slot_kinds)));
 	if (!chunk) return false;
 	__atomic_store_n(&k->dir[pos >> CHUNK_SHIFT], (struct slab *)(chunk + CHUNK_HEAD_BYTES), __ATOMIC_RELEASE);
 	return true;
