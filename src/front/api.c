@@ -363,8 +363,9 @@ API int malloc_info(int options, FILE *fp)
 	}
 	int saved = errno;
 	struct rampart_heap_stats h;
-	stats_gather(&h);
-	stats_report_xml(fp, &h);
+	struct heap_totals t;
+	stats_gather_totals(&h, &t);
+	stats_report_xml(fp, &h, &t);
 	errno = saved;
 	return 0;
 }

@@ -60,6 +60,9 @@ struct large_state {
 	struct reuse_cache cache;
 	struct resident_cache resident; /* light variant: freed blocks kept with their pages */
 	size_t live_bytes, live_peak;   /* usable bytes of live blocks; their recent peak */
+	/* The statistics' totals: blocks allocated and freed, and their bytes (a realloc
+	 * frees the old size and allocates the new one; allocated - freed = live_bytes). */
+	size_t allocs, frees, alloc_bytes, freed_bytes;
 	uint64_t peak_since_ms;         /* when live_peak was last reset to live_bytes */
 	struct populate_credit populate;
 	struct guard_area area; /* where fresh regions go (guard.h) */
@@ -184,10 +187,24 @@ static void resident_decay(struct large_state *s, uint64_t now_ms)
 /* The part of the bound kept whatever the live blocks do. */
 #define RESIDENT_FLOOR_PART 8
 
+/* The live bytes changed by a block's allocation, free or resize: counted, and told at
+ * once to the process-wide total whose peak the statistics keep (counters.h): a large
+ * block's call costs system calls anyway. */
 static void live_change(struct large_state *s, size_t gone, size_t added)
 {
 	s->live_bytes = s->live_bytes - gone + added;
 	if (s->live_bytes > s->live_peak) s->live_peak = s->live_bytes;
+	s->alloc_bytes += added;
+	s->freed_bytes += gone;
+	stat_add_peak(STAT_HEAP_BYTES_NOW, STAT_HEAP_BYTES_PEAK, (long)added - (long)gone, os_single_threaded());
+}
+
+/* A block more or less, for the same total. */
+static void live_count(struct large_state *s, long blocks)
+{
+	if (blocks > 0) s->allocs++;
+	else s->frees++;
+	stat_add_peak(STAT_HEAP_BLOCKS_NOW, STAT_HEAP_BLOCKS_PEAK, blocks, os_single_threaded());
 }
 
 /* How many bytes kept blocks may hold now: what the live blocks have fallen below their
@@ -474,6 +491,7 @@ void *large_alloc(size_t size, size_t align, enum alloc_kind kind)
 		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
 		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
 			e.data = e.region.base + lead;
+			live_count(s, 1);
 			live_change(s, 0, len);
 			/* More live bytes leave less room for kept ones. */
 			if (s->resident.count)
@@ -598,6 +616,7 @@ void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind 
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
+	live_count(s, -1);
 	live_change(s, e->usable, 0);
 	block_uncount(e);
 	/* Where the block may be kept, one mincore serves the credit, the keep decision
@@ -768,6 +787,10 @@ void large_figures(struct large_figures *f)
 	f->quarantined_bytes = s->quarantine.bytes + s->huge.bytes;
 	f->cached = s->cache.count + s->resident.count;
 	f->cached_bytes = s->cache.bytes;
+	f->allocs = s->allocs;
+	f->frees = s->frees;
+	f->alloc_bytes = s->alloc_bytes;
+	f->freed_bytes = s->freed_bytes;
 	for (size_t i = 0; i < s->resident.count; i++) f->cached_bytes += s->resident.blocks[i].region.size;
 	lock_give(&s->lock);
 }

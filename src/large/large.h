@@ -55,6 +55,9 @@ struct large_figures {
 	size_t live, live_bytes;               /* live blocks and their usable bytes */
 	size_t quarantined, quarantined_bytes; /* regions in the quarantine (address space) */
 	size_t cached, cached_bytes;           /* regions in the reuse cache (address space) */
+	size_t allocs, frees;                  /* blocks allocated and freed so far */
+	size_t alloc_bytes, freed_bytes;       /* their usable bytes (a realloc: the old size
+						* freed, the new one allocated) */
 };
 void large_figures(struct large_figures *f);
 

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "guard/meta.h"
+#include "slab/class_tally.h"
 #include "slab/slot_check.h"
 #include "slab/slot_kind.h"
 #include "slab/slot_quarantine.h"
@@ -112,6 +113,7 @@ static void slab_batched_enter(struct slab_class *k, qentry_t e)
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);
 	if (k->defer_frees) slot_quarantine_defer(k, e);
 	else slot_quarantine_put_entry(k, e);
+	tally_free(k); /* the program's free, counted now that it is done */
 }
 
 static void batch_flush(struct free_batch *b)

@@ -108,6 +108,7 @@ struct slab_class_figures {
 	size_t quarantined; /* freed slots waiting in the slot quarantine */
 	size_t free;        /* free slots in open slabs */
 	size_t slabs_active, slabs_empty, slabs_closed;
+	size_t allocs, frees; /* slots handed out, and freed by the program, so far */
 };
 /* The figures of class c, summed over the arenas. */
 void slab_class_figures(unsigned c, struct slab_class_figures *f);

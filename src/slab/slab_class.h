@@ -8,6 +8,7 @@
  * The parts, bottom-up: each includes and calls only parts listed before it (a part's
  * interface is its own header), never one listed after it:
  *   slab_class.{h,c}        data, locking, decoding (the .c: the arena and set-up bits)
+ *   class_tally.{h,c}       a class's allocations and frees, its share of the live total
  *   slot_tag.h              a slot's memory tag (arm64 MTE)
  *   slot_check.h            judging a slot: live, its canary, its neighbours
  *   slot_kind.h             how a live slot was allocated: the C functions, new, new[]

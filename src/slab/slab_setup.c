@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "guard/meta.h"
+#include "slab/class_tally.h"
 
 struct lock slab_arena_lock; /* serialises opening; taken before any class lock */
 
@@ -48,8 +49,9 @@ static uint32_t slot_q_hot(uint32_t size)
  * every other class's: a process that frees into a dozen classes after fork copies the
  * few pages they fill together rather than one page for each (a shell's command
  * substitutions faulted on quarantine arrays spread between the directories). Whole
- * lines, so that classes under different locks never share one. */
-#define GENERATOR_BYTES align_up(sizeof(struct random_state), 64)
+ * lines, so that classes under different locks never share one. A class's tally, which
+ * every malloc and free writes too, follows its generator (class_tally.h: tally_of). */
+#define GENERATOR_BYTES align_up(sizeof(struct random_state) + sizeof(struct class_tally), 64)
 static size_t class_hot_bytes(unsigned c)
 {
 	/* The size alone, not sc_geometry: slab_class_setup adds this up for the classes below
@@ -186,6 +188,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
 	k->first = (struct slab *)mem + c;
 	k->rnd = (struct random_state *)(mem + arena_generators_start() + (size_t)c * GENERATOR_BYTES);
+	tally_of(k)->step = (uint32_t)MAX(TALLY_STEP_BYTES / g.size, (size_t)TALLY_MIN_STEP);
 	uint32_t nrandom = slot_q_random(g.size);
 	if (nrandom) {
 		k->qrand = (qentry_t *)hot;

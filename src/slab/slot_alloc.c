@@ -13,6 +13,7 @@
 
 #include "base/report.h"
 #include "slab/batched_free.h"
+#include "slab/class_tally.h"
 #include "slab/slab_life.h"
 #include "slab/slab_setup.h"
 #include "slab/slot_check.h"
@@ -102,6 +103,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 		s->bits[i >> 6].fresh &= ~bit;
 	}
 	if (kind) slot_kind_set(k, s, pos, i, kind);
+	tally_alloc(k);
 	char *p = (char *)slot_start(k, pos, i);
 	/* A slot whose pages went back reads as zero unless a stale pointer wrote to it
 	 * since: checked whole, canary too, like one the last free wiped to its end. */
@@ -283,6 +285,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
 	} else {
 		slab_release_slot(k, s, pos, i);
 	}
+	tally_free(k);
 	class_unlock(k);
 }
 
