@@ -90,7 +90,10 @@ static inline enum alloc_kind kind_in_effect(enum alloc_kind kind)
 	return kind && roots.opt.dealloc_kind ? kind : KIND_MALLOC;
 }
 
-static void *alloc_as(size_t size, size_t align, bool zero, enum alloc_kind kind)
+/* Always inlined, here and below: the C functions pass KIND_MALLOC, a constant that
+ * then costs them nothing (as a call, the kind was a run-time argument tested at every
+ * malloc and free); the C++ operators get copies of their own. */
+static inline __attribute__((always_inline)) void *alloc_as(size_t size, size_t align, bool zero, enum alloc_kind kind)
 {
 	if (unlikely(!rampart_ready())) return alloc_not_ready(size, align, zero);
 	kind = kind_in_effect(kind);
@@ -101,7 +104,7 @@ static void *alloc_as(size_t size, size_t align, bool zero, enum alloc_kind kind
 
 static void *alloc(size_t size, size_t align, bool zero) { return alloc_as(size, align, zero, KIND_MALLOC); }
 
-static void *alloc_or_enomem_as(size_t size, size_t align, enum alloc_kind kind)
+static inline __attribute__((always_inline)) void *alloc_or_enomem_as(size_t size, size_t align, enum alloc_kind kind)
 {
 	void *p = alloc_as(size, align, false, kind);
 	if (unlikely(!p)) errno = ENOMEM;
@@ -116,7 +119,8 @@ static noinline cold void release_not_ready(void *p)
 	passthrough_free(p);
 }
 
-static void release_as(void *p, bool sized, size_t size, size_t align, enum alloc_kind kind)
+static inline __attribute__((always_inline)) void release_as(void *p, bool sized, size_t size, size_t align,
+							    enum alloc_kind kind)
 {
 	if (!p) return;
 	if (unlikely(!rampart_ready())) return release_not_ready(p);
@@ -202,7 +206,7 @@ API void *reallocarray(void *p, size_t n, size_t size)
 	return realloc(p, total);
 }
 
-static void *aligned_as(size_t align, size_t size, enum alloc_kind kind)
+static inline __attribute__((always_inline)) void *aligned_as(size_t align, size_t size, enum alloc_kind kind)
 {
 	align = align_rounded(align);
 	if (!align) {
