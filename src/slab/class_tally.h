@@ -1,21 +1,19 @@
 /*
- * class_tally.h — what a size class has handed out and taken back (the statistics'
- * allocated and freed counts, docs/statistics.md), and its share of the process's live
- * total, of which the peak is kept. A part of the slab allocator (the list in
- * slab_class.h).
+ * class_tally.h — what a size class has handed out (the statistics' allocated count,
+ * docs/statistics.md; its freed count is that less its live slots, which the report
+ * counts from the slots' bits) and its share of the process's live total, of which the
+ * peak is kept. A part of the slab allocator (the list in slab_class.h).
  *
  * Invariants:
  *  - A class's tally is written under its lock, at each allocation and at each free the
  *    program makes (a batched free: when its batch enters the quarantine), in a line of
  *    its own after the class's generator (slab_setup.c): no atomic operation, nothing
  *    another arena's thread writes.
- *  - allocs - frees is the class's live slots, but for the slots waiting in threads'
- *    free batches, which count as live until their batch enters.
  *  - The process-wide total (base/counters.h: heap_blocks_now, heap_bytes_now, and the
  *    peak of each) hears of a class's change once it reaches a step either way: drift
  *    is what the class has not told it, always less than step in size. So the total,
  *    and a peak taken of it, is within a step of every class in use of the truth, and
- *    costs the fast path one comparison; a step is TALLY_STEP_BYTES of slots, and at
+ *    costs the fast path a comparison; a step is TALLY_STEP_BYTES of slots, and at
  *    least TALLY_MIN_STEP slots (the largest classes).
  */
 #ifndef RAMPART_CLASS_TALLY_H
@@ -24,7 +22,7 @@
 #include "slab/slab_class.h"
 
 struct class_tally {
-	uint64_t allocs, frees;
+	uint64_t allocs;
 	int64_t drift; /* live slots the process-wide total does not know of yet (may be < 0) */
 	uint32_t step; /* the size of drift at which the total is told */
 };
@@ -41,7 +39,8 @@ static inline struct class_tally *tally_of(const struct slab_class *k) { return 
 /* The class's drift goes to the process-wide total (lock held). */
 void tally_publish(struct slab_class *k);
 
-/* A slot handed out, and one freed by the program (lock held). */
+/* A slot handed out, and one freed by the program (lock held). The frees are not
+ * counted: a class's freed slots are its allocations less its live ones. */
 static inline void tally_alloc(struct slab_class *k)
 {
 	struct class_tally *t = tally_of(k);
@@ -52,7 +51,6 @@ static inline void tally_alloc(struct slab_class *k)
 static inline void tally_free(struct slab_class *k)
 {
 	struct class_tally *t = tally_of(k);
-	t->frees++;
 	if (unlikely(--t->drift <= -(int64_t)t->step)) tally_publish(k);
 }
 

@@ -570,6 +570,7 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
 void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	invariant(k->nactive && !s->nused && !s->next && !s->prev);
+	invariant(!s->ncxx); /* every slot's kind went with its free (slot_kind.h) */
 	k->nactive--;
 	if (k->open_slabs) {
 		uint64_t now = os_now_ms();

@@ -1,8 +1,8 @@
 /*
  * slab_stats.c — the figures of each class (statistics, malloc_info) and malloc_trim's
  * closing of empty slabs. Read (and, for trim, closed) under each class lock, like any
- * slow path: every figure is derived from the descriptors, but the allocations and
- * frees, which the fast paths count in the class's tally (class_tally.h).
+ * slow path: every figure is derived from the descriptors, but the allocations, which
+ * the fast paths count in the class's tally (class_tally.h).
  */
 #include "slab/slab_class.h"
 
@@ -49,9 +49,11 @@ void slab_class_figures(unsigned c, struct slab_class_figures *f)
 		class_lock(k);
 		class_figures_locked(k, f);
 		f->allocs += tally_of(k)->allocs;
-		f->frees += tally_of(k)->frees;
 		class_unlock(k);
 	}
+	/* Every slot handed out is live, or was freed by the program (a slot waiting in a
+	 * thread's batch of frees counts as live, as its bits say, until the batch enters). */
+	f->frees = f->allocs - f->live;
 }
 
 /* Close the empty slabs a class keeps open (highest first, as slab_emptied does when
