@@ -7,8 +7,8 @@
 noinline void tally_publish(struct slab_class *k)
 {
 	struct class_tally *t = tally_of(k);
-	long slots = (long)t->drift;
-	t->drift = 0;
+	long slots = (long)t->level - (long)t->step;
+	t->level = t->step;
 	bool one = os_single_threaded();
 	stat_add_peak(STAT_HEAP_BLOCKS_NOW, STAT_HEAP_BLOCKS_PEAK, slots, one);
 	stat_add_peak(STAT_HEAP_BYTES_NOW, STAT_HEAP_BYTES_PEAK, slots * (long)k->size, one);

@@ -10,11 +10,12 @@
  *    its own after the class's generator (slab_setup.c): no atomic operation, nothing
  *    another arena's thread writes.
  *  - The process-wide total (base/counters.h: heap_blocks_now, heap_bytes_now, and the
- *    peak of each) hears of a class's change once it reaches a step either way: drift
- *    is what the class has not told it, always less than step in size. So the total,
- *    and a peak taken of it, is within a step of every class in use of the truth, and
- *    costs the fast path a comparison; a step is TALLY_STEP_BYTES of slots, and at
- *    least TALLY_MIN_STEP slots (the largest classes).
+ *    peak of each) hears of a class's change once it reaches a step either way: level -
+ *    step is what the class has not told it, always less than step in size (level stays
+ *    between 0 and 2 * step, told at either end). So the total, and a peak taken of it,
+ *    is within a step of every class in use of the truth, at the cost of a comparison
+ *    on the fast path; a step is TALLY_STEP_BYTES of slots, and at least TALLY_MIN_STEP
+ *    slots (the largest classes).
  */
 #ifndef RAMPART_CLASS_TALLY_H
 #define RAMPART_CLASS_TALLY_H
@@ -23,8 +24,10 @@
 
 struct class_tally {
 	uint64_t allocs;
-	int64_t drift; /* live slots the process-wide total does not know of yet (may be < 0) */
-	uint32_t step; /* the size of drift at which the total is told */
+	/* step + the live slots the process-wide total does not know of yet: a free ends
+	 * at 0 and an allocation at top (2 * step) with one comparison each. */
+	uint64_t level, top;
+	uint64_t step;
 };
 
 /* The bytes of slots a class lets drift before it tells the total: the larger, the
@@ -45,13 +48,12 @@ static inline void tally_alloc(struct slab_class *k)
 {
 	struct class_tally *t = tally_of(k);
 	t->allocs++;
-	if (unlikely(++t->drift >= (int64_t)t->step)) tally_publish(k);
+	if (unlikely(++t->level == t->top)) tally_publish(k);
 }
 
 static inline void tally_free(struct slab_class *k)
 {
-	struct class_tally *t = tally_of(k);
-	if (unlikely(--t->drift <= -(int64_t)t->step)) tally_publish(k);
+	if (unlikely(--tally_of(k)->level == 0)) tally_publish(k);
 }
 
 #endif

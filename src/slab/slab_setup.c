@@ -188,7 +188,9 @@ noinline void slab_class_setup(struct slab_class *k)
 	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
 	k->first = (struct slab *)mem + c;
 	k->rnd = (struct random_state *)(mem + arena_generators_start() + (size_t)c * GENERATOR_BYTES);
-	tally_of(k)->step = (uint32_t)MAX(TALLY_STEP_BYTES / g.size, (size_t)TALLY_MIN_STEP);
+	struct class_tally *t = tally_of(k);
+	t->step = t->level = MAX(TALLY_STEP_BYTES / g.size, (size_t)TALLY_MIN_STEP);
+	t->top = 2 * t->step;
 	uint32_t nrandom = slot_q_random(g.size);
 	if (nrandom) {
 		k->qrand = (qentry_t *)hot;
