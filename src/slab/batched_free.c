@@ -109,7 +109,7 @@ static void slab_batched_enter(struct slab_class *k, qentry_t e)
 	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
 	check_neighbours(k, s, a, i);
 	/* Its kind was checked at the free; the bits go now, under the lock. */
-	if (s->ncxx) slot_kind_clear(k, s, pos, i);
+	(void)slot_kind_take(k, s, pos, i);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);
 	if (k->defer_frees) slot_quarantine_defer(k, e);
 	else slot_quarantine_put_entry(k, e);
