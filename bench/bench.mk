@@ -83,7 +83,7 @@ bench-clean:
 BUGCLASS_SCUDO := $(firstword $(wildcard /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-$(shell uname -m).so))
 $(BENCH_OUT)/bugclasses: bench/bugclasses.c
 	@mkdir -p $(@D)
-	$(CC) -O0 -fno-builtin -Wall -Wextra -Werror -o $@ $< -ldl
+	$(CC) -O0 -fno-builtin -Wall -Wextra -Werror -o $@ $< -ldl -lstdc++
 .PHONY: bug-classes
 bug-classes: $(BENCH_OUT)/bugclasses $(BENCH_LIB_DEPS)
 	@set -f; sh bench/bugclasses.sh $(BENCH_OUT)/bugclasses 'rampart=$(call bench_abs,$(BENCH_RAMPART))' \

@@ -11,7 +11,8 @@
  * scenario that measures exposure instead of a stop ("stale data") prints what the
  * child saw.
  *
- * Compiled with -O0 -fno-builtin: the compiler must not drop or reorder the bugs.
+ * Compiled with -O0 -fno-builtin: the compiler must not drop or reorder the bugs. Linked
+ * with libstdc++, for the C++ operators of the mismatch scenarios under glibc.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -220,6 +221,60 @@ static int sized_free_wrong_size(void)
 	return 0;
 }
 
+/* The C++ operators by their mangled names (x86_64, arm64), from libstdc++ (the program
+ * links it) or from the allocator preloaded in front of it: a C program can commit the
+ * mismatches of allocation and deallocation that a C++ one does. */
+void *_Znwm(unsigned long size);
+void *_Znam(unsigned long size);
+void _ZdlPv(void *p);
+void _ZdaPv(void *p);
+
+/* mimalloc-bench's invalid_array_delete_char: new char, freed by delete[]. */
+static int array_delete_of_new(void)
+{
+	char *p = _Znwm(1);
+	sink = p;
+	_ZdaPv(p);
+	churn(1, 1000);
+	return 0;
+}
+
+static int delete_of_new_array(void)
+{
+	char *p = _Znam(64);
+	sink = p;
+	_ZdlPv(p);
+	churn(64, 1000);
+	return 0;
+}
+
+static int free_of_new(void)
+{
+	char *p = _Znwm(64);
+	sink = p;
+	free(p);
+	churn(64, 1000);
+	return 0;
+}
+
+static int delete_of_malloc(void)
+{
+	char *p = malloc(64);
+	sink = p;
+	_ZdlPv(p);
+	churn(64, 1000);
+	return 0;
+}
+
+static int free_of_new_array_large(void)
+{
+	char *p = _Znam(1 << 20);
+	sink = p;
+	free(p);
+	churn(1 << 20, 100);
+	return 0;
+}
+
 static int zero_size_access(void)
 {
 	char *p = malloc(0);
@@ -256,6 +311,11 @@ static const struct scenario {
 	{"free of a stack pointer", free_stack_pointer},
 	{"free of an interior pointer (64 B block + 16)", free_interior_pointer},
 	{"free_sized with the wrong size (64 B block, 4096 given)", sized_free_wrong_size},
+	{"delete[] of new (new char)", array_delete_of_new},
+	{"delete of new[] (64 B)", delete_of_new_array},
+	{"free of new (64 B)", free_of_new},
+	{"delete of malloc (64 B)", delete_of_malloc},
+	{"free of new[] (1 MiB)", free_of_new_array_large},
 	{"overflow: 8 bytes past a 24-byte block, then free", overflow_small},
 	{"overflow: 1 byte past a 1,000-byte block (inside its slot), then free", overflow_in_slot},
 	{"underflow: 8 bytes before a 24-byte block, then free", underflow_small},

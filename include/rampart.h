@@ -85,15 +85,20 @@ struct rampart_stats {
 };
 void rampart_get_stats(struct rampart_stats *out);
 /* One counter by its name: a field name of struct rampart_stats, or one added since
- * (docs/statistics.md: cache_resident_bytes_now). 0 with *value set; -1 with errno
- * ENOENT for a name this library does not count, EINVAL for a null argument. */
+ * (docs/statistics.md: cache_resident_bytes_now, heap_bytes_peak, ...); or one of the
+ * totals of the statistics report, gathered as it gathers them (a walk over the size
+ * classes): allocated_blocks, allocated_bytes, freed_blocks, freed_bytes (so far),
+ * peak_blocks, peak_bytes (the most live at once). 0 with *value set; -1 with errno
+ * ENOENT for a name this library does not know, EINVAL for a null argument. */
 int rampart_get_counter(const char *name, unsigned long *value);
 
 /* The state of the heap, gathered under rampart's locks (one class at a time, so
- * figures of different classes may be from slightly different moments). Nothing is
- * counted on the allocation fast paths: every figure is derived from the allocator's
- * own state when asked for. Costs a walk over the slab descriptors and the large-block
- * table: call it now and then, not per allocation. */
+ * figures of different classes may be from slightly different moments). Every figure is
+ * derived from the allocator's own state when asked for. Costs a walk over the slab
+ * descriptors and the large-block table: call it now and then, not per allocation. The
+ * layout is 1.0's and stays so: figures added since (the allocations and frees of each
+ * class, the totals, the peaks) are in the statistics report and read by name with
+ * rampart_get_counter. */
 #define RAMPART_STATS_CLASSES 64
 
 struct rampart_class_stats {

@@ -107,6 +107,22 @@ $(TEST_OUT)/system/cxx_test_so: test/cxx/cxx_test.cpp $(OUT)/librampart.so
 $(TEST_OUT)/death/cxx_death: test/cxx/cxx_death.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
+# Blocks freed otherwise than they were allocated: the operators are the program's own
+# (static) or the shared library's, which libstdc++'s calls reach by interposition.
+$(TEST_OUT)/death/cxx_kind_death: test/cxx/cxx_kind_death.cpp $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
+$(TEST_OUT)/death/cxx_kind_death_so: test/cxx/cxx_kind_death.cpp $(OUT)/librampart.so
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
+# A program that replaces operator new, or operator delete, and leaves the rest to
+# rampart's shared library (a static link would hold both definitions).
+$(TEST_OUT)/system/cxx_replaced_new_so: test/cxx/cxx_replaced.cpp $(OUT)/librampart.so
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -DREPLACE_NEW -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
+$(TEST_OUT)/system/cxx_replaced_delete_so: test/cxx/cxx_replaced.cpp $(OUT)/librampart.so
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -DREPLACE_DELETE -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
 # The caller trace leaves rampart's own frames out by other means in the shared library
 # than in the static one (src/base/callers.c): trace_death runs linked with each.
 $(TEST_OUT)/death/trace_death_so: test/death/trace_death.c $(OUT)/librampart.so $(wildcard test/*.h)

@@ -8,7 +8,8 @@
  *    field by field at compile time in front/stats.c) and the copy into struct
  *    rampart_heap_stats are all generated from them.
  *  - Counters only grow, except the *_NOW gauges, which go up and down with the state
- *    they describe. Reading them is racy by design (a snapshot).
+ *    they describe; a *_PEAK counter is the most its gauge has been (stat_add_peak).
+ *    Reading them is racy by design (a snapshot).
  *  - A leaf: includes only system headers and base files.
  */
 #ifndef RAMPART_COUNTERS_H
@@ -48,7 +49,13 @@
 	X(CACHE_RESIDENT_BYTES_NOW, cache_resident_bytes_now, NOT_IN_HEAP,                               \
 	  "bytes of freed blocks kept sealed with their pages (light)")                                  \
 	X(SLAB_PAGES_RETURNED, slab_pages_returned, NOT_IN_HEAP,                                         \
-	  "pages of free slots in open slabs given back to the kernel")
+	  "pages of free slots in open slabs given back to the kernel")                                  \
+	X(HEAP_BLOCKS_NOW, heap_blocks_now, NOT_IN_HEAP,                                                 \
+	  "live blocks, as the process-wide total has them: a size class adds its change a step at a "   \
+	  "time (docs/statistics.md)")                                                                   \
+	X(HEAP_BYTES_NOW, heap_bytes_now, NOT_IN_HEAP, "their bytes (slot sizes; a large block's pages)") \
+	X(HEAP_BLOCKS_PEAK, heap_blocks_peak, NOT_IN_HEAP, "the most heap_blocks_now has been")          \
+	X(HEAP_BYTES_PEAK, heap_bytes_peak, NOT_IN_HEAP, "the most heap_bytes_now has been")
 
 enum stat_id {
 #define STAT_ENUM(id, field, heap, what) STAT_##id,
@@ -68,6 +75,28 @@ static inline void stat_add(enum stat_id s, long n)
 }
 static inline void stat_inc(enum stat_id s) { stat_add(s, 1); }
 static inline void stat_dec(enum stat_id s) { stat_add(s, -1); }
+
+/* Add n to the gauge `now`, and raise `peak` to the gauge's new value when that is
+ * higher. Where the caller knows the process has one thread (os_single_threaded), with
+ * plain loads and stores: no atomic read-modify-write while there is nobody to race
+ * with, as the locks do. */
+static inline void stat_add_peak(enum stat_id now, enum stat_id peak, long n, bool one_thread)
+{
+	unsigned long v;
+	if (one_thread) {
+		v = atomic_load_explicit(&stat_counters[now], memory_order_relaxed) + (unsigned long)n;
+		atomic_store_explicit(&stat_counters[now], v, memory_order_relaxed);
+		if (n > 0 && v > atomic_load_explicit(&stat_counters[peak], memory_order_relaxed))
+			atomic_store_explicit(&stat_counters[peak], v, memory_order_relaxed);
+		return;
+	}
+	v = atomic_fetch_add_explicit(&stat_counters[now], (unsigned long)n, memory_order_relaxed) + (unsigned long)n;
+	if (n <= 0) return;
+	unsigned long seen = atomic_load_explicit(&stat_counters[peak], memory_order_relaxed);
+	while (v > seen && !atomic_compare_exchange_weak_explicit(&stat_counters[peak], &seen, v, memory_order_relaxed,
+								  memory_order_relaxed)) {
+	}
+}
 
 static inline unsigned long stat_read(enum stat_id s)
 {

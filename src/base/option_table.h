@@ -93,7 +93,11 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 	  "hand every call to the C library's allocator, for the life of the process "                     \
 	  "(the bare word passthrough means 1)")                                                           \
 	X(sized_free, ONOFF, true, 0, "abort on a sized free or sized delete whose size does not match")   \
-	X(on_error, ONERROR, ON_ERROR_ABORT, 0, "report an invalid, double or mis-sized free and carry on")    \
+	X(dealloc_kind, ONOFF, true, 0,                                                                    \
+	  "abort on a block freed by another kind of call than allocated it: free or realloc of what "     \
+	  "operator new or new[] made, delete of new[]'s or malloc's, delete[] of new's or malloc's")      \
+	X(on_error, ONERROR, ON_ERROR_ABORT, 0,                                                            \
+	  "report an invalid, double, mis-sized or mismatched free and carry on")                          \
 	X(mte, MTE, MTE_OPTION_SYNC, 0,                                                                    \
 	  "arm64 with MTE: tag small blocks, tag checks sync or async (off: none); no effect elsewhere")
 

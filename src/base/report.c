@@ -28,6 +28,8 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_USABLE_SIZE] = "malloc_usable_size",
 	[OP_OBJECT_SIZE] = "malloc_object_size",
 	[OP_NEW] = "operator new",
+	[OP_DELETE] = "operator delete",
+	[OP_DELETE_ARRAY] = "operator delete[]",
 	[OP_EXIT] = "the check at exit",
 	[OP_MMAP] = "mmap",
 	[OP_MUNMAP] = "munmap",
@@ -45,6 +47,9 @@ struct kind_text {
 };
 
 static const char ignored[] = "the call was ignored";
+/* A block freed by the wrong family's function is still a live block: the call can be
+ * done as asked. */
+static const char done_anyway[] = "done as the call asks";
 
 static const struct kind_text kinds[ERR_COUNT] = {
 	[ERR_NEVER_HANDED_OUT] = {"of a pointer rampart never handed out", true, NULL},
@@ -64,6 +69,12 @@ static const struct kind_text kinds[ERR_COUNT] = {
 	[ERR_MISALIGNED_DELETE] = {"C++ aligned delete of a pointer without that alignment", false, NULL},
 	[ERR_BAD_ALIGNMENT] = {"C++ aligned new/delete with an alignment that is not a power of two", false, NULL},
 	[ERR_NO_BAD_ALLOC] = {"operator new failed and std::bad_alloc cannot be thrown (no libstdc++)", false, NULL},
+	[ERR_ALLOCATED_BY_MALLOC] = {"of a block allocated by malloc (allocation and deallocation do not match)", true,
+				     done_anyway},
+	[ERR_ALLOCATED_BY_NEW] = {"of a block allocated by operator new (allocation and deallocation do not match)", true,
+				  done_anyway},
+	[ERR_ALLOCATED_BY_NEW_ARRAY] = {"of a block allocated by operator new[] (allocation and deallocation do not "
+					"match)", true, done_anyway},
 	[ERR_CANARY] = {"slot canary overwritten (heap overflow)", false, NULL},
 	[ERR_NEIGHBOUR_CANARY] = {"neighbour slot canary overwritten (heap overflow or underflow)", false, NULL},
 	[ERR_WRITE_AFTER_FREE] = {"write after free", false, NULL},
@@ -272,9 +283,18 @@ static void report_error(enum report_op op, enum report_kind kind, const void *a
 	errno = saved;
 }
 
+/* A mismatch of allocation and deallocation is found by any of the calls that free or
+ * move a block; every other error that may go on, only by a free. */
+static bool may_go_on(enum report_op op, enum report_kind kind)
+{
+	if (kind == ERR_ALLOCATED_BY_MALLOC || kind == ERR_ALLOCATED_BY_NEW || kind == ERR_ALLOCATED_BY_NEW_ARRAY)
+		return op == OP_FREE || op == OP_DELETE || op == OP_DELETE_ARRAY || op == OP_REALLOC;
+	return op == OP_FREE;
+}
+
 bool report_go_on(enum report_op op, enum report_kind kind, const void *addr)
 {
-	if (op != OP_FREE || !kinds[kind].go_on) return false;
+	if (!kinds[kind].go_on || !may_go_on(op, kind)) return false;
 	if (kind == ERR_WRONG_SIZE && !roots.opt.sized_free) return true;
 	if (roots.opt.on_error != ON_ERROR_REPORT) return false;
 	report_error(op, kind, addr);

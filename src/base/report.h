@@ -11,8 +11,10 @@
  *    in another signal.
  *  - The callers listed after a report (callers.h) start at the first frame outside
  *    rampart's own code.
- *  - Only a free (OP_FREE) may go on after an error, and only where report_go_on says
- *    so; every other error is fatal.
+ *  - Only a deallocation (OP_FREE, and OP_DELETE or OP_DELETE_ARRAY for a block
+ *    allocated otherwise) may go on after an error, or a realloc whose only fault is the
+ *    block's allocation kind, and only where report_go_on says so; every other error is
+ *    fatal.
  */
 #ifndef RAMPART_REPORT_H
 #define RAMPART_REPORT_H
@@ -28,6 +30,8 @@ enum report_op {
 	OP_USABLE_SIZE, /* malloc_usable_size */
 	OP_OBJECT_SIZE, /* malloc_object_size */
 	OP_NEW,         /* C++ operator new */
+	OP_DELETE,      /* C++ operator delete, named only when the block is not new's */
+	OP_DELETE_ARRAY, /* C++ operator delete[], likewise */
 	OP_EXIT,        /* the check at exit (check_at_exit=1) */
 	/* The system calls an unexpected kernel error comes from (report_kernel). */
 	OP_MMAP,
@@ -57,6 +61,11 @@ enum report_kind {
 	ERR_MISALIGNED_DELETE,   /* C++ aligned delete of a pointer without that alignment */
 	ERR_BAD_ALIGNMENT,       /* C++ aligned new or delete: not a power of two */
 	ERR_NO_BAD_ALLOC,        /* operator new failed and cannot throw */
+	/* A block freed otherwise than it was allocated (base/alloc_kind.h): the operation
+	 * is the deallocation, the kind says how the block was made. */
+	ERR_ALLOCATED_BY_MALLOC,    /* delete or delete[] of a block of malloc's family */
+	ERR_ALLOCATED_BY_NEW,       /* free, realloc or delete[] of a block of operator new */
+	ERR_ALLOCATED_BY_NEW_ARRAY, /* free, realloc or delete of a block of operator new[] */
 	/* Memory found damaged. */
 	ERR_CANARY,              /* a live slot's canary, at its free or realloc */
 	ERR_NEIGHBOUR_CANARY,    /* a live neighbour slot's canary */
@@ -91,8 +100,10 @@ cold __attribute__((noreturn)) void report_kernel(enum report_op call, int err, 
  * "rampart: error: <what> at <addr>; <outcome> (on_error=report)" with the callers (at
  * most 100 reports a process, then one line saying the rest are not reported), or
  * silently for a wrong size under sized_free=off. False: the caller makes it fatal.
- * Only OP_FREE goes on: for a pointer that is no live block the call is ignored; for
- * ERR_WRONG_SIZE the block is freed as by free(). */
+ * Only OP_FREE goes on, but for a block freed otherwise than it was allocated: for a
+ * pointer that is no live block the call is ignored; for ERR_WRONG_SIZE the block is
+ * freed as by free(); for ERR_ALLOCATED_BY_* (OP_FREE, OP_DELETE, OP_DELETE_ARRAY or
+ * OP_REALLOC) the call is done as asked, the block taken for one of its kind. */
 cold bool report_go_on(enum report_op op, enum report_kind kind, const void *addr);
 
 /* An error number as a message gives it: "ENOENT (No such file or directory)", its name

@@ -80,20 +80,38 @@ static noinline cold void *alloc_not_ready(size_t size, size_t align, bool zero)
 	return rampart_passthrough() ? passthrough_alloc(size, align, zero) : NULL;
 }
 
-static void *alloc(size_t size, size_t align, bool zero)
+/* The kind a C++ operator's block is recorded and checked as (base/alloc_kind.h): its
+ * own, or KIND_MALLOC for all under dealloc_kind=off, which start-up also sets where the
+ * program replaced any of the operators (init.c). Asked once rampart is ready, so that
+ * the first call sees what start-up decided; KIND_MALLOC, the C functions' constant,
+ * folds away. */
+static inline enum alloc_kind kind_in_effect(enum alloc_kind kind)
 {
-	if (unlikely(!rampart_ready())) return alloc_not_ready(size, align, zero);
-	unsigned c = class_for(size, align);
-	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero);
-	return large_alloc(size, align > os_page ? align : 0);
+	return kind && roots.opt.dealloc_kind ? kind : KIND_MALLOC;
 }
 
-static void *alloc_or_enomem(size_t size, size_t align)
+/* Always inlined, here and below: the C functions pass KIND_MALLOC, a constant that
+ * then costs them nothing (as a call, the kind was a run-time argument tested at every
+ * malloc and free); the C++ operators get copies of their own. */
+static inline __attribute__((always_inline)) void *alloc_as(size_t size, size_t align, bool zero, enum alloc_kind kind)
 {
-	void *p = alloc(size, align, false);
+	if (unlikely(!rampart_ready())) return alloc_not_ready(size, align, zero);
+	kind = kind_in_effect(kind);
+	unsigned c = class_for(size, align);
+	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero, kind);
+	return large_alloc(size, align > os_page ? align : 0, kind);
+}
+
+static void *alloc(size_t size, size_t align, bool zero) { return alloc_as(size, align, zero, KIND_MALLOC); }
+
+static inline __attribute__((always_inline)) void *alloc_or_enomem_as(size_t size, size_t align, enum alloc_kind kind)
+{
+	void *p = alloc_as(size, align, false, kind);
 	if (unlikely(!p)) errno = ENOMEM;
 	return p;
 }
+
+static void *alloc_or_enomem(size_t size, size_t align) { return alloc_or_enomem_as(size, align, KIND_MALLOC); }
 
 static noinline cold void release_not_ready(void *p)
 {
@@ -101,13 +119,17 @@ static noinline cold void release_not_ready(void *p)
 	passthrough_free(p);
 }
 
-static void release(void *p, bool sized, size_t size, size_t align)
+static inline __attribute__((always_inline)) void release_as(void *p, bool sized, size_t size, size_t align,
+							    enum alloc_kind kind)
 {
 	if (!p) return;
 	if (unlikely(!rampart_ready())) return release_not_ready(p);
-	if (likely(slab_contains(p))) slab_free(p, sized, sized ? class_for(size, align) : 0);
-	else large_free(p, sized, size, align);
+	kind = kind_in_effect(kind);
+	if (likely(slab_contains(p))) slab_free(p, sized, sized ? class_for(size, align) : 0, kind);
+	else large_free(p, sized, size, align, kind);
 }
+
+static void release(void *p, bool sized, size_t size, size_t align) { release_as(p, sized, size, align, KIND_MALLOC); }
 
 API void *malloc(size_t size) { return alloc_or_enomem(size, 0); }
 
@@ -184,7 +206,7 @@ API void *reallocarray(void *p, size_t n, size_t size)
 	return realloc(p, total);
 }
 
-static void *aligned(size_t align, size_t size)
+static inline __attribute__((always_inline)) void *aligned_as(size_t align, size_t size, enum alloc_kind kind)
 {
 	align = align_rounded(align);
 	if (!align) {
@@ -195,17 +217,24 @@ static void *aligned(size_t align, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return alloc_or_enomem(size, align);
+	return alloc_or_enomem_as(size, align, kind);
 }
+
+static void *aligned(size_t align, size_t size) { return aligned_as(align, size, KIND_MALLOC); }
 
 API void *aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
 
-/* The internal names (api.h): the same functions, bound locally. */
-void *rampart_malloc(size_t size) { return alloc_or_enomem(size, 0); }
-void *rampart_aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
-void rampart_free(void *p) { release(p, false, 0, 0); }
-void rampart_free_sized(void *p, size_t size) { release(p, true, size, 0); }
-void rampart_free_aligned_sized(void *p, size_t align, size_t size) { release(p, true, size, free_align(align)); }
+/* The internal names (api.h): the same functions, bound locally, for the C++ operators. */
+void *rampart_new(size_t size, size_t align, enum alloc_kind kind)
+{
+	return align ? aligned_as(align, size, kind) : alloc_or_enomem_as(size, 0, kind);
+}
+void rampart_delete(void *p, enum alloc_kind kind) { release_as(p, false, 0, 0, kind); }
+void rampart_delete_sized(void *p, size_t size, enum alloc_kind kind) { release_as(p, true, size, 0, kind); }
+void rampart_delete_aligned_sized(void *p, size_t align, size_t size, enum alloc_kind kind)
+{
+	release_as(p, true, size, free_align(align), kind);
+}
 
 API void *memalign(size_t align, size_t size) { return aligned(align, size); }
 
@@ -338,8 +367,9 @@ API int malloc_info(int options, FILE *fp)
 	}
 	int saved = errno;
 	struct rampart_heap_stats h;
-	stats_gather(&h);
-	stats_report_xml(fp, &h);
+	struct heap_totals t;
+	stats_gather_totals(&h, &t);
+	stats_report_xml(fp, &h, &t);
 	errno = saved;
 	return 0;
 }

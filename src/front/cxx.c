@@ -10,6 +10,9 @@
  * free / free_sized / free_aligned_sized: the sized and aligned deletes therefore get
  * the same checks as C23's sized frees — a size (or alignment) that does not match the
  * allocation is heap corruption, reported with one "rampart: fatal:" line and abort.
+ * Each block carries the kind of its allocation (new or new[]; base/alloc_kind.h), and
+ * each delete names the kind it frees: free of a block new made, delete of one new[] or
+ * malloc made, delete[] of new's or malloc's are fatal too (dealloc_kind=off: not).
  *
  * Failure, as [new.delete.single] asks of the throwing forms: loop { try to allocate;
  * if there is no new-handler, throw std::bad_alloc; call the handler }. The handler
@@ -46,6 +49,7 @@
 
 #include "rampart.h"
 #include "front/api.h"
+#include "front/cxx.h"
 #include "base/common.h"
 #include "base/report.h"
 #include "os/os.h"
@@ -57,30 +61,6 @@ typedef void (*new_handler_fn)(void);
 /* libstdc++, when present: std::get_new_handler() and std::__throw_bad_alloc(). */
 extern new_handler_fn _ZSt15get_new_handlerv(void) __attribute__((weak));
 extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
-
-/* The replaceable functions, by mangled name: St11align_val_t is std::align_val_t
- * (passed as a size_t), RKSt9nothrow_t is const std::nothrow_t& (a pointer). */
-typedef const void *nothrow_ref;
-API void *_Znwm(size_t size);
-API void *_Znam(size_t size);
-API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt);
-API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt);
-API void *_ZnwmSt11align_val_t(size_t size, size_t align);
-API void *_ZnamSt11align_val_t(size_t size, size_t align);
-API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt);
-API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt);
-API void _ZdlPv(void *p);
-API void _ZdaPv(void *p);
-API void _ZdlPvm(void *p, size_t size);
-API void _ZdaPvm(void *p, size_t size);
-API void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt);
-API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt);
-API void _ZdlPvSt11align_val_t(void *p, size_t align);
-API void _ZdaPvSt11align_val_t(void *p, size_t align);
-API void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align);
-API void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align);
-API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt);
-API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt);
 
 /* A libstdc++ symbol that the weak reference missed (libstdc++ loaded by dlopen after
  * us, possibly RTLD_LOCAL). Only on the failure path; never cached. */
@@ -118,16 +98,11 @@ static inline void check_align(size_t align, enum report_op op, const void *call
 	if (unlikely(!is_pow2(align))) report_fatal(op, ERR_BAD_ALIGNMENT, caller);
 }
 
-static inline void *try_alloc(size_t size, size_t align)
-{
-	return align ? rampart_aligned_alloc(align, size) : rampart_malloc(size);
-}
-
 /* The throwing forms: the new-handler loop of [new.delete.single]. */
-static noinline void *new_slow(size_t size, size_t align, const void *caller)
+static noinline void *new_slow(size_t size, size_t align, enum alloc_kind kind, const void *caller)
 {
 	for (;;) {
-		void *p = try_alloc(size, align);
+		void *p = rampart_new(size, align, kind);
 		if (p) return p;
 		new_handler_fn h = current_new_handler();
 		if (!h) throw_bad_alloc(caller);
@@ -135,49 +110,49 @@ static noinline void *new_slow(size_t size, size_t align, const void *caller)
 	}
 }
 
-static inline void *new_throwing(size_t size, size_t align, const void *caller)
+static inline void *new_throwing(size_t size, size_t align, enum alloc_kind kind, const void *caller)
 {
-	void *p = try_alloc(size, align);
-	return likely(p) ? p : new_slow(size, align, caller);
+	void *p = rampart_new(size, align, kind);
+	return likely(p) ? p : new_slow(size, align, kind, caller);
 }
 
 #define CALLER __builtin_return_address(0)
 
-API void *_Znwm(size_t size) { return new_throwing(size, 0, CALLER); }
-API void *_Znam(size_t size) { return new_throwing(size, 0, CALLER); }
-API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_malloc(size); }
-API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_malloc(size); }
+API void *_Znwm(size_t size) { return new_throwing(size, 0, KIND_NEW, CALLER); }
+API void *_Znam(size_t size) { return new_throwing(size, 0, KIND_NEW_ARRAY, CALLER); }
+API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_new(size, 0, KIND_NEW); }
+API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_new(size, 0, KIND_NEW_ARRAY); }
 
 API void *_ZnwmSt11align_val_t(size_t size, size_t align)
 {
 	check_align(align, OP_NEW, CALLER);
-	return new_throwing(size, align, CALLER);
+	return new_throwing(size, align, KIND_NEW, CALLER);
 }
 
 API void *_ZnamSt11align_val_t(size_t size, size_t align)
 {
 	check_align(align, OP_NEW, CALLER);
-	return new_throwing(size, align, CALLER);
+	return new_throwing(size, align, KIND_NEW_ARRAY, CALLER);
 }
 
 API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
 	check_align(align, OP_NEW, CALLER);
-	return rampart_aligned_alloc(align, size);
+	return rampart_new(size, align, KIND_NEW);
 }
 
 API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
 	check_align(align, OP_NEW, CALLER);
-	return rampart_aligned_alloc(align, size);
+	return rampart_new(size, align, KIND_NEW_ARRAY);
 }
 
-API void _ZdlPv(void *p) { rampart_free(p); }
-API void _ZdaPv(void *p) { rampart_free(p); }
-API void _ZdlPvm(void *p, size_t size) { rampart_free_sized(p, size); }
-API void _ZdaPvm(void *p, size_t size) { rampart_free_sized(p, size); }
-API void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_free(p); }
-API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_free(p); }
+API void _ZdlPv(void *p) { rampart_delete(p, KIND_NEW); }
+API void _ZdaPv(void *p) { rampart_delete(p, KIND_NEW_ARRAY); }
+API void _ZdlPvm(void *p, size_t size) { rampart_delete_sized(p, size, KIND_NEW); }
+API void _ZdaPvm(void *p, size_t size) { rampart_delete_sized(p, size, KIND_NEW_ARRAY); }
+API void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_delete(p, KIND_NEW); }
+API void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt) { rampart_delete(p, KIND_NEW_ARRAY); }
 
 /* An aligned delete of p: the alignment must be valid and p aligned to it. */
 static inline void check_aligned_ptr(const void *p, size_t align, const void *caller)
@@ -186,23 +161,41 @@ static inline void check_aligned_ptr(const void *p, size_t align, const void *ca
 	if (unlikely((uintptr_t)p & (align - 1))) report_fatal(OP_FREE, ERR_MISALIGNED_DELETE, p);
 }
 
-static inline void delete_aligned(void *p, size_t align, const void *caller)
+static inline void delete_aligned(void *p, size_t align, enum alloc_kind kind, const void *caller)
 {
 	if (!p) return;
 	check_aligned_ptr(p, align, caller);
-	rampart_free(p);
+	rampart_delete(p, kind);
 }
 
-static inline void delete_aligned_sized(void *p, size_t size, size_t align, const void *caller)
+static inline void delete_aligned_sized(void *p, size_t size, size_t align, enum alloc_kind kind, const void *caller)
 {
 	if (!p) return;
 	check_aligned_ptr(p, align, caller);
-	rampart_free_aligned_sized(p, align, size);
+	rampart_delete_aligned_sized(p, align, size, kind);
 }
 
-API void _ZdlPvSt11align_val_t(void *p, size_t align) { delete_aligned(p, align, CALLER); }
-API void _ZdaPvSt11align_val_t(void *p, size_t align) { delete_aligned(p, align, CALLER); }
-API void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align) { delete_aligned_sized(p, size, align, CALLER); }
-API void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align) { delete_aligned_sized(p, size, align, CALLER); }
-API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt) { delete_aligned(p, align, CALLER); }
-API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt) { delete_aligned(p, align, CALLER); }
+API void _ZdlPvSt11align_val_t(void *p, size_t align) { delete_aligned(p, align, KIND_NEW, CALLER); }
+API void _ZdaPvSt11align_val_t(void *p, size_t align) { delete_aligned(p, align, KIND_NEW_ARRAY, CALLER); }
+API void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+	delete_aligned_sized(p, size, align, KIND_NEW, CALLER);
+}
+API void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+	delete_aligned_sized(p, size, align, KIND_NEW_ARRAY, CALLER);
+}
+API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt)
+{
+	delete_aligned(p, align, KIND_NEW, CALLER);
+}
+API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, nothrow_ref nt)
+{
+	delete_aligned(p, align, KIND_NEW_ARRAY, CALLER);
+}
+
+/* rampart's own definitions by names no program can replace, for cxx_own.c to compare
+ * with what the operators' public names reach. */
+#define CXX_OWN_ALIAS(ret, name, params) __typeof__(name) own##name __attribute__((alias(#name)));
+RAMPART_CXX_OPERATORS(CXX_OWN_ALIAS)
+#undef CXX_OWN_ALIAS

@@ -20,6 +20,7 @@
 #include "guard/meta.h"
 #include "os/mte.h"
 #include "os/os.h"
+#include "front/cxx.h"
 #include "front/options.h"
 #include "front/passthrough.h"
 #include "front/policy.h"
@@ -33,6 +34,8 @@ _Static_assert(ROOTS_SLAB_CLASSES == SC_COUNT, "the roots size the nursery's tab
 
 static struct lock init_lock; /* all zero: free */
 static bool fork_handlers_registered; /* under init_lock */
+/* dealloc_kind was on, but the program has operators of its own (cxx.h): turned off. */
+static bool cxx_replaced;
 /* This thread is finishing initialisation and everything is usable already. Volatile:
  * libc declares pthread_atfork a leaf (it never calls back into this file), so the
  * compiler would drop the store before the call — yet its malloc does come back. */
@@ -102,9 +105,10 @@ static void say_choices(void)
 		out_str(&o, " on stderr at exit (none if the program closes stderr first, as ls and sort do: "
 			    "stats_file=PATH)");
 	}
-	static const char *const checks[] = {"check_at_exit", "sized_free", "on_error", NULL};
+	static const char *const checks[] = {"check_at_exit", "sized_free", "dealloc_kind", "on_error", NULL};
 	out_str(&o, "; ");
 	options_say(&o, &roots.opt, checks);
+	if (cxx_replaced) out_str(&o, " (dealloc_kind off: the program replaces operator new or delete)");
 	out_str(&o, "\n");
 	out_flush(&o);
 }
@@ -182,6 +186,12 @@ bool rampart_init_slow(void)
 		if (roots.opt.passthrough && become_passthrough(&policy_seen)) {
 			lock_give(&init_lock);
 			return false;
+		}
+		/* A replaced operator may pass blocks between rampart's C functions and its
+		 * operators as the standard allows: kinds are neither recorded nor checked. */
+		if (roots.opt.dealloc_kind && !cxx_operators_own()) {
+			roots.opt.dealloc_kind = false;
+			cxx_replaced = true;
 		}
 		random_init();
 		guard_init(roots.opt.guard);

@@ -39,6 +39,8 @@ __attribute__((visibility("default"))) void rampart_get_stats(struct rampart_sta
 #undef STAT_READ
 }
 
+static int totals_by_name(const char *name, unsigned long *value);
+
 __attribute__((visibility("default"))) int rampart_get_counter(const char *name, unsigned long *value)
 {
 	static const char *const names[STAT_COUNT] = {
@@ -55,15 +57,19 @@ __attribute__((visibility("default"))) int rampart_get_counter(const char *name,
 			*value = stat_read((enum stat_id)i);
 			return 0;
 		}
-	errno = ENOENT;
-	return -1;
+	return totals_by_name(name, value);
 }
 
 /* --- the heap's figures and the reports --- */
 
-void stats_gather(struct rampart_heap_stats *h)
+void stats_gather(struct rampart_heap_stats *h) { stats_gather_totals(h, NULL); }
+
+void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t)
 {
 	*h = (struct rampart_heap_stats){.version = RAMPART_VERSION, .guard_backend = guard_backend_name()};
+	struct heap_totals unused;
+	if (!t) t = &unused;
+	*t = (struct heap_totals){0};
 	_Static_assert(SC_COUNT <= RAMPART_STATS_CLASSES, "RAMPART_STATS_CLASSES too small");
 	h->classes = SC_COUNT;
 	for (unsigned c = 0; c < SC_COUNT; c++) {
@@ -77,6 +83,11 @@ void stats_gather(struct rampart_heap_stats *h)
 			.bytes_open = (f.slabs_active + f.slabs_empty) * f.slab_bytes,
 			.bytes_live = f.live * f.slot_size,
 		};
+		t->size_class[c] = (struct class_totals){.allocated = f.allocs, .freed = f.frees};
+		t->allocated_blocks += f.allocs;
+		t->allocated_bytes += f.allocs * f.slot_size;
+		t->freed_blocks += f.frees;
+		t->freed_bytes += f.frees * f.slot_size;
 		h->slab_live += k->live;
 		h->slab_live_bytes += k->bytes_live;
 		h->slab_quarantined += k->quarantined;
@@ -96,6 +107,16 @@ void stats_gather(struct rampart_heap_stats *h)
 	h->large_quarantined_bytes = l.quarantined_bytes;
 	h->large_cached = l.cached;
 	h->large_cached_bytes = l.cached_bytes;
+	t->large_allocated = l.allocs;
+	t->large_freed = l.frees;
+	t->allocated_blocks += l.allocs;
+	t->allocated_bytes += l.alloc_bytes;
+	t->freed_blocks += l.frees;
+	t->freed_bytes += l.freed_bytes;
+	/* The peaks are the process-wide total's, which may lag behind the classes by a step
+	 * each (slab/class_tally.h): never less than what lives now, counted exactly here. */
+	t->peak_blocks = MAX(stat_read(STAT_HEAP_BLOCKS_PEAK), h->slab_live + h->large_live);
+	t->peak_bytes = MAX(stat_read(STAT_HEAP_BYTES_PEAK), h->slab_live_bytes + h->large_live_bytes);
 	struct rampart_stats c;
 	rampart_get_stats(&c);
 #define IN_HEAP(copy) copy
@@ -192,12 +213,34 @@ struct figure_value {
 #define VALUE_PERMILLE(v) {.n = (v)}
 #define VALUE_STR(v) {.s = (v)}
 
-static void figure_values(const struct rampart_heap_stats *h, struct figure_value v[FIGURE_COUNT])
+static void figure_values(const struct rampart_heap_stats *h, const struct heap_totals *t,
+			  struct figure_value v[FIGURE_COUNT])
 {
 	size_t i = 0;
 #define FIGURE_VALUE(group, kind, value, json, text, xml, attr) v[i++] = (struct figure_value)VALUE_##kind(value);
 	RAMPART_HEAP_FIGURES(FIGURE_VALUE)
 #undef FIGURE_VALUE
+}
+
+/* rampart_get_counter's answer for a figure of the report's "totals" group (the JSON
+ * key): gathered as the report gathers it, a walk over the classes; 0 before start-up
+ * (nothing allocated yet) and under passthrough. */
+static int totals_by_name(const char *name, unsigned long *value)
+{
+	for (size_t i = 0; i < FIGURE_COUNT; i++) {
+		if (figures[i].group != GROUP_TOTAL || strcmp(figures[i].json, name)) continue;
+		*value = 0;
+		if (!rampart_ready()) return 0;
+		struct rampart_heap_stats h;
+		struct heap_totals t;
+		stats_gather_totals(&h, &t);
+		struct figure_value v[FIGURE_COUNT];
+		figure_values(&h, &t, v);
+		*value = v[i].n;
+		return 0;
+	}
+	errno = ENOENT;
+	return -1;
 }
 
 /* ,"name":{"key":value,...} */
@@ -224,10 +267,10 @@ static void json_group(struct out *o, const char *lead, enum stat_group g, const
 	}
 }
 
-static void report_json(struct out *o, const struct rampart_heap_stats *h)
+static void report_json(struct out *o, const struct rampart_heap_stats *h, const struct heap_totals *t)
 {
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, v);
+	figure_values(h, t, v);
 	out_str(o, "{\"rampart\":\"");
 	out_str(o, h->version);
 	out_str(o, "\",\"profile\":\"");
@@ -238,9 +281,10 @@ static void report_json(struct out *o, const struct rampart_heap_stats *h)
 	out_str(o, "},\"classes\":[");
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
+		const struct class_totals *kt = &t->size_class[c];
 		out_str(o, c ? ",\n" : "\n");
 		kv(o, "{", "class", c);
-#define CLASS_JSON(field, json, xml, text) kv(o, ",", json, k->field);
+#define CLASS_JSON(value, json, xml, text) kv(o, ",", json, value);
 		RAMPART_CLASS_FIGURES(CLASS_JSON)
 #undef CLASS_JSON
 		out_str(o, "}");
@@ -261,10 +305,10 @@ static void title(struct out *o, const char *s, size_t width)
 	out_str(o, s);
 }
 
-static void report_text(struct out *o, const struct rampart_heap_stats *h)
+static void report_text(struct out *o, const struct rampart_heap_stats *h, const struct heap_totals *t)
 {
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, v);
+	figure_values(h, t, v);
 	out_str(o, "rampart ");
 	out_str(o, h->version);
 	out_str(o, " statistics (pid ");
@@ -278,7 +322,7 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 #define COL(width, name) title(o, name, width);
 #define COL_BYTES(name) out_str(o, "      " name);
 #define NO_COL
-#define CLASS_TITLE(field, json, xml, text) text
+#define CLASS_TITLE(value, json, xml, text) text
 	RAMPART_CLASS_FIGURES(CLASS_TITLE)
 #undef CLASS_TITLE
 #undef COL
@@ -286,11 +330,13 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 	out_str(o, "\n");
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
-		if (!k->live && !k->quarantined && !k->slabs_active && !k->slabs_empty && !k->slabs_closed) continue;
+		const struct class_totals *kt = &t->size_class[c];
+		if (!k->live && !k->quarantined && !k->slabs_active && !k->slabs_empty && !k->slabs_closed && !kt->allocated)
+			continue;
 		cell(o, c, 5);
-#define COL(width, name) cell(o, value, width);
-#define COL_BYTES(name) (out_str(o, "      "), bytes(o, value));
-#define CLASS_CELL(field, json, xml, text) { unsigned long value = k->field; (void)value; text }
+#define COL(width, name) cell(o, cell_value, width);
+#define COL_BYTES(name) (out_str(o, "      "), bytes(o, cell_value));
+#define CLASS_CELL(value, json, xml, text) { unsigned long cell_value = (value); (void)cell_value; text }
 		RAMPART_CLASS_FIGURES(CLASS_CELL)
 #undef CLASS_CELL
 #undef COL
@@ -314,16 +360,17 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 }
 
 /* After glibc's malloc_info, with rampart's own elements; the totals are glibc's. */
-void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h)
+void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h, const struct heap_totals *t)
 {
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, v);
+	figure_values(h, t, v);
 	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" profile=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
 		h->version, stats_profile(), h->guard_backend);
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
+		const struct class_totals *kt = &t->size_class[c];
 		fprintf(fp, "  <class index=\"%zu\"", c);
-#define CLASS_XML(field, json, xml, text) fprintf(fp, " " xml "=\"%zu\"", k->field);
+#define CLASS_XML(value, json, xml, text) fprintf(fp, " " xml "=\"%zu\"", (size_t)(value));
 		RAMPART_CLASS_FIGURES(CLASS_XML)
 #undef CLASS_XML
 		fputs("/>\n", fp);
@@ -352,11 +399,12 @@ void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h)
 void stats_report(int fd, int json)
 {
 	struct rampart_heap_stats h;
-	stats_gather(&h);
+	struct heap_totals t;
+	stats_gather_totals(&h, &t);
 	char space[2048];
 	struct out o = out_fd(fd, space, sizeof space);
-	if (json) report_json(&o, &h);
-	else report_text(&o, &h);
+	if (json) report_json(&o, &h, &t);
+	else report_text(&o, &h, &t);
 	out_flush(&o);
 }
 

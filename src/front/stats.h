@@ -14,36 +14,58 @@
 
 #include <stdio.h>
 
+#include "rampart.h"
 #include "base/common.h"
 #include "base/counters.h"
 
-/* A size class's figures (struct rampart_class_stats fields), as the reports show them:
- * X(field, JSON key, XML attribute, text column). The text column is COL(width, title)
- * (right-aligned), COL_BYTES(title) (a byte count with its unit, last) or NO_COL. */
-#define RAMPART_CLASS_FIGURES(X)                                               \
-	X(slot_size, "slot_size", "size", COL(11, "slot size"))                \
-	X(usable, "usable", "usable", NO_COL)                                  \
-	X(live, "live", "live", COL(10, "live"))                               \
-	X(quarantined, "quarantined", "quarantined", COL(13, "quarantined"))   \
-	X(free, "free", "free", COL(11, "free"))                               \
-	X(slabs_active, "slabs_active", "slabs_active", COL(16, "slabs: active")) \
-	X(slabs_empty, "slabs_empty", "slabs_empty", COL(7, "empty"))          \
-	X(slabs_closed, "slabs_closed", "slabs_closed", COL(8, "closed"))      \
-	X(bytes_open, "bytes_open", "bytes_open", COL_BYTES("open memory"))    \
-	X(bytes_live, "bytes_live", "bytes_live", NO_COL)
+/* What the reports show beyond struct rampart_heap_stats, whose layout is 1.0's and
+ * stays so (include/rampart.h): gathered with it, in the same pass under the same locks.
+ * Programs read these by name (rampart_get_counter: the "totals" group's JSON keys). */
+struct class_totals {
+	size_t allocated, freed; /* slots handed out, and freed by the program, so far */
+};
+struct heap_totals {
+	struct class_totals size_class[RAMPART_STATS_CLASSES];
+	size_t large_allocated, large_freed; /* large blocks */
+	/* Every block, small and large: allocated and freed so far, and their bytes (slot
+	 * sizes; a large block's pages, its resizes counted as a free and an allocation). */
+	size_t allocated_blocks, allocated_bytes, freed_blocks, freed_bytes;
+	/* The most live blocks, and bytes, at once: the peaks of the process-wide total
+	 * (counters.h: heap_blocks_peak, heap_bytes_peak), and at least what lives now. */
+	size_t peak_blocks, peak_bytes;
+};
+
+/* A size class's figures, as the reports show them: X(value, JSON key, XML attribute,
+ * text column). value is an expression of k (const struct rampart_class_stats *) or kt
+ * (const struct class_totals *). The text column is COL(width, title) (right-aligned),
+ * COL_BYTES(title) (a byte count with its unit, last) or NO_COL. */
+#define RAMPART_CLASS_FIGURES(X)                                                     \
+	X(k->slot_size, "slot_size", "size", COL(11, "slot size"))                   \
+	X(k->usable, "usable", "usable", NO_COL)                                     \
+	X(k->live, "live", "live", COL(10, "live"))                                  \
+	X(k->quarantined, "quarantined", "quarantined", COL(13, "quarantined"))      \
+	X(k->free, "free", "free", COL(11, "free"))                                  \
+	X(kt->allocated, "allocated", "allocated", COL(13, "allocated"))             \
+	X(kt->freed, "freed", "freed", COL(13, "freed"))                             \
+	X(k->slabs_active, "slabs_active", "slabs_active", COL(16, "slabs: active")) \
+	X(k->slabs_empty, "slabs_empty", "slabs_empty", COL(7, "empty"))             \
+	X(k->slabs_closed, "slabs_closed", "slabs_closed", COL(8, "closed"))         \
+	X(k->bytes_open, "bytes_open", "bytes_open", COL_BYTES("open memory"))       \
+	X(k->bytes_live, "bytes_live", "bytes_live", NO_COL)
 
 /* The groups of the heap's figures: X(GROUP, JSON object, start of its text line). */
 #define RAMPART_STAT_GROUPS(X)            \
 	X(SLAB, "slab", "small total: ")   \
 	X(LARGE, "large", "large blocks: ") \
+	X(TOTAL, "totals", "all blocks: ")  \
 	X(CACHE, "cache", "reuse cache: ")  \
 	X(GUARD, "guard", "guard layer: ")
 
 /* The heap's figures, in report order within each group:
  * X(GROUP, kind, value, JSON key, text after the value, XML element, XML attribute).
- * value is an expression of h (const struct rampart_heap_stats *). kind: NUM; BYTES (a
- * byte count, with its unit in the text); PERMILLE (tenths of a percent: "12.5" in the
- * text); STR (a string). NULL: not in that report. */
+ * value is an expression of h (const struct rampart_heap_stats *) and t (const struct
+ * heap_totals *). kind: NUM; BYTES (a byte count, with its unit in the text); PERMILLE
+ * (tenths of a percent: "12.5" in the text); STR (a string). NULL: not in that report. */
 #define RAMPART_HEAP_FIGURES(X)                                                                                 \
 	X(SLAB, NUM, h->slab_live, "live", " live (", "slab", "live")                                           \
 	X(SLAB, BYTES, h->slab_live_bytes, "live_bytes", "), ", "slab", "live_bytes")                           \
@@ -61,11 +83,19 @@
 	X(SLAB, NUM, stats_arenas(), "arenas", "\n", NULL, NULL)                                                \
 	X(LARGE, NUM, h->large_live, "live", " live (", "large", "live")                                        \
 	X(LARGE, BYTES, h->large_live_bytes, "live_bytes", "), ", "large", "bytes")                             \
+	X(LARGE, NUM, t->large_allocated, "allocated", " allocated, ", "large", "allocated")                    \
+	X(LARGE, NUM, t->large_freed, "freed", " freed, ", "large", "freed")                                    \
 	X(LARGE, NUM, h->large_quarantined, "quarantined", " in quarantine (", "quarantine", "count")           \
 	X(LARGE, BYTES, h->large_quarantined_bytes, "quarantined_bytes", " of address space), ", "quarantine",  \
 	  "bytes")                                                                                              \
 	X(LARGE, NUM, h->large_cached, "cached", " cached (", "cache", "count")                                  \
 	X(LARGE, BYTES, h->large_cached_bytes, "cached_bytes", ")\n", "cache", "bytes")                         \
+	X(TOTAL, NUM, t->allocated_blocks, "allocated_blocks", " allocated (", "totals", "allocated_blocks")    \
+	X(TOTAL, BYTES, t->allocated_bytes, "allocated_bytes", "), ", "totals", "allocated_bytes")              \
+	X(TOTAL, NUM, t->freed_blocks, "freed_blocks", " freed (", "totals", "freed_blocks")                    \
+	X(TOTAL, BYTES, t->freed_bytes, "freed_bytes", "); most live at once: ", "totals", "freed_bytes")       \
+	X(TOTAL, NUM, t->peak_blocks, "peak_blocks", " blocks, ", "totals", "peak_blocks")                      \
+	X(TOTAL, BYTES, t->peak_bytes, "peak_bytes", "\n", "totals", "peak_bytes")                              \
 	X(CACHE, NUM, h->cache_hits, "hits", " hits, ", "cache", "hits")                                        \
 	X(CACHE, NUM, h->cache_misses, "misses", " misses (", "cache", "misses")                                \
 	X(CACHE, PERMILLE, stats_hit_permille(h), "hit_permille", "% hits), ", NULL, NULL)                      \
@@ -81,9 +111,10 @@
 	  "guards_omitted")                                                                                     \
 	X(GUARD, NUM, stats_vmas(), "vmas", " VMAs counted in the process)\n", "guard", "vmas")
 
-struct rampart_heap_stats;
-/* Gather the figures (takes each class lock and the large lock in turn). */
+/* Gather the figures (takes each class lock and the large lock in turn): those of the
+ * public struct alone, or with the totals too (t: NULL for none). */
 void stats_gather(struct rampart_heap_stats *h);
+void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t);
 /* The report of RAMPART_OPTIONS=stats=text|json, and of malloc_stats(), written to fd. */
 void stats_report(int fd, int json);
 /* RAMPART_OPTIONS=stats=...: the report at exit, appended to stats_file when one is set
@@ -92,6 +123,6 @@ void stats_report(int fd, int json);
  * FIFO, a device, a directory). */
 void stats_report_at_exit(void);
 /* malloc_info's XML of figures gathered before (stdio may allocate: no lock held). */
-void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h);
+void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h, const struct heap_totals *t);
 
 #endif

@@ -35,7 +35,8 @@ struct large_entry {
 	uintptr_t data; /* key: the pointer handed out; 0 = empty slot */
 	size_t usable;
 	size_t requested;
-	uint16_t state;
+	uint8_t state;
+	uint8_t kind;        /* how it was allocated (enum alloc_kind) */
 	uint8_t vmas;        /* what it costs in VMAs while it lives (block_vmas) ... */
 	uint8_t guard_vmas;  /* ... of which its guards' own */
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
@@ -60,6 +61,9 @@ struct large_state {
 	struct reuse_cache cache;
 	struct resident_cache resident; /* light variant: freed blocks kept with their pages */
 	size_t live_bytes, live_peak;   /* usable bytes of live blocks; their recent peak */
+	/* The statistics' totals: blocks allocated and freed, and their bytes (a realloc
+	 * frees the old size and allocates the new one; allocated - freed = live_bytes). */
+	size_t allocs, frees, alloc_bytes, freed_bytes;
 	uint64_t peak_since_ms;         /* when live_peak was last reset to live_bytes */
 	struct populate_credit populate;
 	struct guard_area area; /* where fresh regions go (guard/place.h) */
@@ -184,10 +188,24 @@ static void resident_decay(struct large_state *s, uint64_t now_ms)
 /* The part of the bound kept whatever the live blocks do. */
 #define RESIDENT_FLOOR_PART 8
 
+/* The live bytes changed by a block's allocation, free or resize: counted, and told at
+ * once to the process-wide total whose peak the statistics keep (counters.h): a large
+ * block's call costs system calls anyway. */
 static void live_change(struct large_state *s, size_t gone, size_t added)
 {
 	s->live_bytes = s->live_bytes - gone + added;
 	if (s->live_bytes > s->live_peak) s->live_peak = s->live_bytes;
+	s->alloc_bytes += added;
+	s->freed_bytes += gone;
+	stat_add_peak(STAT_HEAP_BYTES_NOW, STAT_HEAP_BYTES_PEAK, (long)added - (long)gone, os_single_threaded());
+}
+
+/* A block more or less, for the same total. */
+static void live_count(struct large_state *s, long blocks)
+{
+	if (blocks > 0) s->allocs++;
+	else s->frees++;
+	stat_add_peak(STAT_HEAP_BLOCKS_NOW, STAT_HEAP_BLOCKS_PEAK, blocks, os_single_threaded());
 }
 
 /* How many bytes kept blocks may hold now: what the live blocks have fallen below their
@@ -453,7 +471,7 @@ static bool take_resident(struct large_state *s, struct guard_region *r, size_t 
 	return true;
 }
 
-void *large_alloc(size_t size, size_t align)
+void *large_alloc(size_t size, size_t align, enum alloc_kind kind)
 {
 	struct large_state *s = roots.large;
 	size_t len;
@@ -462,7 +480,7 @@ void *large_alloc(size_t size, size_t align)
 	size_t populate = 0, populate_off = 0;
 	lock_take(&s->lock);
 	if (reserve_slot(s)) {
-		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE,
+		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE, .kind = (uint8_t)kind,
 					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
 		size_t lead = random_guard(s, len), trail = random_guard(s, len);
 		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
@@ -474,6 +492,7 @@ void *large_alloc(size_t size, size_t align)
 		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
 		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
 			e.data = e.region.base + lead;
+			live_count(s, 1);
 			live_change(s, 0, len);
 			/* More live bytes leave less room for kept ones. */
 			if (s->resident.count)
@@ -506,6 +525,22 @@ static struct large_entry *live_entry(struct large_state *s, const void *p, enum
 	enum report_kind kind = !e ? ERR_NOT_LIVE : op == OP_FREE ? ERR_DOUBLE_FREE : ERR_USE_AFTER_FREE;
 	if (!report_go_on(op, kind, p)) report_fatal(op, kind, p);
 	return NULL;
+}
+
+/* A free (op: kind_free_op(kind)) or realloc (OP_REALLOC, kind KIND_MALLOC) of the live
+ * block e, allocated as another kind: fatal, with the lock given back, but under
+ * on_error=report, where it is reported and the call goes on, the block taken for
+ * one of `kind` from now on. */
+static noinline void kind_mismatch_at(struct large_state *s, struct large_entry *e, enum alloc_kind kind,
+				      enum report_op op)
+{
+	const void *p = (const void *)e->data;
+	enum report_kind err = kind_mismatch((enum alloc_kind)e->kind);
+	if (!report_go_on(op, err, p)) {
+		lock_give(&s->lock);
+		report_fatal(op, err, p);
+	}
+	e->kind = (uint8_t)kind;
 }
 
 /* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says,
@@ -562,12 +597,14 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 	enter_quarantine(s, &s->huge, e, false);
 }
 
-void large_free(void *p, bool sized, size_t size, size_t align)
+void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind kind)
 {
 	struct large_state *s = roots.large;
 	lock_take(&s->lock);
 	struct large_entry *e = live_entry(s, p, OP_FREE);
 	if (unlikely(!e)) return; /* on_error=report: reported and ignored */
+	/* How it was allocated first: a sized delete of a block new[] made is that mismatch. */
+	if (unlikely(e->kind != kind)) kind_mismatch_at(s, e, kind, kind_free_op(kind));
 	if (sized) {
 		/* The exact size asked for (C23 free_sized), not just its pages. Alignments up
 		 * to a page need no special placement and are not recorded: any of them
@@ -580,6 +617,7 @@ void large_free(void *p, bool sized, size_t size, size_t align)
 		}
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
+	live_count(s, -1);
 	live_change(s, e->usable, 0);
 	block_uncount(e);
 	/* Where the block may be kept, one mincore serves the credit, the keep decision
@@ -618,7 +656,9 @@ size_t large_usable_size(const void *p, enum report_op op)
 {
 	struct large_state *s = roots.large;
 	lock_take(&s->lock);
-	size_t n = live_entry(s, p, op)->usable;
+	struct large_entry *e = live_entry(s, p, op);
+	if (op == OP_REALLOC && unlikely(e->kind != KIND_MALLOC)) kind_mismatch_at(s, e, KIND_MALLOC, op);
+	size_t n = e->usable;
 	lock_give(&s->lock);
 	return n;
 }
@@ -676,6 +716,7 @@ void *large_realloc(void *p, size_t size)
 	if (size > LARGE_MAX || !page_round(size, &len)) return NULL;
 	lock_take(&s->lock);
 	struct large_entry *e = live_entry(s, p, OP_REALLOC);
+	if (unlikely(e->kind != KIND_MALLOC)) kind_mismatch_at(s, e, KIND_MALLOC, OP_REALLOC);
 	size_t lead = lead_of(e), end = lead + e->usable;
 	size_t trail = e->region.size - end;
 	uintptr_t result = e->data;
@@ -747,6 +788,10 @@ void large_figures(struct large_figures *f)
 	f->quarantined_bytes = s->quarantine.bytes + s->huge.bytes;
 	f->cached = s->cache.count + s->resident.count;
 	f->cached_bytes = s->cache.bytes;
+	f->allocs = s->allocs;
+	f->frees = s->frees;
+	f->alloc_bytes = s->alloc_bytes;
+	f->freed_bytes = s->freed_bytes;
 	for (size_t i = 0; i < s->resident.count; i++) f->cached_bytes += s->resident.blocks[i].region.size;
 	lock_give(&s->lock);
 }

@@ -15,25 +15,34 @@
  *    only the quarantine feeds the cache (unless it is compiled out, or turned off at
  *    run time with large_quarantine_bytes=0).
  *  - Lookups are by exact start address: any other pointer is not an allocation.
+ *  - A live entry records how its block was allocated (kind, base/alloc_kind.h): a free
+ *    or realloc by another kind of call is a mismatch.
  *  - All state is guarded by one lock; the meta lock nests inside it.
  */
 #ifndef RAMPART_LARGE_H
 #define RAMPART_LARGE_H
 
+#include "base/alloc_kind.h"
 #include "base/common.h"
 #include "base/report.h"
 
 struct large_state;
 /* The large allocator's state (the root init.c keeps), or NULL without memory. */
 must_check struct large_state *large_init(void);
-/* NULL on failure (the caller sets errno). align is 0 or a power of two. */
-void *large_alloc(size_t size, size_t align);
+/* NULL on failure (the caller sets errno). align is 0 or a power of two; kind is how
+ * the block is allocated (base/alloc_kind.h), recorded with it. */
+void *large_alloc(size_t size, size_t align, enum alloc_kind kind);
 /* Free a live allocation; sized is nonzero to check the size (free_sized), with
- * size the claimed byte count and align the claimed alignment (0 = unchecked). */
-void large_free(void *p, bool sized, size_t size, size_t align);
-/* Resize; NULL on failure with p still valid. */
+ * size the claimed byte count and align the claimed alignment (0 = unchecked); kind is
+ * how the caller's deallocation says it was allocated (a mismatch is fatal, or under
+ * on_error=report reported and freed all the same). */
+void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind kind);
+/* Resize; NULL on failure with p still valid. A block of operator new or new[] is a
+ * mismatch, as large_free says. */
 void *large_realloc(void *p, size_t size);
-/* Usable bytes of a live allocation; any other p is fatal, reported as op. */
+/* Usable bytes of a live allocation; any other p is fatal, reported as op. For
+ * OP_REALLOC (a realloc about to move the block into a slot) the block's kind is
+ * checked as large_realloc does. */
 size_t large_usable_size(const void *p, enum report_op op);
 /* Bytes from p to the end of the live allocation containing it; 0 past its end and for
  * pointers that are not rampart's. Fatal inside a freed (quarantined or cached) region. */
@@ -46,6 +55,9 @@ struct large_figures {
 	size_t live, live_bytes;               /* live blocks and their usable bytes */
 	size_t quarantined, quarantined_bytes; /* regions in the quarantine (address space) */
 	size_t cached, cached_bytes;           /* regions in the reuse cache (address space) */
+	size_t allocs, frees;                  /* blocks allocated and freed so far */
+	size_t alloc_bytes, freed_bytes;       /* their usable bytes (a realloc: the old size
+						* freed, the new one allocated) */
 };
 void large_figures(struct large_figures *f);
 

@@ -33,7 +33,9 @@
 #include <string.h>
 
 #include "guard/meta.h"
+#include "slab/class_tally.h"
 #include "slab/slot_check.h"
+#include "slab/slot_kind.h"
 #include "slab/slot_quarantine.h"
 
 #if SLAB_FREE_BATCHES
@@ -106,9 +108,12 @@ static void slab_batched_enter(struct slab_class *k, qentry_t e)
 	memset((void *)a, 0, 8);
 	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
 	check_neighbours(k, s, a, i);
+	/* Its kind was checked at the free; the bits go now, under the lock. */
+	(void)slot_kind_take(k, s, pos, i);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);
 	if (k->defer_frees) slot_quarantine_defer(k, e);
 	else slot_quarantine_put_entry(k, e);
+	tally_free(k); /* the program's free, counted now that it is done */
 }
 
 static void batch_flush(struct free_batch *b)
@@ -228,7 +233,7 @@ static struct free_batch *slab_batch_for(unsigned r)
  * exact report (a double free of a batched slot finds the mark there). Reads what the
  * lock guards as slab_class.h's invariants allow. */
 noinline bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, bool sized,
-			      unsigned c_claimed)
+			      unsigned c_claimed, enum alloc_kind kind)
 {
 	/* p is the program's pointer, tagged under arm64 memory tagging (slot_tag.h): the
 	 * live slot is read through it, decoded and wiped through a. */
@@ -250,6 +255,7 @@ noinline bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct ar
 	if (!(__atomic_load_n(&b->used, __ATOMIC_RELAXED) & ~__atomic_load_n(&b->quar, __ATOMIC_RELAXED) & bit))
 		return false;
 	if (!slot_tag_ok(k, (const void *)p, a)) return false; /* the locked path reports it */
+	if (slot_kind_get(k, s, pos, i) != kind) return false; /* allocated otherwise: likewise */
 #if CONFIG_ZERO_ON_FREE
 	/* Written past the request: the locked path reports it (slot_check.h). */
 	if (!slack_zero(p, extent_of(k, s, i), k->usable)) return false;

@@ -19,8 +19,10 @@
 #if SLAB_FREE_BATCHES
 /* A free of p (the program's pointer), in class k (k's arena is not the calling thread's), by way of the
  * thread's batch: true when done; false, having changed nothing, for the class lock's
- * path to judge. No lock may be held. */
-bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, bool sized, unsigned c_claimed);
+ * path to judge (a slot allocated otherwise than kind says among what it declines).
+ * No lock may be held. */
+bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, bool sized, unsigned c_claimed,
+		     enum alloc_kind kind);
 /* Every batch of the calling thread enters its quarantine (malloc_trim). */
 void slab_batch_flush_mine(void);
 /* Fork handlers, called from slab_fork.c's: the pool lock is taken first and given back

@@ -53,6 +53,8 @@
  *    stamps it, at a fresh slot's first allocation, before unlocking, and nothing
  *    wipes it after, so a free may check the canary of a live neighbour (which finds
  *    the batched mark instead while the neighbour waits in a batch).
+ *  - A slot operator new or new[] allocated is marked so while it lives (slot_kind.h);
+ *    a free or realloc by another kind of call finds it (dealloc_kind).
  *  - Each (arena, class) has its own lock and random generator; the meta lock nests
  *    inside class locks, and class locks are taken before the large lock.
  *  - An arena opens at its first thread; a class of it is set up (its struct, its
@@ -62,6 +64,7 @@
 #ifndef RAMPART_SLAB_H
 #define RAMPART_SLAB_H
 
+#include "base/alloc_kind.h"
 #include "base/common.h"
 #include "slab/sizeclass.h"
 
@@ -81,18 +84,21 @@ must_check bool slab_init(struct slab_roots *out);
 static inline bool slab_contains(const void *p);
 
 /* A slot of class c (c < SC_COUNT) for size bytes from the calling thread's arena, all
- * of them zero with zero; NULL on OOM. */
-void *slab_alloc(unsigned c, size_t size, bool zero);
-/* Free a live slot; with sized, c_claimed is the class the caller's size maps to. */
-void slab_free(void *p, bool sized, unsigned c_claimed);
+ * of them zero with zero, allocated as `kind` (base/alloc_kind.h); NULL on OOM. */
+void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind);
+/* Free a live slot; with sized, c_claimed is the class the caller's size maps to; kind is
+ * how the caller's deallocation says it was allocated (a mismatch is fatal, or under
+ * on_error=report reported and freed all the same). */
+void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind);
 /* Usable bytes of a live slot (fatal otherwise); the program may now use them all. */
 size_t slab_usable_size(const void *p);
 /* Bytes from p to the end of the usable part of the live slot p points into; 0 from
  * the usable end to the slot's end. Fatal if p is not inside a live slot. */
 size_t slab_object_size(const void *p);
-/* realloc of a live slot (its canary checked; fatal if not live) to size bytes of class
- * c_new (SC_COUNT: a large block): true when the slot serves it in place, its extent
- * grown to size; false when the block must move, with *copy the bytes to carry over. */
+/* realloc of a live slot (its canary checked; fatal if not live, or if operator new or
+ * new[] allocated it) to size bytes of class c_new (SC_COUNT: a large block): true when
+ * the slot serves it in place, its extent grown to size; false when the block must
+ * move, with *copy the bytes to carry over. */
 bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy);
 
 /* Introspection (slow paths: each class is read under its lock). */
@@ -102,6 +108,7 @@ struct slab_class_figures {
 	size_t quarantined; /* freed slots waiting in the slot quarantine */
 	size_t free;        /* free slots in open slabs */
 	size_t slabs_active, slabs_empty, slabs_closed;
+	size_t allocs, frees; /* slots handed out, and freed by the program, so far */
 };
 /* The figures of class c, summed over the arenas. */
 void slab_class_figures(unsigned c, struct slab_class_figures *f);

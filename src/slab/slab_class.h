@@ -8,8 +8,10 @@
  * The parts, bottom-up: each includes and calls only parts listed before it (a part's
  * interface is its own header), never one listed after it:
  *   slab_class.{h,c}        data, locking, decoding (the .c: the arena and set-up bits)
+ *   class_tally.{h,c}       a class's allocations and frees, its share of the live total
  *   slot_tag.h              a slot's memory tag (arm64 MTE)
  *   slot_check.h            judging a slot: live, its canary, its neighbours
+ *   slot_kind.h             how a live slot was allocated: the C functions, new, new[]
  *   slab_setup.{h,c}        start-up, a class's set-up, spill regions, opening arenas
  *   page_return.{h,c}       the pages of free slots in open slabs given back after a while
  *   slab_life.{h,c}         a slab's life: fresh, active, empty, closed; the budget
@@ -252,6 +254,10 @@ struct slab {
 	uint8_t state;
 	uint8_t span;  /* how its span is mapped (SPAN_*): what its VMAs cost (slab_life.c) */
 	uint8_t pages; /* its free slots' pages (PAGES_*: page_return.c) */
+	/* Live slots handed out by operator new or new[], whose kinds its map holds
+	 * (slot_kind.h): while 0, a free of the C functions looks no further. Written under
+	 * the lock, read by a batched free without it. */
+	uint16_t ncxx;
 	/* A slab keeps extents only when it has at most SLAB_EXTENT_SLOTS slots, so one word
 	 * of bits: the extents share the later words' place. Two lines a descriptor instead
 	 * of three, and a class's first extents in the line of its bits. Only the class's
@@ -267,8 +273,27 @@ struct slab {
 	};
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct slab, bits) + sizeof(struct slot_bits) <= 64, "a slab's first word of bits is in its first line");
+_Static_assert(offsetof(struct slab, ncxx) < offsetof(struct slab, bits), "ncxx is in the padding before the bits");
 _Static_assert(SLAB_EXTENT_SLOTS <= 64, "a slab that keeps extents has one word of bits");
 _Static_assert(sizeof(struct slab) == 128, "a descriptor is two lines");
+
+/* How each slot of a slab was allocated (base/alloc_kind.h), two bits a slot: `cxx` set
+ * for operator new and new[], `array` for new[] alone; both clear for the C functions
+ * and for every slot that is not live. Not in the descriptor, whose two lines have no
+ * room left for 512 bits: beside the descriptors, an array of its own that parallels
+ * theirs (kinds_of), one line a slab. Only C++ allocations and frees touch it, and a
+ * free of the C functions in a slab whose ncxx is not 0. Zero as mapped: a chunk's or
+ * the arena's block comes from meta_alloc, and a slot's bits are cleared at its free. */
+struct slot_kinds {
+	uint64_t cxx[SLAB_WORDS], array[SLAB_WORDS];
+};
+_Static_assert(sizeof(struct slot_kinds) == 64, "a slab's kinds are one line");
+
+/* The arena's shared block of its classes' first descriptors (line-aligned: it starts
+ * the arena's metadata, and each arena's share is a whole number of lines), then their
+ * kinds in the same order. */
+#define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
+#define FIRST_KINDS_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slot_kinds))
 
 struct slab_class {
 	/* Line 0: the geometry, fixed when the class is set up (slab_class_setup, on its
@@ -450,6 +475,20 @@ static inline struct slab *desc(const struct slab_class *k, uint32_t pos)
 {
 	if (pos < FIRST_POSITIONS) return &k->first[(size_t)pos * SC_COUNT];
 	return &k->dir[pos >> CHUNK_SHIFT][pos & (CHUNK - 1)];
+}
+
+/* The kinds of the slab at pos, whose descriptor is s: the descriptors of a chunk, or of
+ * the arena's first positions, are followed by as many kind maps, in the same order
+ * (have_desc, slab_setup.c). From s, not the directory: a batched free reads it
+ * unlocked, having found s. */
+static inline struct slot_kinds *kinds_of(const struct slab_class *k, struct slab *s, uint32_t pos)
+{
+	if (pos < FIRST_POSITIONS) {
+		struct slab *block = k->first - k->cls;
+		return (struct slot_kinds *)(block + (size_t)FIRST_POSITIONS * SC_COUNT) + (s - block);
+	}
+	struct slab *chunk = s - (pos & (CHUNK - 1));
+	return (struct slot_kinds *)(chunk + CHUNK) + (pos & (CHUNK - 1));
 }
 
 /* Whether position pos has a descriptor yet (positions below hwm all do, but for a

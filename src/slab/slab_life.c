@@ -208,8 +208,9 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
 	 * chunk's bitmaps of the closed and the empty set come first, in the page of its
 	 * lowest descriptors: a class using a few slabs touches one page of the chunk, not
-	 * also its last. */
-	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * sizeof(struct slab));
+	 * also its last. Its slabs' kinds follow the descriptors (kinds_of): pages that only
+	 * C++ allocations write. */
+	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * (sizeof(struct slab) + sizeof(struct slot_kinds)));
 	if (!chunk) return false;
 	__atomic_store_n(&k->dir[pos >> CHUNK_SHIFT], (struct slab *)(chunk + CHUNK_HEAD_BYTES), __ATOMIC_RELEASE);
 	return true;
@@ -569,6 +570,7 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
 void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	invariant(k->nactive && !s->nused && !s->next && !s->prev);
+	invariant(!s->ncxx); /* every slot's kind went with its free (slot_kind.h) */
 	k->nactive--;
 	if (k->open_slabs) {
 		uint64_t now = os_now_ms();

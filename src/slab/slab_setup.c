@@ -11,6 +11,7 @@
 
 #include "guard/meta.h"
 #include "guard/place.h"
+#include "slab/class_tally.h"
 
 struct lock slab_arena_lock; /* serialises opening; taken before any class lock */
 
@@ -42,10 +43,6 @@ static uint32_t slot_q_hot(uint32_t size)
 	return MIN(n, all / 2);
 }
 
-/* The arena's shared block of its classes' first descriptors (line-aligned: it starts
- * the arena's metadata, and each arena's share is a whole number of lines). */
-#define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
-
 /* Metadata bytes of class c in its arena's block, in three parts. What every malloc
  * writes, its generator, in a run of all the classes' generators: a short-lived
  * process whose classes mostly allocate writes a page of them for a dozen classes, not
@@ -53,8 +50,9 @@ static uint32_t slot_q_hot(uint32_t size)
  * every other class's: a process that frees into a dozen classes after fork copies the
  * few pages they fill together rather than one page for each (a shell's command
  * substitutions faulted on quarantine arrays spread between the directories). Whole
- * lines, so that classes under different locks never share one. */
-#define GENERATOR_BYTES align_up(sizeof(struct random_state), 64)
+ * lines, so that classes under different locks never share one. A class's tally, which
+ * every malloc and free writes too, follows its generator (class_tally.h: tally_of). */
+#define GENERATOR_BYTES align_up(sizeof(struct random_state) + sizeof(struct class_tally), 64)
 static size_t class_hot_bytes(unsigned c)
 {
 	/* The size alone, not sc_geometry: slab_class_setup adds this up for the classes below
@@ -70,11 +68,12 @@ static size_t class_control_bytes(void)
 	return DIR_BYTES + SQ_BYTES + SET0_BYTES;
 }
 
-/* Where the generators start: after the block of first descriptors and every class's
- * control part (a fixed size each), on a line. The hot parts follow them. */
+/* Where the generators start: after the block of first descriptors, their kinds (touched
+ * only by C++ allocations) and every class's control part (a fixed size each), on a
+ * line. The hot parts follow them. */
 static size_t arena_generators_start(void)
 {
-	return align_up(FIRST_BLOCK_BYTES + SC_COUNT * class_control_bytes(), 64);
+	return align_up(FIRST_BLOCK_BYTES + FIRST_KINDS_BYTES + SC_COUNT * class_control_bytes(), 64);
 }
 
 static size_t arena_hot_start(void)
@@ -91,8 +90,8 @@ static size_t arena_hot_end(void)
 }
 
 /* Metadata bytes of one arena besides its class structs: the block of first
- * descriptors, then the control parts of all classes, their generators, then their hot
- * parts, each in class order. */
+ * descriptors and their kinds, then the control parts of all classes, their generators,
+ * then their hot parts, each in class order. */
 static size_t arena_mem_bytes(void)
 {
 	return arena_hot_end();
@@ -185,11 +184,14 @@ noinline void slab_class_setup(struct slab_class *k)
 
 	/* Its share of the arena's metadata (arena_mem_bytes). */
 	char *mem = roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes;
-	char *control = mem + FIRST_BLOCK_BYTES + (size_t)c * class_control_bytes();
+	char *control = mem + FIRST_BLOCK_BYTES + FIRST_KINDS_BYTES + (size_t)c * class_control_bytes();
 	char *hot = mem + arena_hot_start();
 	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
 	k->first = (struct slab *)mem + c;
 	k->rnd = (struct random_state *)(mem + arena_generators_start() + (size_t)c * GENERATOR_BYTES);
+	struct class_tally *t = tally_of(k);
+	t->step = t->level = MAX(TALLY_STEP_BYTES / g.size, (size_t)TALLY_MIN_STEP);
+	t->top = 2 * t->step;
 	uint32_t nrandom = slot_q_random(g.size);
 	if (nrandom) {
 		k->qrand = (qentry_t *)hot;

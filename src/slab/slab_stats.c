@@ -1,12 +1,13 @@
 /*
  * slab_stats.c — the figures of each class (statistics, malloc_info) and malloc_trim's
  * closing of empty slabs. Read (and, for trim, closed) under each class lock, like any
- * slow path: nothing is counted on the fast paths, every figure is derived from the
- * descriptors.
+ * slow path: every figure is derived from the descriptors, but the allocations, which
+ * the fast paths count in the class's tally (class_tally.h).
  */
 #include "slab/slab_class.h"
 
 #include "slab/batched_free.h"
+#include "slab/class_tally.h"
 #include "slab/slab_life.h"
 #include "slab/slot_quarantine.h"
 
@@ -47,8 +48,12 @@ void slab_class_figures(unsigned c, struct slab_class_figures *f)
 		struct slab_class *k = &roots.slab.classes[a * SC_COUNT + c];
 		class_lock(k);
 		class_figures_locked(k, f);
+		f->allocs += tally_of(k)->allocs;
 		class_unlock(k);
 	}
+	/* Every slot handed out is live, or was freed by the program (a slot waiting in a
+	 * thread's batch of frees counts as live, as its bits say, until the batch enters). */
+	f->frees = f->allocs - f->live;
 }
 
 /* Close the empty slabs a class keeps open (highest first, as slab_emptied does when

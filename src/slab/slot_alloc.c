@@ -13,9 +13,11 @@
 
 #include "base/report.h"
 #include "slab/batched_free.h"
+#include "slab/class_tally.h"
 #include "slab/slab_life.h"
 #include "slab/slab_setup.h"
 #include "slab/slot_check.h"
+#include "slab/slot_kind.h"
 #include "slab/slot_quarantine.h"
 #include "slab/slot_tag.h"
 
@@ -71,7 +73,7 @@ static unsigned assign_arena(void)
 	return a;
 }
 
-void *slab_alloc(unsigned c, size_t size, bool zero)
+void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 {
 	unsigned a = tls_arena;
 	if (unlikely(!a)) a = assign_arena();
@@ -100,6 +102,8 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 		fresh = s->bits[i >> 6].fresh & bit;
 		s->bits[i >> 6].fresh &= ~bit;
 	}
+	if (kind) slot_kind_set(k, s, pos, i, kind);
+	tally_alloc(k);
 	char *p = (char *)slot_start(k, pos, i);
 	/* A slot whose pages went back reads as zero unless a stale pointer wrote to it
 	 * since: checked whole, canary too, like one the last free wiped to its end. */
@@ -212,7 +216,31 @@ static noinline cold void wrong_tag(struct slab_class *k, const struct slab *s, 
 	(void)not_live(k, op, ERR_WRONG_TAG, p);
 }
 
-void slab_free(void *p, bool sized, unsigned c_claimed)
+/* A free (or with realloc, a realloc: kind KIND_MALLOC) of live slot i, allocated as
+ * `had`, not `kind`: fatal, but under on_error=report, where it is reported and the call
+ * goes on (report_go_on). Named by the slot's address (untagged). */
+static noinline cold void slot_kind_mismatch(struct slab_class *k, uint32_t pos, uint32_t i, enum alloc_kind kind,
+					     enum alloc_kind had, bool realloc)
+{
+	enum report_op op = realloc ? OP_REALLOC : kind_free_op(kind);
+	const void *p = (const void *)slot_start(k, pos, i);
+	if (!report_go_on(op, kind_mismatch(had), p)) die(k, op, kind_mismatch(had), p);
+}
+
+/* A free or realloc of live slot i (lock held) where its slab holds C++ slots or the
+ * call is a C++ one: the slot must have been allocated as `kind`. Its kind bits are
+ * cleared either way: the slot is freed, or taken for the C functions' by realloc.
+ * Inlined, behind the caller's unlikely test: a free of the C functions in a slab of
+ * their slots alone never comes here, and as a call it cost each C++ free 11
+ * instructions more (callgrind, bench/results/2026-11-29-kind-checks.md). */
+static inline __attribute__((always_inline)) void slot_kind_check(struct slab_class *k, struct slab *s, uint32_t pos,
+								  uint32_t i, enum alloc_kind kind, bool realloc)
+{
+	enum alloc_kind had = slot_kind_take(k, s, pos, i);
+	if (unlikely(had != kind)) slot_kind_mismatch(k, pos, i, kind, had, realloc);
+}
+
+void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
 {
 	uintptr_t a = slot_untag(p);
 	const struct area_span *span;
@@ -223,7 +251,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	}
 #if SLAB_FREE_BATCHES
 	if (tls_arena != k->arena1 && slot_quarantine_on(k) && !os_single_threaded() &&
-	    slab_batch_free(k, (uintptr_t)p, span, sized, c_claimed))
+	    slab_batch_free(k, (uintptr_t)p, span, sized, c_claimed, kind))
 		return;
 #endif
 	class_lock(k);
@@ -241,6 +269,8 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	if (roots.mte && k->open_slabs) slot_tag_free(k, a);
 	p = (void *)a;
 #endif
+	/* How it was allocated first: a sized delete of a block new[] made is that mismatch. */
+	if (unlikely(s->ncxx | kind)) slot_kind_check(k, s, pos, i, kind, false);
 	if (unlikely(sized && c_claimed != k->cls) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p))
 		die(k, OP_FREE, ERR_WRONG_SIZE, p);
 	if (k->open_slabs) {
@@ -265,6 +295,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	} else {
 		slab_release_slot(k, s, pos, i);
 	}
+	tally_free(k);
 	class_unlock(k);
 }
 
@@ -356,6 +387,7 @@ bool slab_resize(void *p, unsigned c_new, size_t size, size_t *copy)
 	uint32_t pos = 0, i = 0; /* set by live_slot when it answers */
 	struct slab *s = live_slot(k, slot_untag(p), span, &pos, &i, OP_REALLOC);
 	if (unlikely(!slot_tag_ok(k, p, slot_untag(p)))) wrong_tag(k, s, slot_untag(p), OP_REALLOC, p);
+	if (unlikely(s->ncxx)) slot_kind_check(k, s, pos, i, KIND_MALLOC, true);
 	if (k->open_slabs) check_canary(k, s, (uintptr_t)p, OP_REALLOC);
 	bool stays = c_new == k->cls;
 	if (stays) {

@@ -41,6 +41,7 @@ struct item {
 	size_t n;        /* usable bytes */
 	unsigned c;      /* slab class, or SC_COUNT for a large block */
 	unsigned char tag;
+	enum alloc_kind kind; /* how it was allocated: its free names the same */
 };
 
 static _Atomic(struct item *) exchange[EXCHANGE];
@@ -82,17 +83,20 @@ static struct item *make_small(uint64_t *s)
 {
 	/* Mostly the small classes, every class now and then. */
 	unsigned c = next(s) % 4 ? 1 + next(s) % 12 : 1 + next(s) % (SC_COUNT - 1);
-	unsigned char *p = slab_alloc(c, sc_usable(c), false);
+	/* A third each as the C functions, operator new and new[] allocate: the kinds of a
+	 * slab's slots change under its lock while other threads' batched frees read them. */
+	enum alloc_kind kind = (enum alloc_kind)(next(s) % KIND_COUNT);
+	unsigned char *p = slab_alloc(c, sc_usable(c), false, kind);
 	if (!p) {
 		fail("slab_alloc returned NULL", NULL);
 		return NULL;
 	}
 	struct item *it = malloc(sizeof *it); /* TSan's malloc: the bookkeeping is not ours */
-	*it = (struct item){p, sc_usable(c), c, (unsigned char)next(s)};
+	*it = (struct item){p, sc_usable(c), c, (unsigned char)next(s), kind};
 	if (slab_usable_size(p) != it->n) fail("slab_usable_size", p);
 	if (slab_object_size(p) != it->n) fail("slab_object_size", p);
 	size_t copy;
-	if (!slab_resize(p, c, it->n, &copy) || copy != it->n) fail("slab_resize in place", p);
+	if (kind == KIND_MALLOC && (!slab_resize(p, c, it->n, &copy) || copy != it->n)) fail("slab_resize in place", p);
 	fill(it);
 	return it;
 }
@@ -101,14 +105,14 @@ static struct item *make_large(uint64_t *s)
 {
 	size_t size = SC_MAX_REQUEST + 1 + next(s) % LARGE_MAX;
 	size_t align = next(s) % 4 ? 0 : (size_t)os_page << (next(s) % 6);
-	unsigned char *p = large_alloc(size, align > os_page ? align : 0);
+	unsigned char *p = large_alloc(size, align > os_page ? align : 0, KIND_MALLOC); /* resize reallocs it */
 	if (!p) {
 		fail("large_alloc returned NULL", NULL);
 		return NULL;
 	}
 	if (align && (uintptr_t)p % align) fail("large_alloc alignment", p);
 	struct item *it = malloc(sizeof *it);
-	*it = (struct item){p, large_usable_size(p, OP_USABLE_SIZE), SC_COUNT, (unsigned char)next(s)};
+	*it = (struct item){p, large_usable_size(p, OP_USABLE_SIZE), SC_COUNT, (unsigned char)next(s), KIND_MALLOC};
 	if (it->n < size) fail("large_usable_size below the request", p);
 	if (large_object_size(p + 1) != it->n - 1) fail("large_object_size", p);
 	fill(it);
@@ -120,9 +124,9 @@ static void release(struct item *it, uint64_t *s)
 	check(it);
 	if (it->c < SC_COUNT) {
 		bool sized = next(s) % 2;
-		slab_free(it->p, sized, sized ? it->c : 0);
+		slab_free(it->p, sized, sized ? it->c : 0, it->kind);
 	} else {
-		large_free(it->p, false, 0, 0);
+		large_free(it->p, false, 0, 0, it->kind);
 	}
 	free(it);
 }
@@ -155,11 +159,11 @@ static void fork_once(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* The child's allocator works: the fork handlers left its locks free. */
-		void *a = slab_alloc(3, sc_usable(3), false), *b = large_alloc(SC_MAX_REQUEST + 4096, 0);
+		void *a = slab_alloc(3, sc_usable(3), false, KIND_MALLOC), *b = large_alloc(SC_MAX_REQUEST + 4096, 0, KIND_MALLOC);
 		if (!a || !b) _exit(2);
 		memset(a, 1, sc_usable(3));
-		slab_free(a, false, 0);
-		large_free(b, false, 0, 0);
+		slab_free(a, false, 0, KIND_MALLOC);
+		large_free(b, false, 0, 0, KIND_MALLOC);
 		_exit(0);
 	}
 	int st;

@@ -200,6 +200,13 @@ START_TEST(test_knobs)
 	ck_assert_uint_eq(o.large_quarantine_entries, 0);
 	o = parse_all("large_refill_bytes=0", warn, sizeof warn);
 	ck_assert_uint_eq(o.large_refill_bytes, 0);
+	ck_assert(d.dealloc_kind && d.sized_free); /* both checks on by default, in either profile */
+	o = parse_all("dealloc_kind=off", warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert(!o.dealloc_kind && o.sized_free);
+	o = parse_all("dealloc_kind=no", warn, sizeof warn);
+	ck_assert(o.dealloc_kind);
+	ck_assert_msg(strstr(warn, "bad value 'no' for dealloc_kind"), "stderr '%s'", warn);
 	o = parse_all("large_refill_bytes=16m", warn, sizeof warn);
 	ck_assert_uint_eq(o.large_refill_bytes, (size_t)16 << 20);
 	ck_assert_str_eq(warn, "");
@@ -397,7 +404,8 @@ START_TEST(test_help)
 	static const char *const keys[] = {"guard=", "check_at_exit=", "stats=", "verbose=", "help=",
 					   "large_quarantine_bytes=", "large_quarantine_entries=",
 					   "large_cache_bytes=", "large_cache_entries=", "large_cache_decay_ms=",
-					   "arenas=", "stats_file=", "passthrough=", "sized_free=", "on_error="};
+					   "arenas=", "stats_file=", "passthrough=", "sized_free=", "dealloc_kind=",
+					   "on_error="};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
 		ck_assert_msg(strstr(out, keys[i]), "help lacks %s: '%s'", keys[i], out);
 	ck_assert_msg(strstr(out, "(default 256, at most 256)"), "'%s'", out);

@@ -73,9 +73,13 @@ START_TEST(test_every_op_has_a_name)
 END_TEST
 
 static void go_on_of(int kind) { ck_assert(report_go_on(OP_FREE, (enum report_kind)kind, (void *)0x10)); }
+static enum report_op mismatch_op;
+static void mismatch_go_on_of(int kind) { ck_assert(report_go_on(mismatch_op, (enum report_kind)kind, (void *)0x10)); }
+static void mismatch_line_of(int op) { report_fatal_line((enum report_op)op, ERR_ALLOCATED_BY_NEW, (void *)0x20); }
 
-/* Only a free goes on, only where the options say so, and only after an error that
- * leaves nothing changed; the words of the report come from the kind. */
+/* Only a free goes on (or a realloc or delete of a block allocated otherwise), only
+ * where the options say so, and only after an error that leaves nothing changed; the
+ * words of the report come from the kind. */
 START_TEST(test_go_on)
 {
 	roots.opt.on_error = ON_ERROR_ABORT;
@@ -98,6 +102,30 @@ START_TEST(test_go_on)
 	ck_assert_msg(strstr(out, "rampart: error: sized free with a wrong size or alignment at 0x10; freed as by free() "
 				  "(on_error=report)\n"),
 		      "'%s'", out);
+	/* A block freed otherwise than it was allocated: any call that frees or moves it
+	 * goes on, done as it asks; no other. */
+	static const enum report_kind mismatched[] = {ERR_ALLOCATED_BY_MALLOC, ERR_ALLOCATED_BY_NEW,
+						      ERR_ALLOCATED_BY_NEW_ARRAY};
+	static const enum report_op freeing[] = {OP_FREE, OP_DELETE, OP_DELETE_ARRAY, OP_REALLOC};
+	for (size_t i = 0; i < sizeof mismatched / sizeof *mismatched; i++) {
+		for (size_t j = 0; j < sizeof freeing / sizeof *freeing; j++) {
+			mismatch_op = freeing[j];
+			capture(mismatch_go_on_of, (int)mismatched[i], out, sizeof out);
+			ck_assert_msg(strncmp(out, "rampart: error: ", 16) == 0 &&
+					      strstr(out, " (allocation and deallocation do not match) at 0x10; done as the "
+							  "call asks (on_error=report)\n"),
+				      "'%s'", out);
+		}
+		ck_assert(!report_go_on(OP_ALLOC, mismatched[i], NULL));
+		ck_assert(!report_go_on(OP_NEW, mismatched[i], NULL));
+		ck_assert(!report_go_on(OP_USABLE_SIZE, mismatched[i], NULL));
+	}
+	capture(mismatch_line_of, OP_DELETE_ARRAY, out, sizeof out);
+	ck_assert_str_eq(out, "rampart: fatal: operator delete[] of a block allocated by operator new (allocation and "
+			      "deallocation do not match) at 0x20\n");
+	capture(mismatch_line_of, OP_REALLOC, out, sizeof out);
+	ck_assert_str_eq(out, "rampart: fatal: realloc of a block allocated by operator new (allocation and "
+			      "deallocation do not match) at 0x20\n");
 	/* Damage, and every operation but a free, never go on. */
 	static const enum report_kind never[] = {ERR_CANARY, ERR_WRITE_AFTER_FREE, ERR_FREED_NEIGHBOUR, ERR_USE_AFTER_FREE,
 						 ERR_NEVER_HANDED_OUT, ERR_KERNEL};

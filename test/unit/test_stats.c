@@ -1,0 +1,318 @@
+/* test_stats — the cumulative and peak figures (issue 51): allocations and frees per size
+ * class and in all, their bytes, the most blocks and bytes live at once; by name through
+ * rampart_get_counter, and in the text, JSON and malloc_info reports. Each check is a
+ * difference over what the test itself did, in classes it alone uses. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../all_arenas.h"
+#include "../check_main.h"
+#include "rampart.h"
+#include "front/stats.h"
+#include "slab/class_tally.h"
+#include "slab/sizeclass.h"
+
+/* Sizes no other code of this process asks for: 3,000 bytes (the 3,072-byte class),
+ * 20,000 bytes (a class of 20,480) and 1 MiB blocks (large). */
+#define SMALL 3000
+#define MID 20000
+#define LARGE ((size_t)1 << 20)
+
+static struct rampart_heap_stats h;
+static struct heap_totals t;
+
+/* Check's assertions allocate (each records where it is), so none may run between two
+ * gatherings whose difference is asserted: checks there only note the first line that
+ * failed, asserted after. */
+static int bad_line;
+#define QUIET_CHECK(cond) \
+	do { \
+		if (!(cond) && !bad_line) bad_line = __LINE__; \
+	} while (0)
+#define QUIET_DONE() ck_assert_msg(!bad_line, "failed at line %d", bad_line)
+
+/* Bytes the large blocks account for in the totals: what is left after the classes'. */
+static size_t large_bytes(const struct heap_totals *x, bool freed)
+{
+	size_t slab = 0;
+	for (size_t c = 0; c < h.classes; c++)
+		slab += (freed ? x->size_class[c].freed : x->size_class[c].allocated) * h.size_class[c].slot_size;
+	return (freed ? x->freed_bytes : x->allocated_bytes) - slab;
+}
+
+static void gather(struct heap_totals *out)
+{
+	stats_gather_totals(&h, out);
+}
+
+/* How far the process-wide total may lag behind the classes: a step of each class in
+ * use, in blocks and in bytes (slab/class_tally.h). */
+static void lag(const struct heap_totals *x, size_t *blocks, size_t *bytes)
+{
+	*blocks = *bytes = 0;
+	for (size_t c = 0; c < h.classes; c++) {
+		if (!x->size_class[c].allocated) continue;
+		size_t slot = h.size_class[c].slot_size;
+		size_t step = MAX(TALLY_STEP_BYTES / slot, (size_t)TALLY_MIN_STEP);
+		*blocks += step;
+		*bytes += step * slot;
+	}
+}
+
+/* Every block allocated and not freed is live: exactly, with one thread (no free waits
+ * in a batch). */
+static void assert_balanced(void)
+{
+	ck_assert_uint_eq(t.allocated_blocks - t.freed_blocks, h.slab_live + h.large_live);
+	ck_assert_uint_eq(t.allocated_bytes - t.freed_bytes, h.slab_live_bytes + h.large_live_bytes);
+	size_t sum_alloc = t.large_allocated, sum_freed = t.large_freed;
+	for (size_t c = 0; c < h.classes; c++) {
+		sum_alloc += t.size_class[c].allocated;
+		sum_freed += t.size_class[c].freed;
+		ck_assert_uint_eq(t.size_class[c].allocated - t.size_class[c].freed, h.size_class[c].live);
+	}
+	ck_assert_uint_eq(sum_alloc, t.allocated_blocks);
+	ck_assert_uint_eq(sum_freed, t.freed_blocks);
+	ck_assert_uint_ge(t.peak_blocks, h.slab_live + h.large_live);
+	ck_assert_uint_ge(t.peak_bytes, h.slab_live_bytes + h.large_live_bytes);
+}
+
+/* N blocks allocated, M of them freed: the class's counts, the totals, their bytes. */
+START_TEST(test_class_counts)
+{
+	enum { N = 2000, M = 1500 };
+	static void *p[N];
+	struct heap_totals before;
+	unsigned c = sc_of(SMALL);
+	size_t slot = sc_size(c);
+	gather(&before);
+	for (int i = 0; i < N; i++) QUIET_CHECK(p[i] = malloc(SMALL));
+	gather(&t);
+	QUIET_CHECK(t.size_class[c].allocated - before.size_class[c].allocated == N);
+	QUIET_CHECK(t.size_class[c].freed == before.size_class[c].freed);
+	QUIET_CHECK(t.allocated_blocks - before.allocated_blocks == N);
+	QUIET_CHECK(t.allocated_bytes - before.allocated_bytes == (size_t)N * slot);
+	QUIET_CHECK(t.freed_blocks == before.freed_blocks);
+	size_t live_at_peak = h.slab_live + h.large_live, bytes_at_peak = h.slab_live_bytes + h.large_live_bytes;
+	for (int i = 0; i < M; i++) free(p[i]);
+	gather(&t);
+	QUIET_DONE();
+	assert_balanced();
+	ck_assert_uint_eq(t.size_class[c].allocated - before.size_class[c].allocated, N);
+	ck_assert_uint_eq(t.size_class[c].freed - before.size_class[c].freed, M);
+	/* The assertions since the first gathering allocated and freed blocks of their own,
+	 * in other classes: the class's counts are exact, the totals at least as much. */
+	ck_assert_uint_ge(t.freed_blocks - before.freed_blocks, M);
+	ck_assert_uint_ge(t.freed_bytes - before.freed_bytes, (size_t)M * slot);
+	/* The peak is the N blocks', to within the total's lag, however far they fell. */
+	size_t lag_blocks, lag_bytes;
+	lag(&t, &lag_blocks, &lag_bytes);
+	ck_assert_msg(t.peak_blocks + lag_blocks >= live_at_peak && t.peak_blocks <= live_at_peak + lag_blocks,
+		      "peak %zu blocks, %zu live at the peak, lag %zu", t.peak_blocks, live_at_peak, lag_blocks);
+	ck_assert_msg(t.peak_bytes + lag_bytes >= bytes_at_peak && t.peak_bytes <= bytes_at_peak + lag_bytes,
+		      "peak %zu bytes, %zu live at the peak, lag %zu", t.peak_bytes, bytes_at_peak, lag_bytes);
+	for (int i = M; i < N; i++) free(p[i]);
+	gather(&t);
+	assert_balanced();
+}
+END_TEST
+
+/* A realloc that moves a block between classes frees one and allocates the other; one
+ * that stays does neither. */
+START_TEST(test_realloc_counts)
+{
+	struct heap_totals before;
+	unsigned small = sc_of(SMALL), mid = sc_of(MID);
+	gather(&before);
+	char *p = malloc(SMALL);
+	p = realloc(p, SMALL - 100); /* the same class: in place */
+	p = realloc(p, MID);         /* moved */
+	gather(&t);
+	ck_assert_ptr_nonnull(p);
+	assert_balanced();
+	ck_assert_uint_eq(t.size_class[small].allocated - before.size_class[small].allocated, 1);
+	ck_assert_uint_eq(t.size_class[small].freed - before.size_class[small].freed, 1);
+	ck_assert_uint_eq(t.size_class[mid].allocated - before.size_class[mid].allocated, 1);
+	ck_assert_uint_eq(t.size_class[mid].freed - before.size_class[mid].freed, 0);
+	free(p);
+	gather(&t);
+	ck_assert_uint_eq(t.size_class[mid].freed - before.size_class[mid].freed, 1);
+	assert_balanced();
+}
+END_TEST
+
+/* Large blocks: each allocation and free counted, and their pages; a resize frees the
+ * old size and allocates the new one, a block neither. */
+START_TEST(test_large_counts)
+{
+	struct heap_totals before;
+	gather(&before);
+	size_t peak_before = before.peak_bytes;
+	char *a = malloc(LARGE), *b = malloc(LARGE), *c = malloc(LARGE);
+	ck_assert(a && b && c);
+	gather(&t);
+	assert_balanced();
+	ck_assert_uint_eq(t.large_allocated - before.large_allocated, 3);
+	ck_assert_uint_eq(large_bytes(&t, false) - large_bytes(&before, false), 3 * LARGE);
+	/* Large blocks tell the process-wide total at once. */
+	ck_assert_uint_ge(t.peak_bytes, h.slab_live_bytes + h.large_live_bytes);
+	free(a);
+	free(b);
+	c = realloc(c, 3 * LARGE);
+	ck_assert_ptr_nonnull(c);
+	gather(&t);
+	assert_balanced();
+	ck_assert_uint_eq(t.large_allocated - before.large_allocated, 3);
+	ck_assert_uint_eq(t.large_freed - before.large_freed, 2);
+	/* The resize freed 1 MiB and allocated 3. */
+	ck_assert_uint_eq(large_bytes(&t, false) - large_bytes(&before, false), 3 * LARGE + 3 * LARGE);
+	ck_assert_uint_eq(large_bytes(&t, true) - large_bytes(&before, true), 2 * LARGE + LARGE);
+	ck_assert_uint_ge(t.peak_bytes, peak_before);
+	free(c);
+	gather(&t);
+	assert_balanced();
+	ck_assert_uint_eq(t.large_freed - before.large_freed, 3);
+}
+END_TEST
+
+/* Frees from another thread (another arena's: a batch) count when their batch enters
+ * the quarantine, at the latest when the thread exits. */
+enum { CROSS = 300 };
+static void *cross[CROSS];
+static void *free_all(void *arg)
+{
+	(void)arg;
+	free(malloc(SMALL)); /* this thread's arena set up */
+	for (int i = 0; i < CROSS; i++) free(cross[i]);
+	return NULL;
+}
+
+START_TEST(test_cross_thread_frees)
+{
+	struct heap_totals before;
+	unsigned c = sc_of(SMALL);
+	gather(&before);
+	for (int i = 0; i < CROSS; i++) QUIET_CHECK(cross[i] = malloc(SMALL));
+	pthread_t th;
+	QUIET_CHECK(!pthread_create(&th, NULL, free_all, NULL));
+	QUIET_CHECK(!pthread_join(th, NULL));
+	gather(&t);
+	QUIET_DONE();
+	ck_assert_uint_eq(t.size_class[c].allocated - before.size_class[c].allocated, CROSS + 1);
+	ck_assert_uint_eq(t.size_class[c].freed - before.size_class[c].freed, CROSS + 1);
+	assert_balanced();
+}
+END_TEST
+
+/* By name: the totals' JSON keys and the process-wide gauges. */
+START_TEST(test_by_name)
+{
+	void *keep = malloc(SMALL);
+	unsigned long v = 7;
+	static const char *const names[] = {"allocated_blocks", "allocated_bytes", "freed_blocks",
+					    "freed_bytes",      "peak_blocks",     "peak_bytes"};
+	unsigned long got[sizeof names / sizeof *names];
+	int rc[sizeof names / sizeof *names], err[sizeof names / sizeof *names];
+	gather(&t);
+	const size_t want[] = {t.allocated_blocks, t.allocated_bytes, t.freed_blocks,
+			       t.freed_bytes,      t.peak_blocks,     t.peak_bytes};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) { /* nothing allocated meanwhile */
+		errno = 1234;
+		rc[i] = rampart_get_counter(names[i], &got[i]);
+		err[i] = errno;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		ck_assert_int_eq(rc[i], 0);
+		ck_assert_int_eq(err[i], 1234);
+		ck_assert_msg(got[i] == want[i], "%s: %lu, gathered %zu", names[i], got[i], want[i]);
+	}
+	ck_assert_int_eq(rampart_get_counter("heap_bytes_peak", &v), 0);
+	ck_assert_uint_le(v, t.peak_bytes);
+	ck_assert_int_eq(rampart_get_counter("heap_blocks_now", &v), 0);
+	ck_assert_int_eq(rampart_get_counter("allocated", &v), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(rampart_get_counter("totals", &v), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	free(keep);
+}
+END_TEST
+
+/* The three reports carry the per-class and the total figures. */
+static char text_out[1 << 16];
+static void text_report(int json)
+{
+	int fds[2];
+	QUIET_CHECK(!pipe(fds)); /* between a gathering and the report: no allocation */
+	stats_report(fds[1], json);
+	close(fds[1]);
+	ssize_t n = read(fds[0], text_out, sizeof text_out - 1);
+	text_out[n > 0 ? n : 0] = 0;
+	close(fds[0]);
+}
+
+START_TEST(test_reports)
+{
+	void *p = malloc(SMALL);
+	char want[160];
+	unsigned c = sc_of(SMALL);
+	gather(&t);
+	text_report(0);
+	QUIET_DONE();
+	snprintf(want, sizeof want, "all blocks: %zu allocated (", t.allocated_blocks);
+	ck_assert_msg(strstr(text_out, want), "'%s' not in '%s'", want, text_out);
+	ck_assert_msg(strstr(text_out, "    allocated        freed   slabs: active"), "'%s'", text_out);
+	ck_assert_msg(strstr(text_out, "; most live at once: "), "'%s'", text_out);
+	gather(&t);
+	text_report(1);
+	QUIET_DONE();
+	snprintf(want, sizeof want, "\"totals\":{\"allocated_blocks\":%zu,", t.allocated_blocks);
+	ck_assert_msg(strstr(text_out, want), "'%s' not in '%s'", want, text_out);
+	snprintf(want, sizeof want, "{\"class\":%u,", c);
+	const char *row = strstr(text_out, want);
+	ck_assert_ptr_nonnull(row);
+	snprintf(want, sizeof want, ",\"allocated\":%zu,\"freed\":%zu,", t.size_class[c].allocated,
+		 t.size_class[c].freed);
+	ck_assert_msg(strstr(row, want) && strstr(row, want) < strchr(row, '}'), "'%s' not in '%.300s'", want, row);
+	static char x[1 << 16];
+	FILE *f = fmemopen(x, sizeof x - 1, "w"); /* its own allocation before the gathering */
+	ck_assert_ptr_nonnull(f);
+	gather(&t);
+	int rc = malloc_info(0, f);
+	fclose(f);
+	ck_assert_int_eq(rc, 0);
+	snprintf(want, sizeof want, "<totals allocated_blocks=\"%zu\" ", t.allocated_blocks);
+	ck_assert_msg(strstr(x, want), "'%s' not in '%s'", want, x);
+	snprintf(want, sizeof want, "<class index=\"%u\" size=\"%zu\"", c, sc_size(c));
+	row = strstr(x, want);
+	ck_assert_ptr_nonnull(row);
+	snprintf(want, sizeof want, " allocated=\"%zu\" freed=\"%zu\" ", t.size_class[c].allocated,
+		 t.size_class[c].freed);
+	ck_assert_msg(strstr(row, want) && strstr(row, want) < strchr(row, '\n'), "'%s' not in '%.300s'", want, row);
+	free(p);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	all_arenas(argv); /* test_cross_thread_frees crosses arenas */
+	free(malloc(1));   /* rampart started */
+	Suite *s = suite_create("stats");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_class_counts);
+	tcase_add_test(tc, test_realloc_counts);
+	tcase_add_test(tc, test_large_counts);
+	tcase_add_test(tc, test_cross_thread_frees);
+	tcase_add_test(tc, test_by_name);
+	tcase_add_test(tc, test_reports);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
