@@ -337,9 +337,9 @@ API int malloc_info(int options, FILE *fp)
 		return -1;
 	}
 	int saved = errno;
-	struct rampart_heap_stats h;
-	stats_gather(&h);
-	stats_report_xml(fp, &h);
+	struct stats_figures f;
+	stats_gather_report(&f);
+	stats_report_xml(fp, &f);
 	errno = saved;
 	return 0;
 }

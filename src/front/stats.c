@@ -107,6 +107,20 @@ void stats_gather(struct rampart_heap_stats *h)
 #undef IN_HEAP
 }
 
+void stats_gather_report(struct stats_figures *f)
+{
+	stats_gather(&f->h);
+	size_t resident[SC_COUNT];
+	_Static_assert(SC_COUNT <= sizeof f->resident / sizeof f->resident[0], "a resident figure per class");
+	memset(f->resident, 0, sizeof f->resident);
+	f->slab_resident = 0;
+	if (!slab_resident(resident)) return;
+	for (unsigned c = 0; c < SC_COUNT; c++) {
+		f->resident[c] = resident[c];
+		f->slab_resident += resident[c];
+	}
+}
+
 /* "name": value pairs and table cells. */
 static void kv(struct out *o, const char *sep, const char *name, unsigned long v)
 {
@@ -139,6 +153,16 @@ static void bytes(struct out *o, unsigned long v)
 	}
 	out_fixed(o, u ? scaled : v, u ? 1 : 0);
 	out_str(o, unit[u]);
+}
+
+/* The same right-aligned in width. */
+static void bytes_cell(struct out *o, unsigned long v, size_t width)
+{
+	char space[32];
+	struct out b = out_string(space, sizeof space);
+	bytes(&b, v);
+	for (size_t n = strlen(space); n < width; n++) out_str(o, " ");
+	out_str(o, space);
 }
 
 /* The values of RAMPART_HEAP_FIGURES that are not fields of the heap stats. */
@@ -192,8 +216,9 @@ struct figure_value {
 #define VALUE_PERMILLE(v) {.n = (v)}
 #define VALUE_STR(v) {.s = (v)}
 
-static void figure_values(const struct rampart_heap_stats *h, struct figure_value v[FIGURE_COUNT])
+static void figure_values(const struct stats_figures *f, struct figure_value v[FIGURE_COUNT])
 {
+	const struct rampart_heap_stats *h = &f->h;
 	size_t i = 0;
 #define FIGURE_VALUE(group, kind, value, json, text, xml, attr) v[i++] = (struct figure_value)VALUE_##kind(value);
 	RAMPART_HEAP_FIGURES(FIGURE_VALUE)
@@ -224,10 +249,11 @@ static void json_group(struct out *o, const char *lead, enum stat_group g, const
 	}
 }
 
-static void report_json(struct out *o, const struct rampart_heap_stats *h)
+static void report_json(struct out *o, const struct stats_figures *f)
 {
+	const struct rampart_heap_stats *h = &f->h;
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, v);
+	figure_values(f, v);
 	out_str(o, "{\"rampart\":\"");
 	out_str(o, h->version);
 	out_str(o, "\",\"profile\":\"");
@@ -240,7 +266,7 @@ static void report_json(struct out *o, const struct rampart_heap_stats *h)
 		const struct rampart_class_stats *k = &h->size_class[c];
 		out_str(o, c ? ",\n" : "\n");
 		kv(o, "{", "class", c);
-#define CLASS_JSON(field, json, xml, text) kv(o, ",", json, k->field);
+#define CLASS_JSON(value, json, xml, text) kv(o, ",", json, value);
 		RAMPART_CLASS_FIGURES(CLASS_JSON)
 #undef CLASS_JSON
 		out_str(o, "}");
@@ -261,10 +287,11 @@ static void title(struct out *o, const char *s, size_t width)
 	out_str(o, s);
 }
 
-static void report_text(struct out *o, const struct rampart_heap_stats *h)
+static void report_text(struct out *o, const struct stats_figures *f)
 {
+	const struct rampart_heap_stats *h = &f->h;
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, v);
+	figure_values(f, v);
 	out_str(o, "rampart ");
 	out_str(o, h->version);
 	out_str(o, " statistics (pid ");
@@ -276,9 +303,9 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 	out_str(o, ")\nsmall blocks, per size class in use:\n");
 	title(o, "class", 5);
 #define COL(width, name) title(o, name, width);
-#define COL_BYTES(name) out_str(o, "      " name);
+#define COL_BYTES(width, name) title(o, name, width);
 #define NO_COL
-#define CLASS_TITLE(field, json, xml, text) text
+#define CLASS_TITLE(value, json, xml, text) text
 	RAMPART_CLASS_FIGURES(CLASS_TITLE)
 #undef CLASS_TITLE
 #undef COL
@@ -288,9 +315,9 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 		const struct rampart_class_stats *k = &h->size_class[c];
 		if (!k->live && !k->quarantined && !k->slabs_active && !k->slabs_empty && !k->slabs_closed) continue;
 		cell(o, c, 5);
-#define COL(width, name) cell(o, value, width);
-#define COL_BYTES(name) (out_str(o, "      "), bytes(o, value));
-#define CLASS_CELL(field, json, xml, text) { unsigned long value = k->field; (void)value; text }
+#define COL(width, name) cell(o, figure, width);
+#define COL_BYTES(width, name) bytes_cell(o, figure, width);
+#define CLASS_CELL(value, json, xml, text) { unsigned long figure = value; (void)figure; text }
 		RAMPART_CLASS_FIGURES(CLASS_CELL)
 #undef CLASS_CELL
 #undef COL
@@ -314,16 +341,17 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h)
 }
 
 /* After glibc's malloc_info, with rampart's own elements; the totals are glibc's. */
-void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h)
+void stats_report_xml(FILE *fp, const struct stats_figures *f)
 {
+	const struct rampart_heap_stats *h = &f->h;
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, v);
+	figure_values(f, v);
 	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" profile=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
 		h->version, stats_profile(), h->guard_backend);
 	for (size_t c = 0; c < h->classes; c++) {
 		const struct rampart_class_stats *k = &h->size_class[c];
 		fprintf(fp, "  <class index=\"%zu\"", c);
-#define CLASS_XML(field, json, xml, text) fprintf(fp, " " xml "=\"%zu\"", k->field);
+#define CLASS_XML(value, json, xml, text) fprintf(fp, " " xml "=\"%zu\"", (size_t)(value));
 		RAMPART_CLASS_FIGURES(CLASS_XML)
 #undef CLASS_XML
 		fputs("/>\n", fp);
@@ -351,12 +379,12 @@ void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h)
 
 void stats_report(int fd, int json)
 {
-	struct rampart_heap_stats h;
-	stats_gather(&h);
+	struct stats_figures f;
+	stats_gather_report(&f);
 	char space[2048];
 	struct out o = out_fd(fd, space, sizeof space);
-	if (json) report_json(&o, &h);
-	else report_text(&o, &h);
+	if (json) report_json(&o, &f);
+	else report_text(&o, &f);
 	out_flush(&o);
 }
 
