@@ -17,6 +17,7 @@
 
 #include "base/counters.h"
 #include "guard/guard.h"
+#include "slab/slab_sets.h"
 #include "slab/slot_check.h"
 
 /* A slot freed since it was last handed out (not fresh, not returned) on a page that goes
@@ -103,21 +104,25 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 	if (returned) stat_add(STAT_SLAB_PAGES_RETURNED, (long)returned);
 }
 
+/* A slab freed into since the last sweep ages; one that aged gives its pages back. */
+static void sweep_slab(struct slab_class *k, uint32_t pos, bool force)
+{
+	struct slab *s = desc(k, pos);
+	if (s->pages == PAGES_FREED && !force) {
+		s->pages = PAGES_AGED;
+	} else if (s->pages != PAGES_KEPT) {
+		return_slab(k, pos, s);
+		s->pages = PAGES_KEPT;
+	}
+}
+
 void slab_return_pages(struct slab_class *k, uint64_t now, bool force)
 {
 	if (!k->track_extent || !k->open_slabs || !roots.opt.slab_return_ms) return;
 	/* 32 bits of milliseconds wrap every 49 days: compared as a signed difference. */
 	if (!force && (int32_t)((uint32_t)now - k->return_at) < 0) return;
 	k->return_at = (uint32_t)(now + roots.opt.slab_return_ms);
-	for (uint32_t p = k->partial; p;) {
-		struct slab *s = desc(k, p - 1);
-		uint32_t next = s->next;
-		if (s->pages == PAGES_FREED && !force) {
-			s->pages = PAGES_AGED;
-		} else if (s->pages != PAGES_KEPT) {
-			return_slab(k, p - 1, s);
-			s->pages = PAGES_KEPT;
-		}
-		p = next;
-	}
+	if (k->current) sweep_slab(k, k->current - 1, force);
+	for (uint32_t p = set_next(k, SET_PARTIAL, 0); p != UINT32_MAX; p = set_next(k, SET_PARTIAL, p + 1))
+		sweep_slab(k, p, force);
 }

@@ -11,6 +11,7 @@
  *   slot_tag.h              a slot's memory tag (arm64 MTE)
  *   slot_check.h            judging a slot: live, its canary, its neighbours
  *   slab_setup.{h,c}        start-up, a class's set-up, spill regions, opening arenas
+ *   slab_sets.{h,c}         a class's sets of positions: closed, empty, partial
  *   page_return.{h,c}       the pages of free slots in open slabs given back after a while
  *   slab_life.{h,c}         a slab's life: fresh, active, empty, closed; the budget
  *   slot_quarantine.{h,c}   freed slots held back before their slab gets them again
@@ -89,10 +90,14 @@
  * lists, quarantine heads) is one cache-aligned struct; its generator and quarantine
  * arrays sit in the arena's block beside every other class's.
  *
- * Lists, by slab state:
+ * Sets, by slab state (slab_sets.h):
  *   ACTIVE  open, 1..slots slots in use (slots in the slot quarantine, in the deferred
- *           list and the one held for the next allocation count as in use); on the
- *           partial list unless full
+ *           list and the one held for the next allocation count as in use). Slots are
+ *           drawn from one of them (current) until it is full; then from the lowest
+ *           position with a free slot, in the partial set (all other active slabs
+ *           with a free slot), so that allocations fill the low slabs and the high
+ *           ones drain, empty and close (a class that used the most recently freed
+ *           into first spread its live blocks over every slab it ever opened)
  *   EMPTY   open, no slot in use, in the empty set (a budget that follows use; the
  *           contents are zero but for the canaries of slots handed out): the lowest
  *           is reused first, the highest closed first, for the same reason as the
@@ -183,7 +188,7 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
 /* Directory chunks every class starts with (CHUNK slab positions each), and the bytes
  * of that directory with both sets' summary words. */
 #define DIR_START 32u
-#define DIR_BYTES (DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t))
+#define DIR_BYTES (DIR_START * sizeof(struct slab *) + SET_COUNT * ((DIR_START + 63) / 64) * sizeof(uint64_t))
 /* Cross-arena frees a class holds back from its quarantine (two cache lines of entries). */
 #define DEFERRED_MAX 15u
 /* Entries of a class's slot quarantine random array: at most this many (rand16 indexes
@@ -213,8 +218,13 @@ enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
  * PROT_NONE). */
 enum { SPAN_UNSET, SPAN_OPEN, SPAN_MARKED, SPAN_PROTECTED, SPAN_DROPPED };
 enum { AREA_REGION, AREA_NURSERY };
-/* The two position sets of a class (slab_life.c). */
-enum { SET_CLOSED, SET_EMPTY };
+/* The position sets of a class (slab_sets.h). */
+enum { SET_CLOSED, SET_EMPTY, SET_PARTIAL, SET_COUNT };
+/* A chunk's bitmaps of the sets: a bit per position in each. They head the chunk,
+ * padded to a cache line so that its descriptors stay aligned. */
+#define SET_CHUNK_BYTES (SET_COUNT * CHUNK / 8u)
+#define CHUNK_HEAD_BYTES 64u
+_Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
 
 /* A slab's free slots' pages: nothing to give back (kept), a slot freed this period, or
  * in the last one (aged: given back at the next sweep, page_return.c). */
@@ -247,7 +257,6 @@ struct slot_bits {
  * threads. */
 struct slab {
 	uint64_t canary;     /* leading (lowest-address) byte zero */
-	uint32_t next, prev; /* list links: position + 1, 0 = none */
 	uint16_t nused;
 	uint8_t state;
 	uint8_t span;  /* how its span is mapped (SPAN_*): what its VMAs cost (slab_life.c) */
@@ -303,12 +312,12 @@ struct slab_class {
 			       * rest are in spill regions (spill_of) */
 	struct slab *first;   /* descriptor of position 0; position p < FIRST_POSITIONS at
 			       * first[p * SC_COUNT] (the arena's shared block) */
-	/* Line 2: what the class's own calls write: the lock, the partial list, the slot
-	 * quarantine. */
+	/* Line 2: what the class's own calls write: the lock, the slab slots are drawn
+	 * from, the slot quarantine. */
 	struct lock lock __attribute__((aligned(64)));
-	uint32_t partial;
+	uint32_t current; /* position + 1 of the active slab slots are drawn from; 0: none */
 	/* The random array has qmask + 1 entries, the ring SLOT_Q_FIFO_SHIFT times as many
-	 * (ring_mask; qmask beside partial: the 64-bit `released` below then still ends the
+	 * (ring_mask; qmask beside current: the 64-bit `released` below then still ends the
 	 * line). */
 	uint32_t qmask;
 	qentry_t *qrand, *qring; /* slot quarantine: entries by qentry() */
@@ -337,18 +346,21 @@ struct slab_class {
 	 * position 0 there too), the rest in the region; 0: no nursery. */
 	struct guard_region nursery;
 	size_t nursery_bytes;
-	/* The closed set (closed slabs out of the slab quarantine) and the empty set (empty
-	 * slabs kept open): a bit per position in its descriptor chunk, a summary bit per
+	/* The closed set (closed slabs out of the slab quarantine), the empty set (empty
+	 * slabs kept open) and the partial set (active slabs with a free slot, but the
+	 * current one): a bit per position in its descriptor chunk, a summary bit per
 	 * chunk, so the lowest and the highest member are found in a few loads. Chunk 0's
 	 * bitmaps (it may have no chunk of its own) follow the slab quarantine ring in the
-	 * class's metadata (set0_of). */
-	uint64_t *set_chunks[2];
-	uint32_t set_words; /* summary words per set */
-	uint32_t nclosed, nempty;
+	 * class's metadata (set0_of); the summary words of the sets follow the directory,
+	 * set_words of them a set (set_summary). */
+	uint64_t *set_sum;
+	uint32_t set_words;
+	uint32_t nset[SET_COUNT]; /* members of each set */
+	uint32_t nactive; /* active slabs (beside nset: an allocation compares the two) */
 	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
 	 * soon after closing one (churn) and decays towards its floor when it does not.
 	 * peak_now/peak_prev: most slabs in use in this decay period and the one before. */
-	uint32_t empty_max, empty_floor, nactive;
+	uint32_t empty_max, empty_floor;
 	uint32_t peak_now, peak_prev;
 	bool empty_reused; /* an empty slab was taken, or the budget grew, this period */
 	uint32_t return_at; /* low 32 bits of the ms of the next sweep of free pages (page_return.c) */
@@ -375,12 +387,18 @@ _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields f
 _Static_assert(sizeof(struct slab_class) == 512, "a class's index shifted is its offset");
 
 /* The bytes of a class's slab quarantine ring (in its metadata, after the directory),
- * and chunk 0's bitmaps of the closed and the empty set after it. */
+ * and chunk 0's bitmaps of the sets after it. */
 #define SQ_BYTES align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8)
-#define SET0_BYTES (2 * (CHUNK / 64) * sizeof(uint64_t))
-static inline uint64_t *set0_of(struct slab_class *k, unsigned set)
+#define SET0_BYTES (SET_COUNT * (CHUNK / 64) * sizeof(uint64_t))
+static inline uint64_t *set0_of(const struct slab_class *k, unsigned set)
 {
 	return (uint64_t *)((char *)k->sq + SQ_BYTES) + set * (CHUNK / 64);
+}
+
+/* The summary words of a set: a bit per chunk holding a member. */
+static inline uint64_t *set_summary(const struct slab_class *k, unsigned set)
+{
+	return k->set_sum + (size_t)set * k->set_words;
 }
 
 /* Word w of the used bits of an empty slab: the slots past `slots` are set, so that they

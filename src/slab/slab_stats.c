@@ -93,7 +93,7 @@ static size_t trim_class(struct slab_class *k)
 	slab_return_pages(k, os_now_ms(), true); /* the free slots' pages of its open slabs */
 	k->empty_max = k->empty_floor;
 	k->peak_now = k->peak_prev = k->nactive;
-	while (k->nempty && slab_close_highest_empty(k)) closed += k->slab_bytes;
+	while (k->nset[SET_EMPTY] && slab_close_highest_empty(k)) closed += k->slab_bytes;
 	class_unlock(k);
 	return closed;
 }
