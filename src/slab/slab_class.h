@@ -219,7 +219,7 @@ enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
 enum { SPAN_UNSET, SPAN_OPEN, SPAN_MARKED, SPAN_PROTECTED, SPAN_DROPPED };
 enum { AREA_REGION, AREA_NURSERY };
 /* The position sets of a class (slab_sets.h). */
-enum { SET_CLOSED, SET_EMPTY, SET_PARTIAL, SET_COUNT };
+enum { SET_CLOSED, SET_EMPTY, SET_PARTIAL, SET_DIRTY, SET_COUNT };
 /* A chunk's bitmaps of the sets: a bit per position in each. They head the chunk,
  * padded to a cache line so that its descriptors stay aligned. */
 #define SET_CHUNK_BYTES (SET_COUNT * CHUNK / 8u)
@@ -227,7 +227,8 @@ enum { SET_CLOSED, SET_EMPTY, SET_PARTIAL, SET_COUNT };
 _Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
 
 /* A slab's free slots' pages: nothing to give back (kept), a slot freed this period, or
- * in the last one (aged: given back at the next sweep, page_return.c). */
+ * in the last one (aged: given back at the next sweep, page_return.c). A slab whose pages
+ * are not kept is in the dirty set. */
 enum { PAGES_KEPT, PAGES_FREED, PAGES_AGED };
 
 /* Classes with at most this many slots a slab keep a dirty extent per slot (slab.h). */
@@ -236,10 +237,6 @@ enum { PAGES_KEPT, PAGES_FREED, PAGES_AGED };
  * write one byte past it is found at the free (slot_check.h); in 2-byte units in the
  * classes whose usable size a 16-bit count of bytes cannot hold (above 64 KiB). */
 #define EXTENT_MAX_UNITS 65535u
-/* The extent of a free slot whose pages went back (page_return.c), beside its fresh bit:
- * it reads as zero, its canary too, and its next allocation checks all of it. No real
- * extent reaches it (slab_setup.c chooses extent_shift so). */
-#define EXTENT_RETURNED 65535u
 
 /* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
  * (every class from 64 bytes up but three with 71 to 85) keeps all an allocation or a
@@ -257,6 +254,11 @@ struct slot_bits {
  * threads. */
 struct slab {
 	uint64_t canary;     /* leading (lowest-address) byte zero */
+	/* Bit p (mod 64) of the pages: a page of the slab went back to the kernel there
+	 * with the last word of a slot handed out before, which is marked fresh since
+	 * (page_return.c). A fresh slot whose last word lies on such a page may be one:
+	 * its next allocation checks it whole, canary word included (slot_maybe_returned). */
+	uint64_t returned;
 	uint16_t nused;
 	uint8_t state;
 	uint8_t span;  /* how its span is mapped (SPAN_*): what its VMAs cost (slab_life.c) */
@@ -347,8 +349,9 @@ struct slab_class {
 	struct guard_region nursery;
 	size_t nursery_bytes;
 	/* The closed set (closed slabs out of the slab quarantine), the empty set (empty
-	 * slabs kept open) and the partial set (active slabs with a free slot, but the
-	 * current one): a bit per position in its descriptor chunk, a summary bit per
+	 * slabs kept open), the partial set (active slabs with a free slot, but the
+	 * current one) and the dirty set (slabs freed into whose pages have not gone back
+	 * since): a bit per position in its descriptor chunk, a summary bit per
 	 * chunk, so the lowest and the highest member are found in a few loads. Chunk 0's
 	 * bitmaps (it may have no chunk of its own) follow the slab quarantine ring in the
 	 * class's metadata (set0_of); the summary words of the sets follow the directory,
@@ -503,6 +506,16 @@ static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
 	size_t off = (size_t)pos * k->slab_bytes;
 	if (unlikely(pos >= k->home_pos)) return spill_of(k, pos)->span.base + off;
 	return k->span[off < k->span[AREA_REGION].lo ? AREA_NURSERY : AREA_REGION].base + off;
+}
+
+/* Fresh slot i may have been handed out before and marked fresh when its last word's page
+ * went back (struct slab's returned): it reads as zero unless a stale pointer wrote to it
+ * since, which its allocation checks. A slot never handed out on such a page reads as
+ * zero too, and is checked for nothing more than a returned one. */
+static inline bool slot_maybe_returned(const struct slab_class *k, const struct slab *s, uint32_t i)
+{
+	size_t last = (size_t)(i + 1) * k->size - 8;
+	return s->returned >> ((last >> k->page_shift) & 63) & 1;
 }
 
 /* Bytes of slot i that may be dirty (live) or that were wiped (not live). */

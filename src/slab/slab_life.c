@@ -394,6 +394,7 @@ static bool slab_new(struct slab_class *k)
 		 * that stayed open keeps its record: its slots were wiped only as far as used,
 		 * and those handed out before still hold its canary, so it keeps that too. */
 		for (uint32_t w = 0; w < k->nwords; w++) s->bits[w].fresh = ~tail_word(k, w);
+		s->returned = 0;
 		s->canary = random_u64(k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
 	}
 	for (uint32_t w = 0; w < k->nwords; w++) {
@@ -431,6 +432,7 @@ void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, boo
 static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	if (k->open_slabs && !close_span(k, pos, s)) return false;
+	slab_pages_closed(k, pos, s);
 	s->state = SLAB_CLOSED;
 	/* The ring holds up to slab_quarantine entries (at most CONFIG_SLAB_QUARANTINE, its
 	 * storage); 0: a closed slab goes straight to the closed set. */

@@ -44,7 +44,7 @@ static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint3
 	invariant(i < k->slots && s->state == SLAB_ACTIVE && s->nused && (s->bits[i >> 6].used & bit));
 	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used & ~bit);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
-	slab_pages_freed(s);
+	slab_pages_freed(k, pos, s);
 	bool was_full = s->nused == k->slots;
 	s->nused--;
 	if (!s->nused) slab_lost_last_slot(k, pos, s, was_full);

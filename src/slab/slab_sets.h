@@ -6,9 +6,11 @@
  * the walks are in slab_sets.c. Every function here runs with the class lock held.
  *
  * Invariants:
- *  - A position is in one set at most: SET_CLOSED (closed, out of the slab quarantine),
- *    SET_EMPTY (open, no slot in use), SET_PARTIAL (active with a free slot, but not the
- *    slab allocations draw from, k->current).
+ *  - A position is in one of these sets at most: SET_CLOSED (closed, out of the slab
+ *    quarantine), SET_EMPTY (open, no slot in use), SET_PARTIAL (active with a free
+ *    slot, but not the slab allocations draw from, k->current).
+ *  - SET_DIRTY, beside them: open slabs a slot of which was freed (back to the slab or
+ *    into the slot quarantine) since their pages last went back (page_return.h).
  *  - k->nset[set] counts a set's members; a chunk's summary bit is set exactly when one
  *    of its positions is a member.
  *  - Only positions below the high-water mark are members (their chunks exist).

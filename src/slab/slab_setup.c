@@ -177,8 +177,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->slab_bytes = (size_t)g.pages * os_page;
 	k->track_extent = g.slots <= SLAB_EXTENT_SLOTS;
 	k->extent_shift = 0;
-	/* Rounded up, an extent stays below EXTENT_RETURNED, the mark of a returned slot. */
-	while ((g.usable + ((size_t)1 << k->extent_shift) - 1) >> k->extent_shift >= EXTENT_RETURNED) k->extent_shift++;
+	while ((g.usable + ((size_t)1 << k->extent_shift) - 1) >> k->extent_shift > EXTENT_MAX_UNITS) k->extent_shift++;
 	k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
 	k->empty_max = k->empty_floor;
 

@@ -90,10 +90,12 @@ static size_t trim_class(struct slab_class *k)
 	size_t closed = 0;
 	class_lock(k);
 	slot_quarantine_let_go(k); /* it may be the last slot of an empty slab */
-	slab_return_pages(k, os_now_ms(), true); /* the free slots' pages of its open slabs */
 	k->empty_max = k->empty_floor;
 	k->peak_now = k->peak_prev = k->nactive;
 	while (k->nset[SET_EMPTY] && slab_close_highest_empty(k)) closed += k->slab_bytes;
+	/* The free slots' pages of its open slabs (and of any empty slab the kernel would
+	 * not close now). */
+	slab_return_pages(k, os_now_ms(), true);
 	class_unlock(k);
 	return closed;
 }

@@ -107,6 +107,13 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	if (k->released && unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive)) lowest_over_held(k);
 	if (slot_quarantine_take_released(k, &pos, &i)) {
 		s = desc(k, pos);
+		/* Its pages may have gone back while it waited (page_return.c): then it is
+		 * marked fresh, in a slab with pages marked returned. */
+		if (unlikely(s->returned)) {
+			uint64_t bit = (uint64_t)1 << (i & 63);
+			fresh = s->bits[i >> 6].fresh & bit;
+			s->bits[i >> 6].fresh &= ~bit;
+		}
 	} else {
 		if (unlikely(!k->current) && !slab_refill(k)) {
 			class_unlock(k);
@@ -126,7 +133,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	char *p = (char *)slot_start(k, pos, i);
 	/* A slot whose pages went back reads as zero unless a stale pointer wrote to it
 	 * since: checked whole, canary too, like one the last free wiped to its end. */
-	bool returned = fresh && k->track_extent && s->extent[i] == EXTENT_RETURNED;
+	bool returned = fresh && unlikely(s->returned) && slot_maybe_returned(k, s, i);
 	if (unlikely(returned)) {
 		fresh = false;
 #if CONFIG_SLOT_CANARY
@@ -283,6 +290,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	}
 	if (likely(slot_quarantine_on(k))) {
 		bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | (uint64_t)1 << (i & 63));
+		slab_pages_freed(k, pos, s); /* a quarantined slot's pages may go back too */
 		if (likely(tls_arena == k->arena1) || !k->defer_frees) slot_quarantine_put(k, pos, i);
 		else slot_quarantine_defer(k, qentry(pos, i));
 	} else {
