@@ -31,7 +31,8 @@ void slab_return_pages(struct slab_class *k, uint64_t now, bool force);
  * back after a sweep or two. In churn the slab is marked already: one load. */
 static inline void slab_pages_freed(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	if (unlikely(s->pages == PAGES_KEPT) && k->open_slabs && roots.opt.slab_return_ms) set_add(k, SET_DIRTY, pos);
+	if (likely(s->pages == PAGES_FREED)) return;
+	if (s->pages == PAGES_KEPT && k->open_slabs && roots.opt.slab_return_ms) set_add(k, SET_DIRTY, pos);
 	s->pages = PAGES_FREED;
 }
 

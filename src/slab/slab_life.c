@@ -368,9 +368,8 @@ static bool slab_new(struct slab_class *k)
 	if (unlikely(!k->size)) slab_class_setup(k);
 	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
 	if (k->nset[SET_EMPTY]) {
-		pos = set_lowest(k, SET_EMPTY);
+		pos = set_take_lowest(k, SET_EMPTY);
 		s = desc(k, pos);
-		set_remove(k, SET_EMPTY, pos);
 		k->empty_reused = true;
 	} else if (k->nset[SET_CLOSED]) {
 		if (k->open_slabs) grow_empty_budget(k);
@@ -414,10 +413,18 @@ noinline bool slab_refill(struct slab_class *k)
 	/* The lowest: allocations fill the low slabs first, so that the high ones, which
 	 * only frees reach then, drain and close. A few loads (slab_sets.h); the slot is
 	 * still drawn at random within it. */
-	uint32_t pos = set_lowest(k, SET_PARTIAL);
-	set_remove(k, SET_PARTIAL, pos);
-	k->current = pos + 1;
+	k->current = set_take_lowest(k, SET_PARTIAL) + 1;
 	return true;
+}
+
+void slab_lower_current(struct slab_class *k)
+{
+	if (!k->nset[SET_PARTIAL]) return;
+	uint32_t low = set_lowest(k, SET_PARTIAL);
+	if (k->current && low > k->current - 1) return;
+	set_remove(k, SET_PARTIAL, low);
+	if (k->current) set_add(k, SET_PARTIAL, k->current - 1);
+	k->current = low + 1;
 }
 
 void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, bool was_full)

@@ -6,6 +6,8 @@
  * Invariants:
  *  - An ACTIVE slab with a free slot is the current one (k->current) or in the partial
  *    set; a full one is in no set and not current. A slab of any other state is neither.
+ *  - The current slab was the lowest with a free slot when it became current (a slab
+ *    below it may have got a slot back since).
  *  - nused counts the slab's slots that are not free: 1..slots while it is ACTIVE (0 for
  *    the current slab just taken, before its first slot is drawn).
  *  - slab_life.c calls down into slab_setup.c, slab_sets.c and page_return.c alone of
@@ -24,18 +26,11 @@ bool slab_refill(struct slab_class *k);
 /* The last slot of slab pos went back: out of its set (or no longer current), then kept
  * open within the budget, or a slab closed. */
 void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, bool was_full);
-/* Slab pos, full until now, has a free slot again: it joins the partial set, or
- * becomes the current slab if it lies below it (the current one joins the set then), so
- * that the current slab is the lowest with a free slot. */
-static inline void slab_partial_add(struct slab_class *k, uint32_t pos)
-{
-	if (pos + 1 < k->current) {
-		set_add(k, SET_PARTIAL, k->current - 1);
-		k->current = pos + 1;
-		return;
-	}
-	set_add(k, SET_PARTIAL, pos);
-}
+/* The lowest slab with a free slot becomes the current one, if it lies below it (the
+ * current one joins the partial set then). Slots are drawn from the current slab until
+ * it is full, so a slab below it that gets a slot back waits till then: refilling the
+ * current slab at every such free cost light churn twice the set operations. */
+void slab_lower_current(struct slab_class *k);
 /* A slot goes back to its slab for good (it left the quarantine, or there is none).
  * Inline: every quarantine release runs it, and its common case touches the slab alone. */
 static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
@@ -48,7 +43,7 @@ static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint3
 	bool was_full = s->nused == k->slots;
 	s->nused--;
 	if (!s->nused) slab_lost_last_slot(k, pos, s, was_full);
-	else if (was_full) slab_partial_add(k, pos); /* a full slab is never current */
+	else if (was_full) set_add(k, SET_PARTIAL, pos); /* a full slab is never current */
 }
 /* Close the highest empty slab; false when the kernel cannot now. */
 bool slab_close_highest_empty(struct slab_class *k);

@@ -62,6 +62,23 @@ static inline uint32_t set_lowest(const struct slab_class *k, unsigned set)
 	return (c << CHUNK_SHIFT) + (w << 6) + (uint32_t)__builtin_ctzll(bits[w]);
 }
 
+/* The lowest member, taken out of the set (which must not be empty): set_lowest and
+ * set_remove in one pass, for the slab allocations draw from next (slab_refill). */
+static inline uint32_t set_take_lowest(struct slab_class *k, unsigned set)
+{
+	uint64_t *sum = set_summary(k, set);
+	uint32_t w = 0;
+	while (!sum[w]) w++;
+	uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(sum[w]);
+	uint64_t *bits = set_bits(k, set, c);
+	uint32_t b = !bits[0];
+	uint32_t pos = (c << CHUNK_SHIFT) + (b << 6) + (uint32_t)__builtin_ctzll(bits[b]);
+	bits[b] &= bits[b] - 1; /* its lowest bit */
+	if (!(bits[0] | bits[1])) sum[w] &= sum[w] - 1;
+	k->nset[set]--;
+	return pos;
+}
+
 /* The highest member (the set must not be empty). */
 uint32_t set_highest(const struct slab_class *k, unsigned set);
 /* The lowest member at or above pos; UINT32_MAX when there is none (a walk over a set:

@@ -81,14 +81,14 @@ static unsigned assign_arena(void)
  * frees (a structure torn down, the values of a cache replaced by values of another
  * size) the live blocks stay spread over every slab, none drains, and each keeps its
  * pages. So while a class is fragmented (a quarter of its active slabs have a free slot
- * beside the current one), a held slot above the current slab, the lowest with a free
- * slot, goes back to its slab instead, and the allocation draws from the current slab:
- * the low slabs fill and the high ones drain. The held slot has served its wait; it only
- * stops being handed out first. Out of line: churn in a class that is not fragmented
- * pays one comparison. */
+ * beside the current one), the lowest slab with a free slot becomes current, a held slot
+ * above it goes back to its slab instead, and the allocation draws from the current
+ * slab: the low slabs fill and the high ones drain. The held slot has served its wait;
+ * it only stops being handed out first. Out of line: churn in a class that is not
+ * fragmented pays one comparison. */
 static noinline void lowest_over_held(struct slab_class *k)
 {
-	if (!k->current) (void)slab_refill(k); /* the lowest partial slab: there is one */
+	slab_lower_current(k); /* there is a partial slab */
 	if (qentry_pos(k->released) >= k->current) slot_quarantine_let_go(k);
 }
 
