@@ -28,8 +28,9 @@ bool slab_refill(struct slab_class *k);
 void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, bool was_full);
 /* The lowest slab with a free slot becomes the current one, if it lies below it (the
  * current one joins the partial set then). Slots are drawn from the current slab until
- * it is full, so a slab below it that gets a slot back waits till then: refilling the
- * current slab at every such free cost light churn twice the set operations. */
+ * it is full, so a slab below it that gets a slot back waits till then: making it
+ * current at every such free would cost churn a search of the set at nearly every
+ * allocation. */
 void slab_lower_current(struct slab_class *k);
 /* A slot goes back to its slab for good (it left the quarantine, or there is none).
  * Inline: every quarantine release runs it, and its common case touches the slab alone. */
