@@ -71,21 +71,25 @@ static unsigned assign_arena(void)
 	return a;
 }
 
-/* A class whose active slabs are more than this many times as many as its partial ones
- * (beside the current slab) is not fragmented: an allocation takes the slot that last
- * left the quarantine, wherever it lies. */
+/* A class whose active slabs, and FRAGMENTED_MIN more, are more than this many times as
+ * many as its partial ones (beside the current slab) is not fragmented: an allocation
+ * takes the slot that last left the quarantine, wherever it lies. A class of a few slabs
+ * never is: it has little to drain, and churn over many small classes (whose counts of
+ * live blocks swing) would pay the slot draw that the held slot saves most of the
+ * time. */
 #define FRAGMENTED_SHARE 4u
+#define FRAGMENTED_MIN 32u
 
 /* In churn the slot that left the quarantine last serves the next allocation (slot
  * quarantine.c, leave), so reuse follows the frees, which land anywhere: after a wave of
  * frees (a structure torn down, the values of a cache replaced by values of another
  * size) the live blocks stay spread over every slab, none drains, and each keeps its
- * pages. So while a class is fragmented (a quarter of its active slabs have a free slot
- * beside the current one), the lowest slab with a free slot becomes current, a held slot
- * above it goes back to its slab instead, and the allocation draws from the current
- * slab: the low slabs fill and the high ones drain. The held slot has served its wait;
- * it only stops being handed out first. Out of line: churn in a class that is not
- * fragmented pays one comparison. */
+ * pages. So while a class is fragmented (a quarter of its active slabs, and more than
+ * FRAGMENTED_MIN / 4, have a free slot beside the current one), the lowest slab with a
+ * free slot becomes current, a held slot above it goes back to its slab instead, and the
+ * allocation draws from the current slab: the low slabs fill and the high ones drain.
+ * The held slot has served its wait; it only stops being handed out first. Out of line:
+ * churn in a class that is not fragmented pays one comparison. */
 static noinline void lowest_over_held(struct slab_class *k)
 {
 	slab_lower_current(k); /* there is a partial slab */
@@ -104,7 +108,8 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 	bool fresh = false;
 	/* The slot that last left the quarantine, if no allocation took it yet (and, in a
 	 * fragmented class, if it lies below the current slab). */
-	if (k->released && unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive)) lowest_over_held(k);
+	if (k->released && unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive + FRAGMENTED_MIN))
+		lowest_over_held(k);
 	if (slot_quarantine_take_released(k, &pos, &i)) {
 		s = desc(k, pos);
 		/* Its pages may have gone back while it waited (page_return.c): then it is
