@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "guard/meta.h"
-#include "slab/page_return.h"
 #include "slab/slot_check.h"
 #include "slab/slot_quarantine.h"
 
@@ -108,7 +107,6 @@ static void slab_batched_enter(struct slab_class *k, qentry_t e)
 	__atomic_store_n(word, s->canary, __ATOMIC_RELAXED);
 	check_neighbours(k, s, a, i);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | bit);
-	slab_pages_freed(k, pos, s); /* a quarantined slot's pages may go back too */
 	if (k->defer_frees) slot_quarantine_defer(k, e);
 	else slot_quarantine_put_entry(k, e);
 }

@@ -8,12 +8,16 @@
  * again soon pays no system call and no page fault.
  *
  * Which slabs: the open ones freed into (the dirty set: a slab joins it when a slot of
- * it goes back or enters the slot quarantine, and leaves it when its pages go back or it
- * closes), so a sweep looks only at slabs that may have pages to give. Of a slab of small
- * slots, the pages none of whose slots is live (a run of 25 free or quarantined slots of
- * 160 bytes fills one). A slot waiting in the slot quarantine was wiped at its free like
- * a free one, and its wait does not change: its pages go back as a free slot's, and it
- * is checked whole when it is handed out again.
+ * it goes back to it, and leaves it when its pages go back or it closes), so a sweep
+ * looks only at slabs that may have pages to give. Of a slab of small slots, the pages
+ * all of whose slots are free (a run of 25 free slots of 160 bytes fills one).
+ *
+ * Why not the pages of slots in the slot quarantine, though they were wiped at their
+ * free like free ones: the kernel may still write into such a slot after its free,
+ * through a long-term pin (an io_uring fixed buffer, vmsplice, RDMA), and once its page
+ * went back that write lands in a page the process no longer maps, where the check at
+ * the slot's next allocation never sees it (system/uring_check). The quarantine's wait is
+ * what gives such a bug its time to show; its pages are the price (docs/slab.md).
  *
  * Why the returned mark is a page's (struct slab's returned) and not a slot's: a slot
  * whose canary went back reads as zero to its end, so it is marked fresh, which the
@@ -68,7 +72,7 @@ static inline uint64_t word_range(uint32_t w, uint32_t first, uint32_t last)
  * sizeclass.c). */
 #define SLAB_PAGES_MAX 128u
 
-/* Give back [from, from + len) of slab pos, which only free or quarantined slots overlap;
+/* Give back [from, from + len) of slab pos, which only free slots overlap;
  * the slots with bytes there used since they last went back (slots) are checked first.
  * False when the kernel keeps the pages (locked memory). */
 static bool return_run(struct slab_class *k, uint32_t pos, const struct slab *s, size_t from, size_t len,
@@ -106,7 +110,7 @@ static void mark_returned(struct slab_class *k, uint32_t pos, struct slab *s, co
 		}
 }
 
-/* Give back the whole pages of slab pos that no live slot overlaps and that a slot used
+/* Give back the whole pages of slab pos that only free slots overlap and that a slot used
  * since its last return, a run of such pages per system call. */
 static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
@@ -120,15 +124,14 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 		if (pg < npages) {
 			uint32_t first = (uint32_t)(pg * os_page / k->size);
 			uint32_t last = (uint32_t)MIN(((pg + 1) * os_page - 1) / k->size, (size_t)k->slots - 1);
-			uint64_t live = 0, touched = 0;
+			uint64_t used = 0, touched = 0;
 			for (uint32_t w = first >> 6; w <= last >> 6 && first < k->slots; w++) {
 				over[w] = word_range(w, first, last);
-				live |= over[w] & s->bits[w].used & ~s->bits[w].quar;
+				used |= over[w] & s->bits[w].used;
 				touched |= over[w] & ~s->bits[w].fresh;
 			}
-			/* Every slot on it free or quarantined, and one of them used since it
-			 * last went back. */
-			take = !live && touched;
+			/* Every slot on it free, and one of them used since it last went back. */
+			take = !used && touched;
 		}
 		if (take) {
 			run++;

@@ -4,7 +4,7 @@
  * otherwise keeps every page its other slots ever used resident.
  *
  * Invariants:
- *  - Only pages no live slot overlaps (every slot on them free or in the slot
+ *  - Only pages every slot overlapping which is free (neither live nor in the slot
  *    quarantine) go back, of slabs with a free slot and of empty slabs kept open, in
  *    every class but the zero one; with zero-on-free their contents were zero by the
  *    wipe at free.
@@ -27,8 +27,8 @@
  * them when force: malloc_trim), at most once per slab_return_ms unless forced. */
 void slab_return_pages(struct slab_class *k, uint64_t now, bool force);
 
-/* A slot of slab pos was freed (back to it, or into the slot quarantine): its pages go
- * back after a sweep or two. In churn the slab is marked already: one load. */
+/* A slot went back to slab pos: its pages go back after a sweep or two. In churn the slab
+ * is marked already: one load. */
 static inline void slab_pages_freed(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	if (likely(s->pages == PAGES_FREED)) return;

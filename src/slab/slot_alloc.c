@@ -112,13 +112,6 @@ void *slab_alloc(unsigned c, size_t size, bool zero)
 		lowest_over_held(k);
 	if (slot_quarantine_take_released(k, &pos, &i)) {
 		s = desc(k, pos);
-		/* Its pages may have gone back while it waited (page_return.c): then it is
-		 * marked fresh, in a slab with pages marked returned. */
-		if (unlikely(s->returned)) {
-			uint64_t bit = (uint64_t)1 << (i & 63);
-			fresh = s->bits[i >> 6].fresh & bit;
-			s->bits[i >> 6].fresh &= ~bit;
-		}
 	} else {
 		if (unlikely(!k->current) && !slab_refill(k)) {
 			class_unlock(k);
@@ -295,7 +288,6 @@ void slab_free(void *p, bool sized, unsigned c_claimed)
 	}
 	if (likely(slot_quarantine_on(k))) {
 		bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | (uint64_t)1 << (i & 63));
-		slab_pages_freed(k, pos, s); /* a quarantined slot's pages may go back too */
 		if (likely(tls_arena == k->arena1) || !k->defer_frees) slot_quarantine_put(k, pos, i);
 		else slot_quarantine_defer(k, qentry(pos, i));
 	} else {

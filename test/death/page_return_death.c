@@ -11,9 +11,6 @@
  *   after free
  *   the same with 8,000 blocks of 300 bytes (51 slots of 320 bytes a slab of 4 pages, no
  *   extent per slot), all but every 64th freed -> fatal, write after free
- *   (strong) the same with 300-byte blocks still in the slot quarantine when their pages
- *   go back: the byte written while it waits, then enough frees that it leaves, then its
- *   class allocated -> fatal, write after free
  *
  * Controls: the same without the write: every block comes back, reading zero.
  */
@@ -101,32 +98,6 @@ static void control_small(void)
 	take_all_back(16000, 300, CONFIG_ZERO_ON_FREE);
 }
 
-/* 200 blocks of 300 bytes of 8,000 freed last, all still in the slot quarantine at the
- * trim (it holds 1,536), their pages given back; one written; then 4,000 frees of
- * other blocks of the class, after which it has left the quarantine but for a chance
- * below 1e-5; then the class allocated until every free slot is taken. */
-static void quarantined(bool write)
-{
-	static char *v[8000], *more[4000];
-	for (int i = 0; i < 8000; i++) {
-		if (!(v[i] = malloc(300))) _exit(3);
-		memset(v[i], 'x', 300);
-	}
-	qsort(v, 8000, sizeof *v, cmp_ptr);
-	/* The top 200 by address share no page with a live block: the 7,800 below stay. */
-	for (int i = 7800; i < 8000; i++) free(v[i]);
-	malloc_trim(0);
-	if (resident(v[7900])) _exit(6);
-	if (write) v[7900][100] = 1;
-	for (int i = 0; i < 4000; i++)
-		if (!(more[i] = malloc(300))) _exit(3);
-	for (int i = 0; i < 4000; i++) free(more[i]);
-	take_all_back(16000, 300, !write && CONFIG_ZERO_ON_FREE);
-}
-
-static void write_into_quarantined(void) { quarantined(true); }
-static void control_quarantined(void) { quarantined(false); }
-
 static struct death_case cases[] = {
 	{"a byte written into a freed 8,000-byte block whose pages went back, then its class allocated",
 	 write_into_returned, DIE_FATAL, "write after free"},
@@ -134,10 +105,6 @@ static struct death_case cases[] = {
 	{"a byte written into a freed 300-byte block whose page went back, then its class allocated",
 	 write_into_returned_small, DIE_FATAL, "write after free"},
 	{"the same without the write: every block comes back zero", control_small, DIE_NOT, NULL},
-	{"a byte written into a quarantined 300-byte block whose page went back, then it leaves the quarantine and "
-	 "its class is allocated",
-	 write_into_quarantined, DIE_FATAL, "write after free"},
-	{"the same without the write: every block comes back zero", control_quarantined, DIE_NOT, NULL},
 };
 
 int main(void)
@@ -146,8 +113,5 @@ int main(void)
 		death_not_on(&cases[0], "write-after-free check (write_after_free_check=off)");
 		death_not_on(&cases[2], "write-after-free check (write_after_free_check=off)");
 	}
-	if (!test_waf_check() || !test_slot_quarantine())
-		death_not_on(&cases[4], test_waf_check() ? "slot quarantine (slot_quarantine_bytes=0)"
-							   : "write-after-free check (write_after_free_check=off)");
 	return death_run_all(cases, sizeof cases / sizeof *cases);
 }

@@ -1,11 +1,11 @@
 /* test_page_return — the pages of free slots in open slabs go back to the kernel
  * (slab/page_return.c): at malloc_trim at once, otherwise one to two periods of
  * slab_return_ms after the last free into their slab; in every class (slots of a page
- * and more, runs of small slots that fill a page, a slab of one page whose slots are
- * all free or quarantined), in empty slabs kept open, and under slots still in the slot
- * quarantine, which stay there as long and are still caught freed; blocks that reuse
- * such slots read zero and free cleanly (their canaries stamped again). Run under each
- * backend (make test), and under profile=light by make check-configs. */
+ * and more, runs of small slots that fill a page, a slab of one page whose slots are all
+ * free) and in empty slabs kept open; slots still in the slot quarantine keep theirs;
+ * blocks that reuse such slots read zero and free cleanly (their canaries stamped
+ * again). Run under each backend (make test), and under profile=light by make
+ * check-configs. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <malloc.h>
@@ -41,7 +41,15 @@ static unsigned long returned_pages(void)
 	return v;
 }
 
-#define SMALL_COUNT 8000
+/* Enough small blocks that the first half of them, freed first, have mostly left the
+ * slot quarantine (1,536 slots of 320 bytes, 6,144 of 112) by the last free: a slot of
+ * them stays in its random array with a chance of e^-7 or less. */
+#define SMALL_COUNT 30000
+
+/* Of apart blocks, how many may share a page with a slot still in the quarantine: none
+ * without one; with one, a page of 36 slots of 112 bytes holds such a slot with a chance
+ * of about 3%. */
+static int may_stay(int apart) { return test_slot_quarantine() ? apart / 10 : 0; }
 
 static char *blocks[SMALL_COUNT];
 static char *freed[SMALL_COUNT];
@@ -79,12 +87,13 @@ static int still_resident(void)
 	return n;
 }
 
-/* Of the freed blocks of size, how many share no page with a kept one (every keep-th by
- * address, from the first), and how many of those are resident. */
+/* Of the freed blocks of size in the first half (by address, freed first), how many
+ * share no page with a kept one (every keep-th by address, from the first), and how many
+ * of those are resident. */
 static void apart_from_kept(size_t size, int keep, int *apart, int *kept_resident)
 {
 	*apart = *kept_resident = 0;
-	for (int i = 0; i < nblocks; i++) {
+	for (int i = 0; i < nblocks / 2; i++) {
 		if (i % keep == 0) continue;
 		uintptr_t lo = (uintptr_t)blocks[i] & ~(uintptr_t)4095, hi = ((uintptr_t)blocks[i] + size - 1) | 4095;
 		int k = i - i % keep;
@@ -152,73 +161,72 @@ START_TEST(small_slots_pages_go_back)
 	malloc_trim(0);
 	int apart, left;
 	apart_from_kept(300, 64, &apart, &left);
-	printf("300-byte blocks: %d freed, %d on pages without a kept block, %d of them resident after the trim; "
-	       "%lu pages returned\n", nfreed, apart, left, returned_pages() - before);
-	ck_assert_int_gt(apart, nfreed / 2);
-	ck_assert_int_eq(left, 0);
+	printf("300-byte blocks: %d freed, %d of the first half on pages without a kept block, %d of them resident "
+	       "after the trim; %lu pages returned\n", nfreed, apart, left, returned_pages() - before);
+	ck_assert_int_gt(apart, nfreed / 4);
+	ck_assert_int_le(left, may_stay(apart));
 	reuse_all(300);
 	free_kept(64);
 }
 END_TEST
 
-/* Slots of 112 bytes (36 a slab of one page): a page goes back when its slab has no live
- * slot left, whether its freed slots went back to it or wait in the quarantine. */
+/* Slots of 112 bytes (36 a slab of one page): a page goes back when all of its slab's
+ * slots are free. */
 START_TEST(one_page_slabs_go_back)
 {
 	build_and_keep(SMALL_COUNT, 100, 256);
 	malloc_trim(0);
 	int apart, left;
 	apart_from_kept(100, 256, &apart, &left);
-	printf("100-byte blocks: %d freed, %d on pages without a kept block, %d of them resident after the trim\n",
-	       nfreed, apart, left);
-	ck_assert_int_gt(apart, nfreed / 2);
-	ck_assert_int_eq(left, 0);
+	printf("100-byte blocks: %d freed, %d of the first half on pages without a kept block, %d of them resident "
+	       "after the trim\n", nfreed, apart, left);
+	ck_assert_int_gt(apart, nfreed / 4);
+	ck_assert_int_le(left, may_stay(apart));
 	reuse_all(100);
 	free_kept(256);
 }
 END_TEST
 
-/* Slots still in the slot quarantine (200 of 320 bytes; it holds 1,536) give their pages
- * back at the trim and stay quarantined: the count is the same, a second free of one is
- * still fatal, and they come back zero once they have left it. */
+/* Slots still in the slot quarantine (200 of 320 bytes; it holds 1,536) keep their
+ * pages at the trim (a write into one through a long-term pin of the kernel must land
+ * where the check at its reuse sees it: page_return.c), and a second free of one is
+ * still fatal. */
 static void free_again(void *p) { free(p); }
-START_TEST(quarantined_slots_pages_go_back)
+START_TEST(quarantined_slots_keep_pages)
 {
 	if (!test_slot_quarantine()) {
 		printf("no slot quarantine in this process: nothing to check\n");
 		return;
 	}
-	for (int i = 0; i < SMALL_COUNT; i++) {
+	for (int i = 0; i < 8000; i++) {
 		ck_assert_ptr_nonnull(blocks[i] = malloc(300));
 		memset(blocks[i], 'x', 300);
 	}
-	qsort(blocks, SMALL_COUNT, sizeof *blocks, cmp_ptr);
-	for (int i = SMALL_COUNT - 200; i < SMALL_COUNT; i++) free(blocks[i]);
+	qsort(blocks, 8000, sizeof *blocks, cmp_ptr);
+	for (int i = 8000 - 200; i < 8000; i++) free(blocks[i]);
 	struct rampart_heap_stats h;
 	rampart_get_heap_stats(&h);
 	size_t held = h.slab_quarantined;
 	malloc_trim(0);
-	int left = 0;
-	/* The lowest few share a page with a live block. */
-	for (int i = SMALL_COUNT - 180; i < SMALL_COUNT; i++) left += resident(blocks[i]);
+	int kept = 0;
+	for (int i = 8000 - 200; i < 8000; i++) kept += resident(blocks[i]);
 	rampart_get_heap_stats(&h);
-	printf("200 quarantined 300-byte blocks: %d of the top 180 resident after the trim; quarantined %zu -> %zu\n", left,
-	       held, h.slab_quarantined);
-	ck_assert_int_eq(left, 0);
+	printf("200 quarantined 300-byte blocks: %d resident after the trim; quarantined %zu -> %zu\n", kept, held,
+	       h.slab_quarantined);
+	ck_assert_int_eq(kept, 200);
 	ck_assert_uint_eq(h.slab_quarantined, held);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (!pid) {
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, STDERR_FILENO);
-		free_again(blocks[SMALL_COUNT - 100]);
+		free_again(blocks[8000 - 100]);
 		_exit(0);
 	}
 	int st;
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "a second free of a quarantined block whose page "
-								   "went back was not fatal");
-	for (int i = 0; i < SMALL_COUNT - 200; i++) free(blocks[i]);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "a second free of a quarantined block was not fatal");
+	for (int i = 0; i < 8000 - 200; i++) free(blocks[i]);
 	reuse_all(300);
 }
 END_TEST
@@ -251,9 +259,9 @@ START_TEST(empty_slabs_give_pages_back)
 	       "%d after 3.3 s; %zu bytes of the class resident\n",
 	       h.size_class[c].slabs_empty, h.size_class[c].quarantined, kept, COUNT / 4, after, r[c]);
 	ck_assert_uint_gt(h.size_class[c].slabs_empty, 0);
-	ck_assert_int_eq(after, 0);
-	/* Nothing live: the empty slabs and the quarantined slots hold no page. */
-	ck_assert_uint_eq(r[c], 0);
+	/* Nothing live: the empty slabs hold no page, the quarantined slots their own. */
+	ck_assert_int_le(after, (int)h.size_class[c].quarantined);
+	ck_assert_uint_le(r[c], h.size_class[c].quarantined * h.size_class[c].slot_size);
 	reuse_all(16000);
 }
 END_TEST
@@ -267,7 +275,7 @@ int main(void)
 	tcase_add_test(t, pages_go_back_after_the_period);
 	tcase_add_test(t, small_slots_pages_go_back);
 	tcase_add_test(t, one_page_slabs_go_back);
-	tcase_add_test(t, quarantined_slots_pages_go_back);
+	tcase_add_test(t, quarantined_slots_keep_pages);
 	tcase_add_test(t, empty_slabs_give_pages_back);
 	suite_add_tcase(s, t);
 	SRunner *r = srunner_create(s);
