@@ -2,8 +2,9 @@
 # bench/soak.sh — what a long-running server keeps resident after churn (issue 52).
 #
 # Debian's redis-server, preloaded with each allocator in turn (redis links jemalloc;
-# "glibc" is rampart with passthrough=1, which hands every call to glibc's malloc), on a
-# loopback port of its own. Its values over one keyspace of 200,000 keys are overwritten
+# "glibc" is rampart with passthrough=1, which hands every call to glibc's malloc;
+# "rampart-light" is the library of the "rampart" row, when there is one, with
+# profile=light: one library serves both profiles), on a loopback port of its own. Its values over one keyspace of 200,000 keys are overwritten
 # six times, the size changing between rounds (100, 2,000, 300, 8,000, 50, 1,200 bytes;
 # 300,000 SETs a round from 20 clients, redis-benchmark -r). Then INFO memory's
 # used_memory (the live data redis counts) and /proc/PID/status (VmRSS, VmHWM) are read,
@@ -13,6 +14,9 @@
 #   sh bench/soak.sh NAME=LIB[?OPTIONS] ...   (LIB "-": no preload, redis's own jemalloc;
 #                                              OPTIONS: RAMPART_OPTIONS for that run, as in
 #                                              bench/run.py; LIB@OPTIONS is still taken)
+#
+# make bench-soak passes rampart-light the light build's path (bench.mk); the row runs the
+# rampart row's library all the same, so that the two rows differ by the profile alone.
 #
 # Needs redis-server and redis-tools (Debian); where either is missing it says so and
 # exits 77. SOAK_SETS changes the SETs per round (a quick check: SOAK_SETS=20000).
@@ -30,6 +34,12 @@ trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"'
 
 kib_of() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$2/status"; }
 
+# The rampart row's library, for the light row.
+RAMPART_LIB=
+for spec in "$@"; do
+	case $spec in rampart=*) RAMPART_LIB=${spec#rampart=} RAMPART_LIB=${RAMPART_LIB%%@*} ;; esac
+done
+
 echo "| allocator | live data (used_memory) | RSS at the end | RSS ÷ live | peak RSS (VmHWM) | time |"
 echo "|---|---:|---:|---:|---:|---:|"
 for spec in "$@"; do
@@ -40,7 +50,13 @@ for spec in "$@"; do
 	*\?*) opts=${lib#*\?} lib=${lib%%\?*} ;;
 	*@*) opts=${lib#*@} lib=${lib%%@*} ;;
 	esac
-	case $name in glibc) opts=passthrough=1 ;; esac
+	case $name in
+	glibc) opts=passthrough=1 ;;
+	rampart-light)
+		opts=profile=light${opts:+,$opts}
+		[ -z "$RAMPART_LIB" ] || lib=$RAMPART_LIB
+		;;
+	esac
 	start=$(date +%s.%N)
 	if [ "$lib" = - ]; then
 		redis-server --port $PORT --save '' --appendonly no --dir "$DIR" >"$DIR/log" 2>&1 &

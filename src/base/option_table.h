@@ -86,7 +86,7 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 	  "most bytes of new large blocks populated up front, earned by touched ones freed (0: off)")      \
 	X(slab_return_ms, COUNT, CONFIG_SLAB_RETURN_MS, ((size_t)1 << 31) - 1,                             \
 	  "milliseconds after the last free into an open slab before its free slots' pages go back "      \
-	  "(classes of 2 KiB and up; 0: never)")                                                           \
+	  "(0: never)")                                                                                    \
 	X(arenas, COUNT, 0, CONFIG_SLAB_ARENAS,                                                            \
 	  "slab arenas threads are spread over (0: one per CPU the process may run on)")                   \
 	X(passthrough, BOOL, false, 0,                                                                     \

@@ -1,4 +1,4 @@
-/* procmaps.c — reading /proc/self/maps (procmaps.h). */
+/* procmaps.c — reading /proc/self/maps and /proc/self/smaps (procmaps.h). */
 #define _GNU_SOURCE
 #include "base/procmaps.h"
 
@@ -6,12 +6,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-bool maps_open(struct maps_reader *m)
+static bool open_file(struct maps_reader *m, const char *path)
 {
-	m->fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	m->fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	m->len = m->pos = 0;
 	return m->fd >= 0;
 }
+
+bool maps_open(struct maps_reader *m) { return open_file(m, "/proc/self/maps"); }
 
 static uintptr_t parse_hex(const char **p)
 {
@@ -24,7 +26,8 @@ static uintptr_t parse_hex(const char **p)
 	}
 }
 
-bool maps_next(struct maps_reader *m, struct maps_line *l)
+/* The next line into line (cap bytes, cut there and terminated); false at the end. */
+static bool next_line(struct maps_reader *m, char *line, size_t cap)
 {
 	size_t n = 0;
 	for (;;) {
@@ -39,9 +42,15 @@ bool maps_next(struct maps_reader *m, struct maps_line *l)
 		}
 		char c = m->buf[m->pos++];
 		if (c == '\n') break;
-		if (n < sizeof l->line - 1) l->line[n++] = c;
+		if (n < cap - 1) line[n++] = c;
 	}
-	l->line[n] = 0;
+	line[n] = 0;
+	return true;
+}
+
+bool maps_next(struct maps_reader *m, struct maps_line *l)
+{
+	if (!next_line(m, l->line, sizeof l->line)) return false;
 	/* start-end perms offset dev inode path */
 	const char *p = l->line;
 	l->start = parse_hex(&p);
@@ -81,3 +90,45 @@ long maps_count(void)
 	maps_close(&m);
 	return lines;
 }
+
+bool smaps_open(struct smaps_reader *r)
+{
+	r->pending = false;
+	return open_file(&r->m, "/proc/self/smaps");
+}
+
+/* A mapping's first line starts with its range in lowercase hexadecimal; every line of
+ * figures after it with a capitalised name ("Rss:", "VmFlags:"). */
+static bool mapping_line(const char *line)
+{
+	return (line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f');
+}
+
+bool smaps_next(struct smaps_reader *r, struct smaps_entry *e)
+{
+	while (!r->pending) {
+		if (!next_line(&r->m, r->line, sizeof r->line)) return false;
+		r->pending = mapping_line(r->line);
+	}
+	r->pending = false;
+	const char *p = r->line;
+	e->start = parse_hex(&p);
+	if (*p == '-') p++;
+	e->end = parse_hex(&p);
+	e->rss = 0;
+	/* Its figures, up to the next mapping's first line (kept for the next call). */
+	while (next_line(&r->m, r->line, sizeof r->line)) {
+		if (mapping_line(r->line)) {
+			r->pending = true;
+			break;
+		}
+		if (r->line[0] != 'R' || r->line[1] != 's' || r->line[2] != 's' || r->line[3] != ':') continue;
+		size_t kib = 0;
+		for (p = r->line + 4; *p == ' '; p++) {}
+		for (; *p >= '0' && *p <= '9'; p++) kib = kib * 10 + (size_t)(*p - '0');
+		e->rss = kib * 1024;
+	}
+	return true;
+}
+
+void smaps_close(struct smaps_reader *r) { maps_close(&r->m); }

@@ -366,10 +366,9 @@ API int malloc_info(int options, FILE *fp)
 		return -1;
 	}
 	int saved = errno;
-	struct rampart_heap_stats h;
-	struct heap_totals t;
-	stats_gather_totals(&h, &t);
-	stats_report_xml(fp, &h, &t);
+	struct stats_figures f;
+	stats_gather_report(&f);
+	stats_report_xml(fp, &f);
 	errno = saved;
 	return 0;
 }

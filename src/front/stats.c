@@ -128,6 +128,20 @@ void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t)
 #undef IN_HEAP
 }
 
+void stats_gather_report(struct stats_figures *f)
+{
+	stats_gather_totals(&f->h, &f->t);
+	size_t resident[SC_COUNT];
+	_Static_assert(SC_COUNT <= sizeof f->resident / sizeof f->resident[0], "a resident figure per class");
+	memset(f->resident, 0, sizeof f->resident);
+	f->slab_resident = 0;
+	if (!slab_resident(resident)) return;
+	for (unsigned c = 0; c < SC_COUNT; c++) {
+		f->resident[c] = resident[c];
+		f->slab_resident += resident[c];
+	}
+}
+
 /* "name": value pairs and table cells. */
 static void kv(struct out *o, const char *sep, const char *name, unsigned long v)
 {
@@ -160,6 +174,16 @@ static void bytes(struct out *o, unsigned long v)
 	}
 	out_fixed(o, u ? scaled : v, u ? 1 : 0);
 	out_str(o, unit[u]);
+}
+
+/* The same right-aligned in width. */
+static void bytes_cell(struct out *o, unsigned long v, size_t width)
+{
+	char space[32];
+	struct out b = out_string(space, sizeof space);
+	bytes(&b, v);
+	for (size_t n = strlen(space); n < width; n++) out_str(o, " ");
+	out_str(o, space);
 }
 
 /* The values of RAMPART_HEAP_FIGURES that are not fields of the heap stats. */
@@ -213,9 +237,10 @@ struct figure_value {
 #define VALUE_PERMILLE(v) {.n = (v)}
 #define VALUE_STR(v) {.s = (v)}
 
-static void figure_values(const struct rampart_heap_stats *h, const struct heap_totals *t,
-			  struct figure_value v[FIGURE_COUNT])
+static void figure_values(const struct stats_figures *f, struct figure_value v[FIGURE_COUNT])
 {
+	const struct rampart_heap_stats *h = &f->h;
+	const struct heap_totals *t = &f->t;
 	size_t i = 0;
 #define FIGURE_VALUE(group, kind, value, json, text, xml, attr) v[i++] = (struct figure_value)VALUE_##kind(value);
 	RAMPART_HEAP_FIGURES(FIGURE_VALUE)
@@ -231,11 +256,10 @@ static int totals_by_name(const char *name, unsigned long *value)
 		if (figures[i].group != GROUP_TOTAL || strcmp(figures[i].json, name)) continue;
 		*value = 0;
 		if (!rampart_ready()) return 0;
-		struct rampart_heap_stats h;
-		struct heap_totals t;
-		stats_gather_totals(&h, &t);
+		struct stats_figures f = {0}; /* no resident memory: not a total */
+		stats_gather_totals(&f.h, &f.t);
 		struct figure_value v[FIGURE_COUNT];
-		figure_values(&h, &t, v);
+		figure_values(&f, v);
 		*value = v[i].n;
 		return 0;
 	}
@@ -267,10 +291,12 @@ static void json_group(struct out *o, const char *lead, enum stat_group g, const
 	}
 }
 
-static void report_json(struct out *o, const struct rampart_heap_stats *h, const struct heap_totals *t)
+static void report_json(struct out *o, const struct stats_figures *f)
 {
+	const struct rampart_heap_stats *h = &f->h;
+	const struct heap_totals *t = &f->t;
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, t, v);
+	figure_values(f, v);
 	out_str(o, "{\"rampart\":\"");
 	out_str(o, h->version);
 	out_str(o, "\",\"profile\":\"");
@@ -305,10 +331,12 @@ static void title(struct out *o, const char *s, size_t width)
 	out_str(o, s);
 }
 
-static void report_text(struct out *o, const struct rampart_heap_stats *h, const struct heap_totals *t)
+static void report_text(struct out *o, const struct stats_figures *f)
 {
+	const struct rampart_heap_stats *h = &f->h;
+	const struct heap_totals *t = &f->t;
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, t, v);
+	figure_values(f, v);
 	out_str(o, "rampart ");
 	out_str(o, h->version);
 	out_str(o, " statistics (pid ");
@@ -320,7 +348,7 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h, const
 	out_str(o, ")\nsmall blocks, per size class in use:\n");
 	title(o, "class", 5);
 #define COL(width, name) title(o, name, width);
-#define COL_BYTES(name) out_str(o, "      " name);
+#define COL_BYTES(width, name) title(o, name, width);
 #define NO_COL
 #define CLASS_TITLE(value, json, xml, text) text
 	RAMPART_CLASS_FIGURES(CLASS_TITLE)
@@ -334,9 +362,9 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h, const
 		if (!k->live && !k->quarantined && !k->slabs_active && !k->slabs_empty && !k->slabs_closed && !kt->allocated)
 			continue;
 		cell(o, c, 5);
-#define COL(width, name) cell(o, cell_value, width);
-#define COL_BYTES(name) (out_str(o, "      "), bytes(o, cell_value));
-#define CLASS_CELL(value, json, xml, text) { unsigned long cell_value = (value); (void)cell_value; text }
+#define COL(width, name) cell(o, figure, width);
+#define COL_BYTES(width, name) bytes_cell(o, figure, width);
+#define CLASS_CELL(value, json, xml, text) { unsigned long figure = value; (void)figure; text }
 		RAMPART_CLASS_FIGURES(CLASS_CELL)
 #undef CLASS_CELL
 #undef COL
@@ -360,10 +388,12 @@ static void report_text(struct out *o, const struct rampart_heap_stats *h, const
 }
 
 /* After glibc's malloc_info, with rampart's own elements; the totals are glibc's. */
-void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h, const struct heap_totals *t)
+void stats_report_xml(FILE *fp, const struct stats_figures *f)
 {
+	const struct rampart_heap_stats *h = &f->h;
+	const struct heap_totals *t = &f->t;
 	struct figure_value v[FIGURE_COUNT];
-	figure_values(h, t, v);
+	figure_values(f, v);
 	fprintf(fp, "<malloc version=\"rampart-1\">\n<rampart version=\"%s\" profile=\"%s\" guard=\"%s\"/>\n<heap nr=\"0\">\n<sizes>\n",
 		h->version, stats_profile(), h->guard_backend);
 	for (size_t c = 0; c < h->classes; c++) {
@@ -398,13 +428,12 @@ void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h, const struct
 
 void stats_report(int fd, int json)
 {
-	struct rampart_heap_stats h;
-	struct heap_totals t;
-	stats_gather_totals(&h, &t);
+	struct stats_figures f;
+	stats_gather_report(&f);
 	char space[2048];
 	struct out o = out_fd(fd, space, sizeof space);
-	if (json) report_json(&o, &h, &t);
-	else report_text(&o, &h, &t);
+	if (json) report_json(&o, &f);
+	else report_text(&o, &f);
 	out_flush(&o);
 }
 

@@ -17,10 +17,13 @@
 #include "rampart.h"
 #include "base/common.h"
 #include "base/counters.h"
+#include "rampart.h"
 
 /* What the reports show beyond struct rampart_heap_stats, whose layout is 1.0's and
- * stays so (include/rampart.h): gathered with it, in the same pass under the same locks.
- * Programs read these by name (rampart_get_counter: the "totals" group's JSON keys). */
+ * stays so (include/rampart.h: a field added there would be written past the end of the
+ * struct of a program built against an older header): gathered with it, in the same pass
+ * under the same locks. Programs read these by name (rampart_get_counter: the "totals"
+ * group's JSON keys). */
 struct class_totals {
 	size_t allocated, freed; /* slots handed out, and freed by the program, so far */
 };
@@ -35,22 +38,35 @@ struct heap_totals {
 	size_t peak_blocks, peak_bytes;
 };
 
+/* Everything a report shows: the public figures, the totals, and the resident memory. */
+struct stats_figures {
+	struct rampart_heap_stats h;
+	struct heap_totals t;
+	/* Bytes in RAM of each class's memory, and their sum (slab_resident: read from
+	 * /proc/self/smaps, so only for the reports; 0 where it cannot be read). */
+	size_t resident[RAMPART_STATS_CLASSES];
+	size_t slab_resident;
+};
+
 /* A size class's figures, as the reports show them: X(value, JSON key, XML attribute,
- * text column). value is an expression of k (const struct rampart_class_stats *) or kt
- * (const struct class_totals *). The text column is COL(width, title) (right-aligned),
- * COL_BYTES(title) (a byte count with its unit, last) or NO_COL. */
-#define RAMPART_CLASS_FIGURES(X)                                                     \
-	X(k->slot_size, "slot_size", "size", COL(11, "slot size"))                   \
-	X(k->usable, "usable", "usable", NO_COL)                                     \
-	X(k->live, "live", "live", COL(10, "live"))                                  \
-	X(k->quarantined, "quarantined", "quarantined", COL(13, "quarantined"))      \
-	X(k->free, "free", "free", COL(11, "free"))                                  \
-	X(kt->allocated, "allocated", "allocated", COL(13, "allocated"))             \
-	X(kt->freed, "freed", "freed", COL(13, "freed"))                             \
-	X(k->slabs_active, "slabs_active", "slabs_active", COL(16, "slabs: active")) \
-	X(k->slabs_empty, "slabs_empty", "slabs_empty", COL(7, "empty"))             \
-	X(k->slabs_closed, "slabs_closed", "slabs_closed", COL(8, "closed"))         \
-	X(k->bytes_open, "bytes_open", "bytes_open", COL_BYTES("open memory"))       \
+ * text column). value is an expression of k (const struct rampart_class_stats *: the
+ * fields of rampart_get_heap_stats), kt (const struct class_totals *) and of f and c (the
+ * report's figures and the class's index). The text column is COL(width, title) (a
+ * count), COL_BYTES(width, title) (a byte count with its unit), both right-aligned, or
+ * NO_COL. */
+#define RAMPART_CLASS_FIGURES(X)                                                              \
+	X(k->slot_size, "slot_size", "size", COL(11, "slot size"))                            \
+	X(k->usable, "usable", "usable", NO_COL)                                              \
+	X(k->live, "live", "live", COL(10, "live"))                                           \
+	X(k->quarantined, "quarantined", "quarantined", COL(13, "quarantined"))               \
+	X(k->free, "free", "free", COL(11, "free"))                                           \
+	X(kt->allocated, "allocated", "allocated", COL(13, "allocated"))                      \
+	X(kt->freed, "freed", "freed", COL(13, "freed"))                                      \
+	X(k->slabs_active, "slabs_active", "slabs_active", COL(16, "slabs: active"))          \
+	X(k->slabs_empty, "slabs_empty", "slabs_empty", COL(7, "empty"))                      \
+	X(k->slabs_closed, "slabs_closed", "slabs_closed", COL(8, "closed"))                  \
+	X(k->bytes_open, "bytes_open", "bytes_open", COL_BYTES(13, "open memory"))            \
+	X(f->resident[c], "bytes_resident", "bytes_resident", COL_BYTES(12, "resident"))      \
 	X(k->bytes_live, "bytes_live", "bytes_live", NO_COL)
 
 /* The groups of the heap's figures: X(GROUP, JSON object, start of its text line). */
@@ -63,16 +79,18 @@ struct heap_totals {
 
 /* The heap's figures, in report order within each group:
  * X(GROUP, kind, value, JSON key, text after the value, XML element, XML attribute).
- * value is an expression of h (const struct rampart_heap_stats *) and t (const struct
- * heap_totals *). kind: NUM; BYTES (a byte count, with its unit in the text); PERMILLE
- * (tenths of a percent: "12.5" in the text); STR (a string). NULL: not in that report. */
+ * value is an expression of h (const struct rampart_heap_stats *), t (const struct
+ * heap_totals *) and f (const struct stats_figures *, whose h and t they are). kind: NUM;
+ * BYTES (a byte count, with its unit in the text); PERMILLE (tenths of a percent: "12.5"
+ * in the text); STR (a string). NULL: not in that report. */
 #define RAMPART_HEAP_FIGURES(X)                                                                                 \
 	X(SLAB, NUM, h->slab_live, "live", " live (", "slab", "live")                                           \
 	X(SLAB, BYTES, h->slab_live_bytes, "live_bytes", "), ", "slab", "live_bytes")                           \
 	X(SLAB, NUM, h->slab_quarantined, "quarantined", " quarantined, ", "slab", "quarantined")               \
 	X(SLAB, NUM, h->slab_quarantined_bytes, "quarantined_bytes", NULL, "slab", "quarantined_bytes")         \
 	X(SLAB, NUM, h->slab_free_bytes, "free_bytes", NULL, "slab", "free_bytes")                              \
-	X(SLAB, BYTES, h->slab_open_bytes, "open_bytes", " open in ", "slab", "open_bytes")                     \
+	X(SLAB, BYTES, h->slab_open_bytes, "open_bytes", " open (", "slab", "open_bytes")                       \
+	X(SLAB, BYTES, f->slab_resident, "resident_bytes", " resident) in ", "slab", "resident_bytes")          \
 	X(SLAB, NUM, h->slabs_active + h->slabs_empty, NULL, " slabs (", NULL, NULL)                            \
 	X(SLAB, NUM, h->slabs_active, "slabs_active", NULL, "slab", "slabs_active")                             \
 	X(SLAB, NUM, h->slabs_empty, "slabs_empty", " empty), ", "slab", "slabs_empty")                         \
@@ -115,6 +133,8 @@ struct heap_totals {
  * public struct alone, or with the totals too (t: NULL for none). */
 void stats_gather(struct rampart_heap_stats *h);
 void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t);
+/* Gather the figures of a report: stats_gather_totals', then the resident memory. */
+void stats_gather_report(struct stats_figures *f);
 /* The report of RAMPART_OPTIONS=stats=text|json, and of malloc_stats(), written to fd. */
 void stats_report(int fd, int json);
 /* RAMPART_OPTIONS=stats=...: the report at exit, appended to stats_file when one is set
@@ -123,6 +143,6 @@ void stats_report(int fd, int json);
  * FIFO, a device, a directory). */
 void stats_report_at_exit(void);
 /* malloc_info's XML of figures gathered before (stdio may allocate: no lock held). */
-void stats_report_xml(FILE *fp, const struct rampart_heap_stats *h, const struct heap_totals *t);
+void stats_report_xml(FILE *fp, const struct stats_figures *f);
 
 #endif

@@ -112,6 +112,10 @@ struct slab_class_figures {
 };
 /* The figures of class c, summed over the arenas. */
 void slab_class_figures(unsigned c, struct slab_class_figures *f);
+/* The bytes of each class's memory in RAM (summed over the arenas) as the kernel counts
+ * them for VmRSS, into resident[SC_COUNT]; false when /proc/self/smaps cannot be read.
+ * One pass over the process's mappings: for the reports, not for mallinfo2. */
+bool slab_resident(size_t *resident);
 /* Close every empty slab kept open (malloc_trim); the bytes closed. */
 size_t slab_trim(void);
 /* Arenas opened so far: the first at start-up, each other one by the first thread sent

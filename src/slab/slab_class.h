@@ -13,6 +13,7 @@
  *   slot_check.h            judging a slot: live, its canary, its neighbours
  *   slot_kind.h             how a live slot was allocated: the C functions, new, new[]
  *   slab_setup.{h,c}        start-up, a class's set-up, spill regions, opening arenas
+ *   slab_sets.{h,c}         a class's sets of positions: closed, empty, partial
  *   page_return.{h,c}       the pages of free slots in open slabs given back after a while
  *   slab_life.{h,c}         a slab's life: fresh, active, empty, closed; the budget
  *   slot_quarantine.{h,c}   freed slots held back before their slab gets them again
@@ -91,10 +92,14 @@
  * lists, quarantine heads) is one cache-aligned struct; its generator and quarantine
  * arrays sit in the arena's block beside every other class's.
  *
- * Lists, by slab state:
+ * Sets, by slab state (slab_sets.h):
  *   ACTIVE  open, 1..slots slots in use (slots in the slot quarantine, in the deferred
- *           list and the one held for the next allocation count as in use); on the
- *           partial list unless full
+ *           list and the one held for the next allocation count as in use). Slots are
+ *           drawn from one of them (current) until it is full; then from the lowest
+ *           position with a free slot, in the partial set (all other active slabs
+ *           with a free slot), so that allocations fill the low slabs and the high
+ *           ones drain, empty and close (a class that used the most recently freed
+ *           into first spread its live blocks over every slab it ever opened)
  *   EMPTY   open, no slot in use, in the empty set (a budget that follows use; the
  *           contents are zero but for the canaries of slots handed out): the lowest
  *           is reused first, the highest closed first, for the same reason as the
@@ -185,7 +190,7 @@ _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in
 /* Directory chunks every class starts with (CHUNK slab positions each), and the bytes
  * of that directory with both sets' summary words. */
 #define DIR_START 32u
-#define DIR_BYTES (DIR_START * sizeof(struct slab *) + 2 * ((DIR_START + 63) / 64) * sizeof(uint64_t))
+#define DIR_BYTES (DIR_START * sizeof(struct slab *) + SET_COUNT * ((DIR_START + 63) / 64) * sizeof(uint64_t))
 /* Cross-arena frees a class holds back from its quarantine (two cache lines of entries). */
 #define DEFERRED_MAX 15u
 /* Entries of a class's slot quarantine random array: at most this many (rand16 indexes
@@ -215,11 +220,17 @@ enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
  * PROT_NONE). */
 enum { SPAN_UNSET, SPAN_OPEN, SPAN_MARKED, SPAN_PROTECTED, SPAN_DROPPED };
 enum { AREA_REGION, AREA_NURSERY };
-/* The two position sets of a class (slab_life.c). */
-enum { SET_CLOSED, SET_EMPTY };
+/* The position sets of a class (slab_sets.h). */
+enum { SET_CLOSED, SET_EMPTY, SET_PARTIAL, SET_DIRTY, SET_COUNT };
+/* A chunk's bitmaps of the sets: a bit per position in each. They head the chunk,
+ * padded to a cache line so that its descriptors stay aligned. */
+#define SET_CHUNK_BYTES (SET_COUNT * CHUNK / 8u)
+#define CHUNK_HEAD_BYTES 64u
+_Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
 
 /* A slab's free slots' pages: nothing to give back (kept), a slot freed this period, or
- * in the last one (aged: given back at the next sweep, page_return.c). */
+ * in the last one (aged: given back at the next sweep, page_return.c). A slab whose pages
+ * are not kept is in the dirty set. */
 enum { PAGES_KEPT, PAGES_FREED, PAGES_AGED };
 
 /* Classes with at most this many slots a slab keep a dirty extent per slot (slab.h). */
@@ -228,10 +239,6 @@ enum { PAGES_KEPT, PAGES_FREED, PAGES_AGED };
  * write one byte past it is found at the free (slot_check.h); in 2-byte units in the
  * classes whose usable size a 16-bit count of bytes cannot hold (above 64 KiB). */
 #define EXTENT_MAX_UNITS 65535u
-/* The extent of a free slot whose pages went back (page_return.c), beside its fresh bit:
- * it reads as zero, its canary too, and its next allocation checks all of it. No real
- * extent reaches it (slab_setup.c chooses extent_shift so). */
-#define EXTENT_RETURNED 65535u
 
 /* A slot's three state bits sit side by side, word by word: a slab of up to 64 slots
  * (every class from 64 bytes up but three with 71 to 85) keeps all an allocation or a
@@ -249,7 +256,11 @@ struct slot_bits {
  * threads. */
 struct slab {
 	uint64_t canary;     /* leading (lowest-address) byte zero */
-	uint32_t next, prev; /* list links: position + 1, 0 = none */
+	/* Bit p (mod 64) of the pages: a page of the slab went back to the kernel there
+	 * with the last word of a slot handed out before, which is marked fresh since
+	 * (page_return.c). A fresh slot whose last word lies on such a page may be one:
+	 * its next allocation checks it whole, canary word included (slot_maybe_returned). */
+	uint64_t returned;
 	uint16_t nused;
 	uint8_t state;
 	uint8_t span;  /* how its span is mapped (SPAN_*): what its VMAs cost (slab_life.c) */
@@ -328,12 +339,12 @@ struct slab_class {
 			       * rest are in spill regions (spill_of) */
 	struct slab *first;   /* descriptor of position 0; position p < FIRST_POSITIONS at
 			       * first[p * SC_COUNT] (the arena's shared block) */
-	/* Line 2: what the class's own calls write: the lock, the partial list, the slot
-	 * quarantine. */
+	/* Line 2: what the class's own calls write: the lock, the slab slots are drawn
+	 * from, the slot quarantine. */
 	struct lock lock __attribute__((aligned(64)));
-	uint32_t partial;
+	uint32_t current; /* position + 1 of the active slab slots are drawn from; 0: none */
 	/* The random array has qmask + 1 entries, the ring 2^SLOT_Q_FIFO_SHIFT times as many
-	 * (ring_mask; qmask beside partial: the 64-bit `released` below then still ends the
+	 * (ring_mask; qmask beside current: the 64-bit `released` below then still ends the
 	 * line); qmask 0: the class has no quarantine (slot_quarantine_on). */
 	uint32_t qmask;
 	qentry_t *qrand, *qring; /* slot quarantine: entries by qentry() */
@@ -362,18 +373,22 @@ struct slab_class {
 	 * position 0 there too), the rest in the region; 0: no nursery. */
 	struct guard_region nursery;
 	size_t nursery_bytes;
-	/* The closed set (closed slabs out of the slab quarantine) and the empty set (empty
-	 * slabs kept open): a bit per position in its descriptor chunk, a summary bit per
+	/* The closed set (closed slabs out of the slab quarantine), the empty set (empty
+	 * slabs kept open), the partial set (active slabs with a free slot, but the
+	 * current one) and the dirty set (slabs freed into whose pages have not gone back
+	 * since): a bit per position in its descriptor chunk, a summary bit per
 	 * chunk, so the lowest and the highest member are found in a few loads. Chunk 0's
 	 * bitmaps (it may have no chunk of its own) follow the slab quarantine ring in the
-	 * class's metadata (set0_of). */
-	uint64_t *set_chunks[2];
-	uint32_t set_words; /* summary words per set */
-	uint32_t nclosed, nempty;
+	 * class's metadata (set0_of); the summary words of the sets follow the directory,
+	 * set_words of them a set (set_summary). */
+	uint64_t *set_sum;
+	uint32_t set_words;
+	uint32_t nset[SET_COUNT]; /* members of each set */
+	uint32_t nactive; /* active slabs (beside nset: an allocation compares the two) */
 	/* The empty-slab budget follows use: empty_max grows when the class reopens a slab
 	 * soon after closing one (churn) and decays towards its floor when it does not.
 	 * peak_now/peak_prev: most slabs in use in this decay period and the one before. */
-	uint32_t empty_max, empty_floor, nactive;
+	uint32_t empty_max, empty_floor;
 	uint32_t peak_now, peak_prev;
 	bool empty_reused; /* an empty slab was taken, or the budget grew, this period */
 	uint32_t return_at; /* low 32 bits of the ms of the next sweep of free pages (page_return.c) */
@@ -400,12 +415,18 @@ _Static_assert(offsetof(struct slab_class, dir_cap) <= 3 * 64, "the hot fields f
 _Static_assert(sizeof(struct slab_class) == 512, "a class's index shifted is its offset");
 
 /* The bytes of a class's slab quarantine ring (in its metadata, after the directory),
- * and chunk 0's bitmaps of the closed and the empty set after it. */
+ * and chunk 0's bitmaps of the sets after it. */
 #define SQ_BYTES align_up(CONFIG_SLAB_QUARANTINE * sizeof(uint32_t), 8)
-#define SET0_BYTES (2 * (CHUNK / 64) * sizeof(uint64_t))
-static inline uint64_t *set0_of(struct slab_class *k, unsigned set)
+#define SET0_BYTES (SET_COUNT * (CHUNK / 64) * sizeof(uint64_t))
+static inline uint64_t *set0_of(const struct slab_class *k, unsigned set)
 {
 	return (uint64_t *)((char *)k->sq + SQ_BYTES) + set * (CHUNK / 64);
+}
+
+/* The summary words of a set: a bit per chunk holding a member. */
+static inline uint64_t *set_summary(const struct slab_class *k, unsigned set)
+{
+	return k->set_sum + (size_t)set * k->set_words;
 }
 
 /* Word w of the used bits of an empty slab: the slots past `slots` are set, so that they
@@ -524,6 +545,16 @@ static inline uintptr_t slab_start(const struct slab_class *k, uint32_t pos)
 	size_t off = (size_t)pos * k->slab_bytes;
 	if (unlikely(pos >= k->home_pos)) return spill_of(k, pos)->span.base + off;
 	return k->span[off < k->span[AREA_REGION].lo ? AREA_NURSERY : AREA_REGION].base + off;
+}
+
+/* Fresh slot i may have been handed out before and marked fresh when its last word's page
+ * went back (struct slab's returned): it reads as zero unless a stale pointer wrote to it
+ * since, which its allocation checks. A slot never handed out on such a page reads as
+ * zero too, and is checked for nothing more than a returned one. */
+static inline bool slot_maybe_returned(const struct slab_class *k, const struct slab *s, uint32_t i)
+{
+	size_t last = (size_t)(i + 1) * k->size - 8;
+	return s->returned >> ((last >> k->page_shift) & 63) & 1;
 }
 
 /* Bytes of slot i that may be dirty (live) or that were wiped (not live). */

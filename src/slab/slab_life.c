@@ -1,9 +1,9 @@
 /*
  * slab_life.c — a slab's life: taken fresh (the high-water mark, guard slabs, the region
- * growing), active on the partial list, empty within a budget that follows use, closed
- * through the guard layer into the slab quarantine and then the closed set. See the
- * lists in slab_class.h and the invariants in slab_life.h. Every function here runs
- * under the class lock.
+ * growing), active (slots drawn from the lowest with a free slot), empty within a budget
+ * that follows use, closed through the guard layer into the slab quarantine and then
+ * the closed set. See the sets in slab_class.h and the invariants in slab_life.h. Every
+ * function here runs under the class lock.
  */
 #include "slab/slab_life.h"
 
@@ -12,26 +12,7 @@
 #include "guard/meta.h"
 #include "guard/vma_budget.h"
 #include "slab/slab_setup.h"
-
-/* --- lists ----------------------------------------------------------------------- */
-
-void slab_partial_push(struct slab_class *k, uint32_t pos, struct slab *s)
-{
-	invariant(s->state == SLAB_ACTIVE && s->nused < k->slots && !s->next && !s->prev && k->partial != pos + 1);
-	s->prev = 0;
-	s->next = k->partial;
-	if (k->partial) desc(k, k->partial - 1)->prev = pos + 1;
-	k->partial = pos + 1;
-}
-
-void slab_partial_remove(struct slab_class *k, struct slab *s)
-{
-	invariant(s->prev ? desc(k, s->prev - 1)->next != 0 : k->partial && desc(k, k->partial - 1) == s);
-	if (s->prev) desc(k, s->prev - 1)->next = s->next;
-	else k->partial = s->next;
-	if (s->next) desc(k, s->next - 1)->prev = s->prev;
-	s->next = s->prev = 0;
-}
+#include "slab/slab_sets.h"
 
 /* --- slabs ----------------------------------------------------------------------- */
 
@@ -175,15 +156,14 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 	uint32_t cap = k->dir_cap;
 	while (cap <= c) cap *= 2;
 	uint32_t words = (cap + 63) / 64;
-	size_t bytes = cap * sizeof(struct slab *) + 2 * (size_t)words * sizeof(uint64_t);
+	size_t bytes = cap * sizeof(struct slab *) + SET_COUNT * (size_t)words * sizeof(uint64_t);
 	struct slab **dir = meta_alloc(bytes);
 	if (!dir) return false;
 	uint64_t *sets = (uint64_t *)(dir + cap);
 	memcpy(dir, k->dir, k->dir_cap * sizeof *dir);
-	for (unsigned set = 0; set < 2; set++) {
-		memcpy(sets + set * words, k->set_chunks[set], k->set_words * sizeof(uint64_t));
-		k->set_chunks[set] = sets + set * words;
-	}
+	for (unsigned set = 0; set < SET_COUNT; set++)
+		memcpy(sets + set * words, set_summary(k, set), k->set_words * sizeof(uint64_t));
+	k->set_sum = sets;
 	/* The old directory stays mapped: a batched free may be reading it unlocked (it
 	 * holds the same chunks). Directories double, so the ones outgrown take less than
 	 * the one in use. Release: a reader of the new one sees the chunks copied in. */
@@ -193,12 +173,6 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 	return true;
 }
 
-/* A chunk's bitmaps of the closed and the empty set: a bit per position in each. They
- * head the chunk, padded to a cache line so that its descriptors stay aligned. */
-#define SET_CHUNK_BYTES (2u * CHUNK / 8u)
-#define CHUNK_HEAD_BYTES 64u
-_Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
-
 /* Every position below the high-water mark must have a descriptor: decode_slot reads it. */
 static bool have_desc(struct slab_class *k, uint32_t pos)
 {
@@ -206,7 +180,7 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	if (!dir_room(k, pos >> CHUNK_SHIFT)) return false;
 	if (k->dir[pos >> CHUNK_SHIFT]) return true;
 	/* Chunks of descriptors keep metadata mappings few; zeroed: state SLAB_NONE. The
-	 * chunk's bitmaps of the closed and the empty set come first, in the page of its
+	 * chunk's bitmaps of the sets (slab_sets.h) come first, in the page of its
 	 * lowest descriptors: a class using a few slabs touches one page of the chunk, not
 	 * also its last. Its slabs' kinds follow the descriptors (kinds_of): pages that only
 	 * C++ allocations write. */
@@ -214,63 +188,6 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	if (!chunk) return false;
 	__atomic_store_n(&k->dir[pos >> CHUNK_SHIFT], (struct slab *)(chunk + CHUNK_HEAD_BYTES), __ATOMIC_RELEASE);
 	return true;
-}
-
-/* --- position sets: the closed set and the empty set ------------------------------ */
-
-static inline uint64_t *set_bits(struct slab_class *k, unsigned set, uint32_t chunk)
-{
-	if (!chunk) return set0_of(k, set);
-	return (uint64_t *)((char *)k->dir[chunk] - CHUNK_HEAD_BYTES) + set * (CHUNK / 64);
-}
-
-static inline uint32_t *set_count(struct slab_class *k, unsigned set)
-{
-	return set == SET_CLOSED ? &k->nclosed : &k->nempty;
-}
-
-static void set_add(struct slab_class *k, unsigned set, uint32_t pos)
-{
-	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
-	invariant(pos < k->hwm && !(set_bits(k, set, c)[i >> 6] & (uint64_t)1 << (i & 63)));
-	set_bits(k, set, c)[i >> 6] |= (uint64_t)1 << (i & 63);
-	k->set_chunks[set][c >> 6] |= (uint64_t)1 << (c & 63);
-	++*set_count(k, set);
-}
-
-static void set_remove(struct slab_class *k, unsigned set, uint32_t pos)
-{
-	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
-	uint64_t *bits = set_bits(k, set, c), any = 0;
-	invariant(*set_count(k, set) && (bits[i >> 6] & (uint64_t)1 << (i & 63)));
-	bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
-	for (uint32_t w = 0; w < CHUNK / 64; w++) any |= bits[w];
-	if (!any) k->set_chunks[set][c >> 6] &= ~((uint64_t)1 << (c & 63));
-	--*set_count(k, set);
-}
-
-/* The lowest member (the set must not be empty). */
-static uint32_t set_lowest(struct slab_class *k, unsigned set)
-{
-	const uint64_t *sum = k->set_chunks[set];
-	uint32_t w = 0;
-	while (!sum[w]) w++;
-	uint32_t c = (w << 6) + (uint32_t)__builtin_ctzll(sum[w]);
-	const uint64_t *bits = set_bits(k, set, c);
-	for (w = 0; !bits[w]; w++) {}
-	return (c << CHUNK_SHIFT) + (w << 6) + (uint32_t)__builtin_ctzll(bits[w]);
-}
-
-/* The highest member (the set must not be empty). */
-static uint32_t set_highest(struct slab_class *k, unsigned set)
-{
-	const uint64_t *sum = k->set_chunks[set];
-	uint32_t w = k->set_words - 1;
-	while (!sum[w]) w--;
-	uint32_t c = (w << 6) + 63 - (uint32_t)__builtin_clzll(sum[w]);
-	const uint64_t *bits = set_bits(k, set, c);
-	for (w = CHUNK / 64 - 1; !bits[w]; w--) {}
-	return (c << CHUNK_SHIFT) + (w << 6) + 63 - (uint32_t)__builtin_clzll(bits[w]);
 }
 
 /* Map a region (the class's own or a spill region) at least up to end, never past
@@ -440,21 +357,22 @@ static uint32_t empty_allowed(const struct slab_class *k)
 }
 
 static void decay_idle_classes(const struct slab_class *self, uint64_t now);
+static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s);
 
-/* A slab with a free slot, put at the head of the partial list; false on OOM. */
-noinline bool slab_new(struct slab_class *k)
+/* A slab to draw slots from (current) where none of the class's active slabs has a free
+ * slot; false on OOM. */
+static bool slab_new(struct slab_class *k)
 {
 	uint32_t pos;
 	struct slab *s;
 	bool fresh = false;
 	if (unlikely(!k->size)) slab_class_setup(k);
 	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
-	if (k->nempty) {
-		pos = set_lowest(k, SET_EMPTY);
+	if (k->nset[SET_EMPTY]) {
+		pos = set_take_lowest(k, SET_EMPTY);
 		s = desc(k, pos);
-		set_remove(k, SET_EMPTY, pos);
 		k->empty_reused = true;
-	} else if (k->nclosed) {
+	} else if (k->nset[SET_CLOSED]) {
 		if (k->open_slabs) grow_empty_budget(k);
 		pos = set_lowest(k, SET_CLOSED);
 		s = desc(k, pos);
@@ -476,6 +394,7 @@ noinline bool slab_new(struct slab_class *k)
 		 * that stayed open keeps its record: its slots were wiped only as far as used,
 		 * and those handed out before still hold its canary, so it keeps that too. */
 		for (uint32_t w = 0; w < k->nwords; w++) s->bits[w].fresh = ~tail_word(k, w);
+		s->returned = 0;
 		s->canary = random_u64(k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
 	}
 	for (uint32_t w = 0; w < k->nwords; w++) {
@@ -484,8 +403,36 @@ noinline bool slab_new(struct slab_class *k)
 	}
 	s->nused = 0;
 	s->state = SLAB_ACTIVE;
-	slab_partial_push(k, pos, s);
+	k->current = pos + 1;
 	return true;
+}
+
+noinline bool slab_refill(struct slab_class *k)
+{
+	invariant(!k->current);
+	if (!k->nset[SET_PARTIAL]) return slab_new(k);
+	/* The lowest: allocations fill the low slabs first, so that the high ones, which
+	 * only frees reach then, drain and close. A few loads (slab_sets.h); the slot is
+	 * still drawn at random within it. */
+	k->current = set_take_lowest(k, SET_PARTIAL) + 1;
+	return true;
+}
+
+void slab_lower_current(struct slab_class *k)
+{
+	if (!k->nset[SET_PARTIAL]) return;
+	uint32_t low = set_lowest(k, SET_PARTIAL);
+	if (k->current && low > k->current - 1) return;
+	set_remove(k, SET_PARTIAL, low);
+	if (k->current) set_add(k, SET_PARTIAL, k->current - 1);
+	k->current = low + 1;
+}
+
+void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, bool was_full)
+{
+	if (k->current == pos + 1) k->current = 0;
+	else if (!was_full) set_remove(k, SET_PARTIAL, pos);
+	slab_emptied(k, pos, s);
 }
 
 /* Close an empty slab into the slab quarantine; false when the kernel cannot now. The
@@ -493,6 +440,7 @@ noinline bool slab_new(struct slab_class *k)
 static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	if (k->open_slabs && !close_span(k, pos, s)) return false;
+	slab_pages_closed(k, pos, s);
 	s->state = SLAB_CLOSED;
 	/* The ring holds up to slab_quarantine entries (at most CONFIG_SLAB_QUARANTINE, its
 	 * storage); 0: a closed slab goes straight to the closed set. */
@@ -540,7 +488,7 @@ static void decay_empty_budget(struct slab_class *k, uint64_t now)
 	k->empty_reused = false;
 	if (!reused) k->empty_max = k->empty_floor + (k->empty_max - k->empty_floor) / 2;
 	k->empty_max = MIN(k->empty_max, k->empty_floor + k->nactive / CONFIG_SLAB_EMPTY_MAX_FRACTION);
-	while (k->nempty > empty_allowed(k) && slab_close_highest_empty(k)) {}
+	while (k->nset[SET_EMPTY] > empty_allowed(k) && slab_close_highest_empty(k)) {}
 }
 
 /* A class decays under its own lock, when one of its slabs empties: one that went idle
@@ -559,7 +507,7 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
 	for (unsigned r = 0; r < n; r++) {
 		struct slab_class *k = &roots.slab.classes[r];
 		if (k == self || !class_is_set_up(r) || !lock_try(&k->lock)) continue;
-		if (k->open_slabs && k->nempty) decay_empty_budget(k, now); /* not the zero class */
+		if (k->open_slabs && k->nset[SET_EMPTY]) decay_empty_budget(k, now); /* not the zero class */
 		slab_return_pages(k, now, false);
 		class_unlock(k);
 	}
@@ -567,9 +515,9 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
 
 /* The last slot of a slab went back: cache it, or close a slab (its contents are zero
  * but for the canaries of slots handed out). */
-void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
+static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	invariant(k->nactive && !s->nused && !s->next && !s->prev);
+	invariant(k->nactive && !s->nused && k->current != pos + 1);
 	invariant(!s->ncxx); /* every slot's kind went with its free (slot_kind.h) */
 	k->nactive--;
 	if (k->open_slabs) {
@@ -578,8 +526,8 @@ void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 		slab_return_pages(k, now, false);
 		decay_idle_classes(k, now);
 	}
-	bool room = k->nempty < empty_allowed(k);
-	if (!room && k->nempty && set_highest(k, SET_EMPTY) > pos) {
+	bool room = k->nset[SET_EMPTY] < empty_allowed(k);
+	if (!room && k->nset[SET_EMPTY] && set_highest(k, SET_EMPTY) > pos) {
 		/* The lower one stays open: the open slabs stay together at the bottom. */
 		room = slab_close_highest_empty(k);
 	}

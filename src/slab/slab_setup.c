@@ -61,7 +61,7 @@ static size_t class_hot_bytes(unsigned c)
 	return align_up((size_t)slot_q_hot((uint32_t)sc_size(c)) * sizeof(qentry_t), 64);
 }
 
-/* And, written on slow paths: a directory of DIR_START chunks with both sets' summary
+/* And, written on slow paths: a directory of DIR_START chunks with the sets' summary
  * words, the slab quarantine ring, chunk 0's set bitmaps (set0_of). */
 static size_t class_control_bytes(void)
 {
@@ -177,8 +177,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->slab_bytes = (size_t)g.pages * os_page;
 	k->track_extent = g.slots <= SLAB_EXTENT_SLOTS;
 	k->extent_shift = 0;
-	/* Rounded up, an extent stays below EXTENT_RETURNED, the mark of a returned slot. */
-	while ((g.usable + ((size_t)1 << k->extent_shift) - 1) >> k->extent_shift >= EXTENT_RETURNED) k->extent_shift++;
+	while ((g.usable + ((size_t)1 << k->extent_shift) - 1) >> k->extent_shift > EXTENT_MAX_UNITS) k->extent_shift++;
 	k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
 	k->empty_max = k->empty_floor;
 
@@ -203,8 +202,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->dir = (struct slab **)control;
 	k->dir_cap = DIR_START;
 	k->set_words = (DIR_START + 63) / 64;
-	k->set_chunks[SET_CLOSED] = (uint64_t *)(k->dir + DIR_START);
-	k->set_chunks[SET_EMPTY] = k->set_chunks[SET_CLOSED] + k->set_words;
+	k->set_sum = (uint64_t *)(k->dir + DIR_START);
 	k->sq = (uint32_t *)(control + DIR_BYTES);
 
 	/* Its own generator, seeded from the slab allocator's source (one system call for

@@ -6,6 +6,9 @@
  */
 #include "slab/slab_class.h"
 
+#include <string.h>
+
+#include "base/procmaps.h"
 #include "slab/batched_free.h"
 #include "slab/class_tally.h"
 #include "slab/slab_life.h"
@@ -56,6 +59,34 @@ void slab_class_figures(unsigned c, struct slab_class_figures *f)
 	f->frees = f->allocs - f->live;
 }
 
+/* Each mapping in the window belongs to the class whose area (region, nursery cell or
+ * spill region) it lies in: the areas are apart (each has a closed page below its first
+ * slab and above its last, and unmapped space around), so a mapping never holds two.
+ * Its last page decodes it: the closed page below an area's first slab may lie in the
+ * region's guard area, which decodes like the rest of the region but is no slab. A
+ * foreign mapping placed in the window by an address hint beside no area decodes to no
+ * class, or lies outside its class's mapped area, and is left out. */
+bool slab_resident(size_t *resident)
+{
+	memset(resident, 0, SC_COUNT * sizeof *resident);
+	struct smaps_reader r;
+	if (!smaps_open(&r)) return false;
+	struct smaps_entry e;
+	while (smaps_next(&r, &e)) {
+		if (!e.rss || !slab_contains((const void *)e.start) || !slab_contains((const void *)(e.end - 1))) continue;
+		const struct area_span *span;
+		struct slab_class *k = class_at(e.end - 1, &span);
+		if (!k) continue;
+		class_lock(k); /* the area grows under it */
+		const struct guard_region *g = span_region(k, span);
+		bool inside = e.start >= g->base - os_page && e.end <= g->base + g->size;
+		class_unlock(k);
+		if (inside) resident[(size_t)(k - roots.slab.classes) % SC_COUNT] += e.rss;
+	}
+	smaps_close(&r);
+	return true;
+}
+
 /* Close the empty slabs a class keeps open (highest first, as slab_emptied does when
  * over its budget), and drop the budget back to its floor; the bytes closed. Stops at
  * the first slab the kernel cannot close. */
@@ -64,10 +95,12 @@ static size_t trim_class(struct slab_class *k)
 	size_t closed = 0;
 	class_lock(k);
 	slot_quarantine_let_go(k); /* it may be the last slot of an empty slab */
-	slab_return_pages(k, os_now_ms(), true); /* the free slots' pages of its open slabs */
 	k->empty_max = k->empty_floor;
 	k->peak_now = k->peak_prev = k->nactive;
-	while (k->nempty && slab_close_highest_empty(k)) closed += k->slab_bytes;
+	while (k->nset[SET_EMPTY] && slab_close_highest_empty(k)) closed += k->slab_bytes;
+	/* The free slots' pages of its open slabs (and of any empty slab the kernel would
+	 * not close now). */
+	slab_return_pages(k, os_now_ms(), true);
 	class_unlock(k);
 	return closed;
 }

@@ -73,6 +73,31 @@ static unsigned assign_arena(void)
 	return a;
 }
 
+/* A class whose active slabs, and FRAGMENTED_MIN more, are more than this many times as
+ * many as its partial ones (beside the current slab) is not fragmented: an allocation
+ * takes the slot that last left the quarantine, wherever it lies. A class of a few slabs
+ * never is: it has little to drain, and churn over many small classes (whose counts of
+ * live blocks swing) would pay the slot draw that the held slot saves most of the
+ * time. */
+#define FRAGMENTED_SHARE 4u
+#define FRAGMENTED_MIN 32u
+
+/* In churn the slot that left the quarantine last serves the next allocation (slot
+ * quarantine.c, leave), so reuse follows the frees, which land anywhere: after a wave of
+ * frees (a structure torn down, the values of a cache replaced by values of another
+ * size) the live blocks stay spread over every slab, none drains, and each keeps its
+ * pages. So while a class is fragmented (a quarter of its active slabs, and more than
+ * FRAGMENTED_MIN / 4, have a free slot beside the current one), the lowest slab with a
+ * free slot becomes current, a held slot above it goes back to its slab instead, and the
+ * allocation draws from the current slab: the low slabs fill and the high ones drain.
+ * The held slot has served its wait; it only stops being handed out first. Out of line:
+ * churn in a class that is not fragmented pays one comparison. */
+static noinline void lowest_over_held(struct slab_class *k)
+{
+	slab_lower_current(k); /* there is a partial slab */
+	if (qentry_pos(k->released) >= k->current) slot_quarantine_let_go(k);
+}
+
 void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 {
 	unsigned a = tls_arena;
@@ -83,22 +108,25 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 	uint32_t pos, i;
 	struct slab *s;
 	bool fresh = false;
-	/* The slot that last left the quarantine, if no allocation took it yet. */
+	/* The slot that last left the quarantine, if no allocation took it yet (and, in a
+	 * fragmented class, if it lies below the current slab). */
+	if (k->released && unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive + FRAGMENTED_MIN))
+		lowest_over_held(k);
 	if (slot_quarantine_take_released(k, &pos, &i)) {
 		s = desc(k, pos);
 	} else {
-		if (unlikely(!k->partial) && !slab_new(k)) {
+		if (unlikely(!k->current) && !slab_refill(k)) {
 			class_unlock(k);
 			return NULL;
 		}
-		pos = k->partial - 1;
+		pos = k->current - 1;
 		s = desc(k, pos);
 		if (k->check_reuse && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
 			prefetch_free_slots(k, s, pos);
 		i = pick_slot(k, s);
 		uint64_t bit = (uint64_t)1 << (i & 63);
 		bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used | bit);
-		if (++s->nused == k->slots) slab_partial_remove(k, s);
+		if (++s->nused == k->slots) k->current = 0; /* full: the next draws from another */
 		fresh = s->bits[i >> 6].fresh & bit;
 		s->bits[i >> 6].fresh &= ~bit;
 	}
@@ -107,7 +135,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 	char *p = (char *)slot_start(k, pos, i);
 	/* A slot whose pages went back reads as zero unless a stale pointer wrote to it
 	 * since: checked whole, canary too, like one the last free wiped to its end. */
-	bool returned = fresh && k->track_extent && s->extent[i] == EXTENT_RETURNED;
+	bool returned = fresh && unlikely(s->returned) && slot_maybe_returned(k, s, i);
 	if (unlikely(returned)) {
 		fresh = false;
 #if CONFIG_SLOT_CANARY

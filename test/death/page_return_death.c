@@ -5,11 +5,14 @@
  * checked whole at its allocation.
  *
  *   2,000 blocks of 8,000 bytes written, all but one a slab (every eighth by address)
- *   freed, malloc_trim: the first block freed has its pages back with the kernel (checked
- *   with mincore, else the case fails without the report), then a byte written into it,
- *   then blocks of its class allocated until it comes back -> fatal, write after free
+ *   freed, malloc_trim: a block freed among the first has its pages back with the kernel
+ *   (checked with mincore, else the case fails without the report), then a byte written
+ *   into it, then blocks of its class allocated until it comes back -> fatal, write
+ *   after free
+ *   the same with 8,000 blocks of 300 bytes (51 slots of 320 bytes a slab of 4 pages, no
+ *   extent per slot), all but every 64th freed -> fatal, write after free
  *
- * Control: the same without the write: every block comes back, reading zero.
+ * Controls: the same without the write: every block comes back, reading zero.
  */
 #include "../harness.h"
 
@@ -22,9 +25,6 @@
 
 /* musl's <malloc.h> does not declare it; rampart defines it under both C libraries. */
 int malloc_trim(size_t pad);
-
-#define COUNT 2000
-#define SIZE 8000
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -39,61 +39,79 @@ static bool resident(const void *p)
 	return vec & 1;
 }
 
-/* Frees all but every eighth block (by address), gives the pages back, and answers the
- * first block freed, whose page must be back with the kernel. */
-static char *freed_and_returned(void)
+/* count blocks of size, written whole; all but every keep-th (by address) freed; the
+ * pages given back. Answers the block halfway between the first two kept, freed among
+ * the first and on a page no kept block shares, which must be back with the kernel. */
+static char *freed_and_returned(int count, size_t size, int keep)
 {
-	static char *v[COUNT];
-	for (int i = 0; i < COUNT; i++) {
-		if (!(v[i] = malloc(SIZE))) _exit(3);
-		memset(v[i], 'x', SIZE);
+	static char *v[8000];
+	for (int i = 0; i < count; i++) {
+		if (!(v[i] = malloc(size))) _exit(3);
+		memset(v[i], 'x', size);
 	}
-	qsort(v, COUNT, sizeof *v, cmp_ptr);
-	char *first = NULL;
-	for (int i = 0; i < COUNT; i++) {
-		if (i % 8 == 0) continue;
-		if (!first) first = v[i];
-		free(v[i]);
-	}
+	qsort(v, count, sizeof *v, cmp_ptr);
+	for (int i = 0; i < count; i++)
+		if (i % keep) free(v[i]);
 	malloc_trim(0);
-	if (resident(first)) _exit(6); /* not given back: nothing to prove */
-	return first;
+	if (resident(v[keep / 2])) _exit(6); /* not given back: nothing to prove */
+	return v[keep / 2];
 }
 
-static void take_all_back(bool expect_zero)
+static void take_all_back(int count, size_t size, bool expect_zero)
 {
-	for (int i = 0; i < 4 * COUNT; i++) {
-		unsigned char *p = malloc(SIZE);
+	for (int i = 0; i < count; i++) {
+		unsigned char *p = malloc(size);
 		if (!p) _exit(3);
 		if (expect_zero)
-			for (int j = 0; j < SIZE; j++)
+			for (size_t j = 0; j < size; j++)
 				if (p[j]) _exit(5);
 	}
 }
 
 static void write_into_returned(void)
 {
-	char *stale = freed_and_returned();
+	char *stale = freed_and_returned(2000, 8000, 8);
 	stale[100] = 1;
-	take_all_back(false);
+	take_all_back(8000, 8000, false);
 }
 
 /* Without zero-on-free a freed slot keeps its bytes until its pages go back: only the
  * build that wipes at free hands every block back zero. */
 static void control(void)
 {
-	(void)freed_and_returned();
-	take_all_back(CONFIG_ZERO_ON_FREE);
+	(void)freed_and_returned(2000, 8000, 8);
+	take_all_back(8000, 8000, CONFIG_ZERO_ON_FREE);
+}
+
+/* Small slots: 7,875 of 8,000 freed, so that one freed among the first has left the slot
+ * quarantine (1,536 slots of 320 bytes) by the trim but for a chance below 1e-5. */
+static void write_into_returned_small(void)
+{
+	char *stale = freed_and_returned(8000, 300, 64);
+	stale[100] = 1;
+	take_all_back(16000, 300, false);
+}
+
+static void control_small(void)
+{
+	(void)freed_and_returned(8000, 300, 64);
+	take_all_back(16000, 300, CONFIG_ZERO_ON_FREE);
 }
 
 static struct death_case cases[] = {
 	{"a byte written into a freed 8,000-byte block whose pages went back, then its class allocated",
 	 write_into_returned, DIE_FATAL, "write after free"},
 	{"the same without the write: every block comes back zero", control, DIE_NOT, NULL},
+	{"a byte written into a freed 300-byte block whose page went back, then its class allocated",
+	 write_into_returned_small, DIE_FATAL, "write after free"},
+	{"the same without the write: every block comes back zero", control_small, DIE_NOT, NULL},
 };
 
 int main(void)
 {
-	if (!test_waf_check()) death_not_on(&cases[0], "write-after-free check (write_after_free_check=off)");
+	if (!test_waf_check()) {
+		death_not_on(&cases[0], "write-after-free check (write_after_free_check=off)");
+		death_not_on(&cases[2], "write-after-free check (write_after_free_check=off)");
+	}
 	return death_run_all(cases, sizeof cases / sizeof *cases);
 }
