@@ -87,7 +87,8 @@ struct Case {
 static const Case cases[] = {
 	{"double delete", "rampart: fatal: ", "cxx_callers_double_delete", "cxx_callers_delete_caller", DELETE_LINE,
 	 DELETE_CALL_LINE},
-	{"new[] freed by delete (sized delete, wrong size)", "rampart: fatal: sized free with a wrong size",
+	// The kind is checked before the size (dealloc_kind): the mismatch of new[] and delete.
+	{"new[] freed by delete", "rampart: fatal: operator delete of a block allocated by operator new[]",
 	 "cxx_callers_scalar_delete", "cxx_callers_mismatch_caller", MISMATCH_LINE, MISMATCH_CALL_LINE},
 };
 
