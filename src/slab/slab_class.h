@@ -306,6 +306,14 @@ _Static_assert(sizeof(struct slot_kinds) == 64, "a slab's kinds are one line");
 #define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
 #define FIRST_KINDS_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slot_kinds))
 
+/* The profile's three choices the allocation and free paths test (random slots, the
+ * write-after-free check, a slot quarantine: qmask != 0), all on (strong's), all off
+ * (light's) or a mix (an option set against its profile). slot_alloc.c has a copy of
+ * each path for the first two, the choices folded in as constants, and one that reads
+ * them from the class for a mix: a process pays one test of its class's mode, not one
+ * for each choice. */
+enum hot_mode { HOT_MIXED, HOT_STRONG, HOT_LIGHT };
+
 struct slab_class {
 	/* Line 0: the geometry, fixed when the class is set up (slab_class_setup, on its
 	 * first slab), and the directory. Written almost never after set-up, so a thread of
@@ -325,8 +333,9 @@ struct slab_class {
 	uint8_t extent_shift;       /* log2 of the bytes of an extent's unit */
 	/* The profile's choices, copied from the sealed options at set-up so that the
 	 * paths that read them read this line anyway: */
-	bool random_slots;          /* slot_random */
-	bool check_reuse;           /* write_after_free_check */
+	bool random_slots : 1;      /* slot_random */
+	bool check_reuse : 1;       /* write_after_free_check */
+	unsigned hot_mode : 2;      /* enum hot_mode: the copy of the hot paths it takes */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory
 			       * outgrown stays mapped: a batched free reads it unlocked. */
 	/* Line 1: what decoding reads, per area (AREA_REGION, AREA_NURSERY): offsets from

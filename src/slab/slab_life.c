@@ -359,9 +359,7 @@ static uint32_t empty_allowed(const struct slab_class *k)
 static void decay_idle_classes(const struct slab_class *self, uint64_t now);
 static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s);
 
-/* A slab to draw slots from (current) where none of the class's active slabs has a free
- * slot; false on OOM. */
-static bool slab_new(struct slab_class *k)
+noinline bool slab_new(struct slab_class *k)
 {
 	uint32_t pos;
 	struct slab *s;
@@ -404,17 +402,6 @@ static bool slab_new(struct slab_class *k)
 	s->nused = 0;
 	s->state = SLAB_ACTIVE;
 	k->current = pos + 1;
-	return true;
-}
-
-noinline bool slab_refill(struct slab_class *k)
-{
-	invariant(!k->current);
-	if (!k->nset[SET_PARTIAL]) return slab_new(k);
-	/* The lowest: allocations fill the low slabs first, so that the high ones, which
-	 * only frees reach then, drain and close. A few loads (slab_sets.h); the slot is
-	 * still drawn at random within it. */
-	k->current = set_take_lowest(k, SET_PARTIAL) + 1;
 	return true;
 }
 

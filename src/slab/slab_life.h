@@ -20,9 +20,23 @@
 #include "slab/page_return.h"
 #include "slab/slab_sets.h"
 
+/* A slab to draw slots from (current) where none of the class's active slabs has a free
+ * slot: an empty, a closed or a fresh one; false on OOM. */
+bool slab_new(struct slab_class *k);
 /* No current slab (it filled, or none was taken yet): the lowest partial slab becomes
- * current, else an empty, a closed or a fresh one; false on OOM. */
-bool slab_refill(struct slab_class *k);
+ * current, else a new one (slab_new); false on OOM. The lowest: allocations fill the
+ * low slabs first, so that the high ones, which only frees reach then, drain and
+ * close. A few loads (slab_sets.h); the slot is still drawn at random within it.
+ * Inline: in churn the current slab fills at nearly every allocation (a slot or two
+ * come back to a slab at a time), and as a call the register saves cost as much as
+ * the search. */
+static inline bool slab_refill(struct slab_class *k)
+{
+	invariant(!k->current);
+	if (unlikely(!k->nset[SET_PARTIAL])) return slab_new(k);
+	k->current = set_take_lowest(k, SET_PARTIAL) + 1;
+	return true;
+}
 /* The last slot of slab pos went back: out of its set (or no longer current), then kept
  * open within the budget, or a slab closed. */
 void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, bool was_full);
@@ -32,6 +46,16 @@ void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, boo
  * current at every such free would cost churn a search of the set at nearly every
  * allocation. */
 void slab_lower_current(struct slab_class *k);
+/* A full slab got a slot back. With no current slab and no other partial one it would
+ * be the lowest partial slab, which the next allocation's refill takes: it becomes
+ * current at once instead, so that churn in a class whose slabs are all full (a slot
+ * freed, then drawn again) skips the refill. Else it joins the partial set (a full
+ * slab is never current). */
+static inline void release_into_full(struct slab_class *k, uint32_t pos)
+{
+	if (!k->current && !k->nset[SET_PARTIAL]) k->current = pos + 1;
+	else set_add(k, SET_PARTIAL, pos);
+}
 /* A slot goes back to its slab for good (it left the quarantine, or there is none).
  * Inline: every quarantine release runs it, and its common case touches the slab alone. */
 static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
@@ -44,7 +68,7 @@ static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint3
 	bool was_full = s->nused == k->slots;
 	s->nused--;
 	if (!s->nused) slab_lost_last_slot(k, pos, s, was_full);
-	else if (was_full) set_add(k, SET_PARTIAL, pos); /* a full slab is never current */
+	else if (was_full) release_into_full(k, pos);
 }
 /* Close the highest empty slab; false when the kernel cannot now. */
 bool slab_close_highest_empty(struct slab_class *k);

@@ -199,6 +199,9 @@ noinline void slab_class_setup(struct slab_class *k)
 		if (nrandom <= SLOT_Q_HOT_WHOLE) k->qring = k->qrand + nrandom;
 		else k->qhot = slot_q_hot(g.size); /* the ring: slab_class_cold */
 	}
+	if (k->random_slots && k->check_reuse && k->qmask) k->hot_mode = HOT_STRONG;
+	else if (!k->random_slots && !k->check_reuse && !k->qmask) k->hot_mode = HOT_LIGHT;
+	else k->hot_mode = HOT_MIXED;
 	k->dir = (struct slab **)control;
 	k->dir_cap = DIR_START;
 	k->set_words = (DIR_START + 63) / 64;

@@ -24,11 +24,30 @@
 static __thread unsigned tls_arena __attribute__((tls_model("initial-exec")));
 static _Atomic unsigned next_arena;
 
+/* --- the profile's choices ---------------------------------------------------------- */
+
+/* The choices a copy of the hot paths is compiled for (slab_class.h, enum hot_mode):
+ * constants in the strong and the light copy, read from the class in the mixed one. */
+struct hot {
+	bool fixed; /* false: read them from the class */
+	bool random, check, quarantine;
+};
+#define HOT_ALL_ON ((struct hot){.fixed = true, .random = true, .check = true, .quarantine = true})
+#define HOT_ALL_OFF ((struct hot){.fixed = true})
+#define HOT_READ ((struct hot){.fixed = false})
+
+static inline bool hot_random(const struct slab_class *k, struct hot h) { return h.fixed ? h.random : k->random_slots; }
+static inline bool hot_check(const struct slab_class *k, struct hot h) { return h.fixed ? h.check : k->check_reuse; }
+static inline bool hot_quarantine(const struct slab_class *k, struct hot h)
+{
+	return h.fixed ? h.quarantine : slot_quarantine_on(k);
+}
+
 /* --- slots ----------------------------------------------------------------------- */
 
-static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s)
+static inline uint32_t pick_slot(struct slab_class *k, const struct slab *s, bool random)
 {
-	uint32_t start = k->random_slots ? (rand16(k) * k->slots) >> 16 : 0;
+	uint32_t start = random ? (rand16(k) * k->slots) >> 16 : 0;
 	uint32_t w = start >> 6;
 	uint64_t m = ~s->bits[w].used & (~(uint64_t)0 << (start & 63));
 	if (m) return (w << 6) + (uint32_t)__builtin_ctzll(m);
@@ -98,21 +117,22 @@ static noinline void lowest_over_held(struct slab_class *k)
 	if (qentry_pos(k->released) >= k->current) slot_quarantine_let_go(k);
 }
 
-void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
+/* slab_alloc in class k, compiled for the choices h. */
+static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k, size_t size, bool zero,
+							     enum alloc_kind kind, struct hot h)
 {
-	unsigned a = tls_arena;
-	if (unlikely(!a)) a = assign_arena();
-	struct slab_class *k = &roots.slab.classes[(a - 1) * SC_COUNT + c];
 	class_lock(k);
-	if (unlikely(k->ndeferred)) slot_quarantine_drain(k);
 	uint32_t pos, i;
 	struct slab *s;
 	bool fresh = false;
-	/* The slot that last left the quarantine, if no allocation took it yet (and, in a
-	 * fragmented class, if it lies below the current slab). */
-	if (k->released && unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive + FRAGMENTED_MIN))
-		lowest_over_held(k);
-	if (slot_quarantine_take_released(k, &pos, &i)) {
+	if (hot_quarantine(k, h)) {
+		if (unlikely(k->ndeferred)) slot_quarantine_drain(k);
+		/* The slot that last left the quarantine, if no allocation took it yet (and,
+		 * in a fragmented class, if it lies below the current slab). */
+		if (k->released && unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive + FRAGMENTED_MIN))
+			lowest_over_held(k);
+	}
+	if (hot_quarantine(k, h) && slot_quarantine_take_released(k, &pos, &i)) {
 		s = desc(k, pos);
 	} else {
 		if (unlikely(!k->current) && !slab_refill(k)) {
@@ -121,9 +141,9 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 		}
 		pos = k->current - 1;
 		s = desc(k, pos);
-		if (k->check_reuse && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
+		if (hot_check(k, h) && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
 			prefetch_free_slots(k, s, pos);
-		i = pick_slot(k, s);
+		i = pick_slot(k, s, hot_random(k, h));
 		uint64_t bit = (uint64_t)1 << (i & 63);
 		bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used | bit);
 		if (++s->nused == k->slots) k->current = 0; /* full: the next draws from another */
@@ -143,12 +163,13 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 #endif
 	}
 	/* What the last free wiped; nothing to look at in a fresh slot. */
-	size_t wiped = fresh ? k->usable : returned ? k->usable : extent_of(k, s, i);
+	size_t wiped = 0, owned = 0;
+	if (hot_check(k, h)) wiped = fresh ? k->usable : returned ? k->usable : extent_of(k, s, i);
 	set_extent(k, s, i, size);
 	/* All of the slot was zero at its last free (the slack proven so, slot_check.h),
 	 * so the scan may cover all the new owner may read, beyond what was wiped too, and
 	 * round it up to its 16-byte steps. */
-	size_t owned = MIN(align_up(MAX(wiped, extent_of(k, s, i)), 16), (size_t)k->usable);
+	if (hot_check(k, h)) owned = MIN(align_up(MAX(wiped, extent_of(k, s, i)), 16), (size_t)k->usable);
 #if CONFIG_SLOT_CANARY
 	/* A slot keeps its canary from its first allocation on (a free wipes the data, not
 	 * the canary), so only a fresh slot's is stamped, here under the lock: a free of a
@@ -173,7 +194,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 	 * one did. */
 	size_t known_zero = 0;
 #if CONFIG_ZERO_ON_FREE /* without it the option cannot be on (front/options.c) */
-	if (k->check_reuse) {
+	if (hot_check(k, h)) {
 		if (unlikely(!all_zero(p, owned))) report_fatal(OP_ALLOC, ERR_WRITE_AFTER_FREE, p);
 		known_zero = owned;
 	}
@@ -182,6 +203,18 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
 #endif
 	if (zero && size > known_zero) memset(p + known_zero, 0, size - known_zero);
 	return p;
+}
+
+void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
+{
+	unsigned a = tls_arena;
+	if (unlikely(!a)) a = assign_arena();
+	struct slab_class *k = &roots.slab.classes[(a - 1) * SC_COUNT + c];
+	/* Copies inlined into one function: as functions of their own, each allocation
+	 * paid a call and a second frame, more than the tests they save. */
+	if (likely(k->hot_mode == HOT_STRONG)) return alloc_in(k, size, zero, kind, HOT_ALL_ON);
+	if (k->hot_mode == HOT_LIGHT) return alloc_in(k, size, zero, kind, HOT_ALL_OFF);
+	return alloc_in(k, size, zero, kind, HOT_READ);
 }
 
 /* A pointer that is not a live slot: fatal, except that a free under on_error=report is
@@ -326,6 +359,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
 	tally_free(k);
 	class_unlock(k);
 }
+
 
 /* The usable size of the live slot p points at, the lock's way: every check, with its
  * exact report. The unlocked path below hands it whatever it does not answer itself. */
