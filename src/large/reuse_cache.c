@@ -93,6 +93,10 @@ static void coalesce(struct reuse_cache *c, struct guard_region *r)
 void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, uint64_t now_ms)
 {
 	struct guard_region joined = *r;
+	if (joined.flags & (REGION_RESIDUE | REGION_STALE)) { /* it may carry the last owner's doings */
+		(void)guard_unmap(&joined);
+		return;
+	}
 	coalesce(c, &joined);
 	if (joined.size > c->max_bytes || !c->max_entries) {
 		(void)guard_unmap(&joined);
