@@ -432,6 +432,20 @@ static noinline void kind_mismatch_at(struct large_state *s, struct large_entry 
 	e->kind = (uint8_t)kind;
 }
 
+/* A sized free of the live block e whose size or alignment is not e's: fatal, with the
+ * lock given back, unless on_error=report (or sized_free=off) lets the free go on. The
+ * line shows both sizes: a block's recorded alignment, or a page, which any alignment
+ * up to a page matches. */
+static noinline void wrong_size_at(struct large_state *s, const struct large_entry *e, size_t size, size_t align)
+{
+	const void *p = (const void *)e->data;
+	struct report_sizes sz = {.passed = size, .block = e->requested, .passed_align = align,
+				  .block_align = e->align_log2 ? (size_t)1 << e->align_log2 : os_page};
+	if (report_wrong_size_go_on(p, &sz)) return;
+	lock_give(&s->lock);
+	report_wrong_size(p, &sz);
+}
+
 /* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says,
  * except that a region leaving before CONFIG_REGION_QUARANTINE_MIN frees (the bounds
  * left no older one to take) is unmapped, never reused by rampart. */
@@ -500,10 +514,7 @@ void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind 
 		 * matches an allocation made without one. */
 		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
 									   : align <= os_page));
-		if ((size != e->requested || !align_ok) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p)) {
-			lock_give(&s->lock);
-			report_fatal(OP_FREE, ERR_WRONG_SIZE, p);
-		}
+		if (unlikely(size != e->requested || !align_ok)) wrong_size_at(s, e, size, align);
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
 	live_count(s, -1);
