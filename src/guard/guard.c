@@ -500,6 +500,8 @@ static void *growth_of(const struct guard_region *r, size_t size, size_t *len)
 
 bool guard_grow(struct guard_region *r, size_t size, const char *name)
 {
+	/* Only a region guard_start began grows; its marked part lies inside it (guard.h). */
+	invariant((r->flags & REGION_GROWS) && (size_t)r->marked_pages * os_page <= r->size);
 	if (size <= r->size) return true;
 	size_t len;
 	void *p = growth_of(r, size, &len);

@@ -96,6 +96,11 @@ static struct large_entry *lookup(struct large_state *s, uintptr_t key)
 
 static void place(struct large_state *s, const struct large_entry *e)
 {
+	/* The load stays at most a half (reserve_slot), so every probe ends at an empty
+	 * bucket; a block lies in its region, whole pages (large.h); the lock is held. */
+	invariant((s->used + 1) * 2 <= s->cap && lock_taken(&s->lock));
+	invariant(e->data && e->data - e->region.base <= e->region.size &&
+		  e->usable <= e->region.size - (e->data - e->region.base) && !(e->usable & (os_page - 1)));
 	size_t i = bucket_of(s, e->data);
 	while (s->table[i].data) i = (i + 1) & (s->cap - 1);
 	s->table[i] = *e;
@@ -103,6 +108,7 @@ static void place(struct large_state *s, const struct large_entry *e)
 
 static void remove_entry(struct large_state *s, struct large_entry *e)
 {
+	invariant(lock_taken(&s->lock) && e->data && s->used);
 	size_t i = (size_t)(e - s->table), mask = s->cap - 1;
 	for (size_t j = (i + 1) & mask; s->table[j].data; j = (j + 1) & mask) {
 		size_t home = bucket_of(s, s->table[j].data);
@@ -451,6 +457,7 @@ static noinline void wrong_size_at(struct large_state *s, const struct large_ent
  * left no older one to take) is unmapped, never reused by rampart. */
 static void enter_quarantine(struct large_state *s, struct region_quarantine *q, struct large_entry *e, bool reusable)
 {
+	invariant(e->state == ENTRY_LIVE); /* one place at a time (large.h) */
 	e->state = ENTRY_QUARANTINED;
 	/* Under the mprotect scheme every closed region held can be a VMA: within a share
 	 * of the VMA limit, the oldest leave to make room. */
