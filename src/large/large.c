@@ -37,7 +37,7 @@ struct large_entry {
 	size_t requested;
 	uint8_t state;
 	uint8_t kind;        /* how it was allocated (enum alloc_kind) */
-	uint8_t vmas;        /* what it costs in VMAs while it lives (block_vmas) ... */
+	uint8_t vmas;        /* what it costs in VMAs while it lives (block_count) ... */
 	uint8_t guard_vmas;  /* ... of which its guards' own */
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
 	size_t populated;    /* bytes from data + populated_off that populate_block filled */

@@ -18,9 +18,10 @@
  *    than the request's double) or dropped: closed by guard_close, which maps it afresh,
  *    and handed to the reuse cache like any closed region (or unmapped where the close
  *    is refused). Blocks idle longer than the decay interval are dropped.
- *  - Large.c calls it at take-on-allocate (resident_cache_take, and resident_cache_shrink
- *    once the live bytes have grown) and keep-on-free (resident_cache_keep); trim and
- *    running out of memory flush it; the large lock covers it.
+ *  - It is entered from large.c at take-on-allocate (resident_cache_take, and
+ *    resident_cache_shrink once the live bytes have grown) and keep-on-free
+ *    (resident_cache_keep); trim and running out of memory flush it; the large lock
+ *    covers it.
  */
 #ifndef RAMPART_RESIDENT_CACHE_H
 #define RAMPART_RESIDENT_CACHE_H
