@@ -142,6 +142,8 @@ void *meta_alloc(size_t bytes)
 		}
 	}
 	meta_unlock();
+	/* Page-aligned and inside the region: metadata pointers point only in here. */
+	invariant(!result || (!((uintptr_t)result & (os_page - 1)) && meta_contains(result)));
 	return result;
 }
 
@@ -190,6 +192,7 @@ void meta_free(void *p, size_t bytes)
 	struct meta_header *h = roots.meta;
 	size_t len;
 	if (!p || !page_round(bytes, &len)) return;
+	invariant(meta_contains(p) && !((uintptr_t)p & (os_page - 1)));
 	meta_lock();
 	size_t off = (uintptr_t)p - h->region.base;
 	long vmas = chunk_vmas(h);
