@@ -101,8 +101,8 @@ static unsigned assign_arena(void)
 #define FRAGMENTED_SHARE 4u
 #define FRAGMENTED_MIN 32u
 
-/* In churn the slot that left the quarantine last serves the next allocation (slot
- * quarantine.c, leave), so reuse follows the frees, which land anywhere: after a wave of
+/* In churn the slot that left the quarantine last serves the next allocation
+ * (slot_quarantine.c, leave), so reuse follows the frees, which land anywhere: after a wave of
  * frees (a structure torn down, the values of a cache replaced by values of another
  * size) the live blocks stay spread over every slab, none drains, and each keeps its
  * pages. So while a class is fragmented (a quarter of its active slabs, and more than
@@ -301,7 +301,21 @@ static inline __attribute__((always_inline)) void slot_kind_check(struct slab_cl
 	if (unlikely(had != kind)) slot_kind_mismatch(k, pos, i, kind, had, realloc);
 }
 
-void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
+/* A sized free whose size or alignment maps to another class than its slot's (lock
+ * held): fatal, or reported and freed all the same (report_go_on); the line shows what
+ * was passed and what the slot holds (its usable size, and the alignment its address
+ * has). */
+static noinline cold void wrong_size(struct slab_class *k, const struct sized_claim *claim, const void *p)
+{
+	uintptr_t a = slot_untag(p);
+	struct report_sizes sz = {.passed = claim->size, .block = k->usable, .passed_align = claim->align,
+				  .block_align = MIN(a & -a, os_page)};
+	if (report_wrong_size_go_on(p, &sz)) return;
+	class_unlock(k);
+	report_wrong_size(p, &sz);
+}
+
+void slab_free(void *p, const struct sized_claim *claim, enum alloc_kind kind)
 {
 	uintptr_t a = slot_untag(p);
 	const struct area_span *span;
@@ -312,7 +326,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
 	}
 #if SLAB_FREE_BATCHES
 	if (tls_arena != k->arena1 && slot_quarantine_on(k) && !os_single_threaded() &&
-	    slab_batch_free(k, (uintptr_t)p, span, sized, c_claimed, kind))
+	    slab_batch_free(k, (uintptr_t)p, span, claim, kind))
 		return;
 #endif
 	class_lock(k);
@@ -332,8 +346,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
 #endif
 	/* How it was allocated first: a sized delete of a block new[] made is that mismatch. */
 	if (unlikely(s->ncxx | kind)) slot_kind_check(k, s, pos, i, kind, false);
-	if (unlikely(sized && c_claimed != k->cls) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p))
-		die(k, OP_FREE, ERR_WRONG_SIZE, p);
+	if (unlikely(claim != NULL) && unlikely(claim->cls != k->cls)) wrong_size(k, claim, p);
 	if (k->open_slabs) {
 		check_canary(k, s, a, OP_FREE);
 		check_neighbours(k, s, a, i);

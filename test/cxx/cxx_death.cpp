@@ -103,9 +103,10 @@ struct Case {
 	const char *says; // stderr must also contain this (nullptr: any fatal line)
 };
 static const Case cases[] = {
-	// A large block's report shows the size passed and the block's.
+	// A block's report shows the size passed and the block's (a slot's: its usable size).
 	{"sized delete, wrong size", sized_delete_wrong_size, ": passed size 16, the block's size 300000\n"},
-	{"sized delete of a small block, wrong size", sized_delete_small_wrong_size, nullptr},
+	{"sized delete of a small block, wrong size", sized_delete_small_wrong_size,
+	 ": passed size 300000, the block's size "},
 	{"sized delete[], wrong size", sized_array_delete_wrong_size, ": passed size 600000, the block's size 300000\n"},
 	{"delete of a Derived through a Base* (no virtual destructor)", delete_derived_through_base,
 	 ": passed size 16, the block's size 300016\n"},
