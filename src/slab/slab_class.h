@@ -408,6 +408,10 @@ struct slab_class {
 	 * entries, then moves to its full length beside the ring, in the class's cold part
 	 * (UINT32_MAX: it never moves). Read on the filling path only. */
 	uint32_t qhot;
+	/* The low 32 bits of the class's allocations (class_tally.h) at its last sweep of
+	 * free pages: the same at the next one, the class handed out nothing in between
+	 * (page_return.c). */
+	uint32_t return_allocs;
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own lines: see slot_quarantine_defer). */
 	qentry_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
