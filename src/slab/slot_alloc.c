@@ -117,6 +117,21 @@ static noinline void lowest_over_held(struct slab_class *k)
 	if (qentry_pos(k->released) >= k->current) slot_quarantine_let_go(k);
 }
 
+/* A slot of the current slab s (at pos), marked used; *fresh: it was never handed out. */
+static inline __attribute__((always_inline)) uint32_t draw_slot(struct slab_class *k, struct slab *s, uint32_t pos,
+								 struct hot h, bool *fresh)
+{
+	if (hot_check(k, h) && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
+		prefetch_free_slots(k, s, pos);
+	uint32_t i = pick_slot(k, s, hot_random(k, h));
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used | bit);
+	if (++s->nused == k->slots) k->current = 0; /* full: the next draws from another */
+	*fresh = s->bits[i >> 6].fresh & bit;
+	s->bits[i >> 6].fresh &= ~bit;
+	return i;
+}
+
 /* slab_alloc in class k, compiled for the choices h. */
 static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k, size_t size, bool zero,
 							     enum alloc_kind kind, struct hot h)
@@ -141,14 +156,7 @@ static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k
 		}
 		pos = k->current - 1;
 		s = desc(k, pos);
-		if (hot_check(k, h) && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
-			prefetch_free_slots(k, s, pos);
-		i = pick_slot(k, s, hot_random(k, h));
-		uint64_t bit = (uint64_t)1 << (i & 63);
-		bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used | bit);
-		if (++s->nused == k->slots) k->current = 0; /* full: the next draws from another */
-		fresh = s->bits[i >> 6].fresh & bit;
-		s->bits[i >> 6].fresh &= ~bit;
+		i = draw_slot(k, s, pos, h, &fresh);
 	}
 	if (kind) slot_kind_set(k, s, pos, i, kind);
 	tally_alloc(k);
