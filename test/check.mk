@@ -146,7 +146,7 @@ check-clang:
 UBSAN := -fsanitize=undefined -fsanitize-minimal-runtime -fno-sanitize-recover=all
 check-ubsan:
 	$(MAKE) --no-print-directory OUT=out-ubsan CC='clang $(UBSAN)' CXX='clang++ $(UBSAN)' $(CHECK_INVARIANTS) \
-		CHECK_TEST_CFLAGS=-fno-sanitize=object-size CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
+		CHECK_TEST_CFLAGS='-fno-sanitize=object-size -DTEST_SANITIZED=1' CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
 	$(call CHECK_RUN,out-ubsan)
 
 # TSan brings its own malloc: the programs link every object but the public entry points.
