@@ -9,7 +9,12 @@
  *  - The current slab was the lowest with a free slot when it became current (a slab
  *    below it may have got a slot back since).
  *  - nused counts the slab's slots that are not free: 1..slots while it is ACTIVE (0 for
- *    the current slab just taken, before its first slot is drawn).
+ *    the current slab just taken, before its first slot is drawn). With partitions it
+ *    counts too the free slots owned by a partition (nown of them): those no other
+ *    partition's draw may take. A slab is wholly free when nused == nown: then it is
+ *    empty, kept open (its owned slots still their partitions') or closed (its owners
+ *    forgotten: its pages went back, and every slot is fresh again when it reopens).
+ *  - Partition p's set holds every open slab with a free slot owned by p.
  *  - slab_life.c calls down into slab_setup.c, slab_sets.c and page_return.c alone of
  *    the slab's files.
  */
@@ -56,12 +61,27 @@ static inline void release_into_full(struct slab_class *k, uint32_t pos)
 	if (!k->current && !k->nset[SET_PARTIAL]) k->current = pos + 1;
 	else set_add(k, SET_PARTIAL, pos);
 }
+/* With partitions: slot i of slab pos goes back to its partition alone (see
+ * slab_release_slot). */
+void slab_release_owned(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i);
+/* With partitions: a free slot of partition p's own for an allocation of p, from the
+ * lowest slab holding one, if that lies below the current slab (or there is none); an
+ * empty slab it lies in becomes active. The slot is live in its slab's bits then, its
+ * owner p; *fresh when its page went back meanwhile (its allocation checks it whole,
+ * slot_maybe_returned). False: none, or the current slab is lower: draw from that. */
+bool slab_take_own(struct slab_class *k, unsigned p, uint32_t *pos, uint32_t *i, bool *fresh);
 /* A slot goes back to its slab for good (it left the quarantine, or there is none).
- * Inline: every quarantine release runs it, and its common case touches the slab alone. */
+ * Inline: every quarantine release runs it, and its common case touches the slab alone.
+ * With partitions it goes back to its partition instead, whose allocations alone may
+ * take it while the slab stays open. */
 static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
 {
 	uint64_t bit = (uint64_t)1 << (i & 63);
 	invariant(i < k->slots && s->state == SLAB_ACTIVE && s->nused && (s->bits[i >> 6].used & bit));
+	if (k->parted) {
+		slab_release_owned(k, s, pos, i);
+		return;
+	}
 	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used & ~bit);
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
 	slab_pages_freed(k, pos, s);
