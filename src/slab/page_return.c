@@ -122,7 +122,7 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 	 * the quarantine (page_return.h). */
 	uint64_t owned[SLAB_WORDS] = {0};
 	if (k->parted)
-		for (uint32_t w = 0; w < k->nwords; w++) owned[w] = owned_word(k, owners_of(k, s, pos), w);
+		memcpy(owned, owner_map(k, s, pos), k->nwords * sizeof *owned);
 	for (size_t pg = 0; pg <= npages; pg++) {
 		bool take = false;
 		uint64_t over[SLAB_WORDS] = {0};

@@ -353,18 +353,24 @@ _Static_assert(sizeof(struct slot_kinds) == 64, "a slab's kinds are one line");
  * roots.slab.owner_row bytes): a process that uses a slab of many classes writes a page
  * or two of them, as it does of descriptors. */
 struct class_parts {
-	uint64_t set0[OPTION_PARTITIONS_MAX][CHUNK / 64];
 	uint32_t n[OPTION_PARTITIONS_MAX]; /* members of each partition's set */
+	/* Position + 1 of the slab partition p takes its own slots from (0: none), as
+	 * k->current is the one fresh slots are drawn from: the lowest of p's set when it
+	 * was chosen, kept until it holds none of p's (a slab below it may have got one
+	 * since). Spares each allocation the search of the set. */
+	uint32_t cur[OPTION_PARTITIONS_MAX];
 	uint8_t *first; /* position 0's owner map; position p's is p rows on */
+	uint64_t set0[OPTION_PARTITIONS_MAX][CHUNK / 64] __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
 /* The profile's three choices the allocation and free paths test (random slots, the
  * write-after-free check, a slot quarantine: qmask != 0), all on (strong's), all off
- * (light's) or a mix (an option set against its profile). slot_alloc.c has a copy of
- * each path for the first two, the choices folded in as constants, and one that reads
+ * (light's) or a mix (an option set against its profile), each with or without
+ * call-site partitions. slot_alloc.c has a copy of each path for strong's and light's,
+ * with and without partitions, the choices folded in as constants, and one that reads
  * them from the class for a mix: a process pays one test of its class's mode, not one
  * for each choice. */
-enum hot_mode { HOT_MIXED, HOT_STRONG, HOT_LIGHT };
+enum hot_mode { HOT_MIXED, HOT_STRONG, HOT_LIGHT, HOT_STRONG_PARTED, HOT_LIGHT_PARTED };
 
 struct slab_class {
 	/* Line 0: the geometry, fixed when the class is set up (slab_class_setup, on its
@@ -387,8 +393,9 @@ struct slab_class {
 	 * paths that read them read this line anyway: */
 	bool random_slots : 1;      /* slot_random */
 	bool check_reuse : 1;       /* write_after_free_check */
-	unsigned hot_mode : 2;      /* enum hot_mode: the copy of the hot paths it takes */
+	unsigned hot_mode : 3;      /* enum hot_mode: the copy of the hot paths it takes */
 	bool parted : 1;            /* keeps its slots' owners (slab_parted, not the zero class) */
+	uint8_t owner_words;        /* with parted: 8-byte words of a slab's owner map */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory
 			       * outgrown stays mapped: a batched free reads it unlocked. */
 	/* Line 1: what decoding reads, per area (AREA_REGION, AREA_NURSERY): offsets from
@@ -582,19 +589,27 @@ static inline uint8_t *chunk_owners(const struct slab *chunk)
 	return (uint8_t *)((const struct slot_kinds *)(chunk + CHUNK) + CHUNK);
 }
 
-/* A slab's owner map in a chunk: a byte a slot, in whole words (owned_slot reads eight
- * at a time). Sized by the class: a slab of 64 slots writes a line of owners, and the
- * pages of maps a class in use faults in are a quarter of what maps of the most slots
- * (256) took. */
-static inline size_t owner_stride(const struct slab_class *k) { return align_up((size_t)k->slots, 8); }
+/* A slab's owner map (parted classes): a bit a slot, set while the slot is free and its
+ * partition's alone (a word per 64 slots: the OWNER_FREE bits of the bytes, gathered
+ * so that a draw of a partition's slot and the sweeps of page_return.c look at those
+ * slots alone), then a byte a slot, its owner (owners_of), in whole words. Sized by the
+ * class: a slab of 64 slots writes 72 bytes, and the pages of maps a class in use
+ * faults in were a quarter of what maps sized for the most slots (256) took. */
+static inline size_t owner_map_bytes(uint32_t slots) { return 8u * ((slots + 63) / 64) + align_up((size_t)slots, 8); }
+static inline size_t owner_stride(const struct slab_class *k) { return (size_t)k->owner_words * 8; }
 
-/* The owner map of the slab at pos, whose descriptor is s (parted classes): a chunk's
- * own, or for the first positions the class's column of the arena's rows (struct
- * class_parts). */
+/* The owner map of the slab at pos, whose descriptor is s: a chunk's own, or for the
+ * first positions the class's column of the arena's rows (struct class_parts). */
+static inline uint64_t *owner_map(const struct slab_class *k, const struct slab *s, uint32_t pos)
+{
+	if (pos < FIRST_POSITIONS) return (uint64_t *)(k->parts->first + (size_t)pos * roots.slab.owner_row);
+	return (uint64_t *)(chunk_owners(s - (pos & (CHUNK - 1))) + (size_t)(pos & (CHUNK - 1)) * owner_stride(k));
+}
+
+/* Its bytes: slot i's owner at [i]. */
 static inline uint8_t *owners_of(const struct slab_class *k, const struct slab *s, uint32_t pos)
 {
-	if (pos < FIRST_POSITIONS) return k->parts->first + (size_t)pos * roots.slab.owner_row;
-	return chunk_owners(s - (pos & (CHUNK - 1))) + (size_t)(pos & (CHUNK - 1)) * owner_stride(k);
+	return (uint8_t *)(owner_map(k, s, pos) + k->nwords);
 }
 
 /* Partition p's bitmap of chunk c's positions: chunk 0's in the class's partition block,
@@ -605,43 +620,40 @@ static inline uint64_t *part_set_bits(const struct slab_class *k, unsigned p, ui
 	return (uint64_t *)(chunk_owners(k->dir[c]) + CHUNK * owner_stride(k)) + p * (CHUNK / 64);
 }
 
-/* Partition p's free slot in the owner map own of a slab of k (OWNER_FREE | p), from
- * slot `from` on and wrapping round; UINT32_MAX: none. Eight bytes a step: a byte of
- * x = word ^ wanted is zero where the slot matches, and ((x & 0x7f..) + 0x7f..) | x has
- * the top bit of each byte set exactly where that byte is not zero (no carry crosses a
- * byte). Bytes past the slab's slots are zero, never a match. */
-static inline uint32_t owned_slot(const struct slab_class *k, const uint8_t *own, unsigned p, uint32_t from)
+/* Partition p's free slot in a slab of k whose owner map is map (OWNER_FREE | p), from
+ * slot `from` on and wrapping round; UINT32_MAX: none. Only the slots the map's bits
+ * say are owned are looked at: a slab in p's set mostly holds p's. (A scan of the
+ * bytes, eight a step, cost light's churn in a class of 64-slot slabs a fifth of its
+ * instructions; one over the slab's quarantined slots, all of them under strong.) */
+static inline uint32_t owned_slot(const struct slab_class *k, const uint64_t *map, unsigned p, uint32_t from)
 {
-	const uint64_t ones = 0x0101010101010101u, low7 = 0x7f7f7f7f7f7f7f7fu;
-	uint64_t want = (OWNER_FREE | p) * ones;
-	uint32_t words = (k->slots + 7) / 8, w = from / 8;
-	uint64_t first = ~(uint64_t)0 << 8 * (from & 7);
-	for (uint32_t n = 0; n <= words; n++) {
-		uint64_t x;
-		__builtin_memcpy(&x, own + 8 * (size_t)w, 8);
-		x ^= want;
-		uint64_t hit = ~(((x & low7) + low7) | x) & ~low7;
-		/* The first word from `from` on, and after the round its bytes below it. */
-		hit &= n == 0 ? first : n == words ? ~first : ~(uint64_t)0;
-		if (hit) return 8 * w + (uint32_t)__builtin_ctzll(hit) / 8;
-		w = w + 1 == words ? 0 : w + 1;
+	const uint8_t *own = (const uint8_t *)(map + k->nwords);
+	uint32_t w = from >> 6;
+	uint64_t first = ~(uint64_t)0 << (from & 63);
+	for (uint32_t n = 0; n <= k->nwords; n++) {
+		/* The first word from `from` on, and after the round its bits below it. */
+		uint64_t m = map[w] & (n == 0 ? first : n == k->nwords ? ~first : ~(uint64_t)0);
+		for (; m; m &= m - 1) {
+			uint32_t i = (w << 6) + (uint32_t)__builtin_ctzll(m);
+			if (own[i] == (OWNER_FREE | p)) return i;
+		}
+		w = w + 1 == k->nwords ? 0 : w + 1;
 	}
 	return UINT32_MAX;
 }
 
-/* Bit j of word w: slot 64 * w + j of the slab whose owner map is own is free and its
- * partition's alone (OWNER_FREE): free for the pages it lies on (page_return.c) and
- * the figures, used in the slab's bits. The top bit of each byte, gathered by a
- * multiplication (each lands in the top byte at its own place). */
-static inline uint64_t owned_word(const struct slab_class *k, const uint8_t *own, uint32_t w)
+/* Slot i of the slab whose owner map is map is free and its partition's (owned), or
+ * not. */
+static inline void owned_set(const struct slab_class *k, uint64_t *map, uint32_t i, unsigned p)
 {
-	uint64_t m = 0;
-	for (uint32_t b = 0; b < 8 && 64 * w + 8 * b < k->slots; b++) {
-		uint64_t x;
-		__builtin_memcpy(&x, own + 64 * (size_t)w + 8 * b, 8);
-		m |= (((x & 0x8080808080808080u) * 0x0002040810204081u) >> 56) << 8 * b;
-	}
-	return m;
+	map[i >> 6] |= (uint64_t)1 << (i & 63);
+	((uint8_t *)(map + k->nwords))[i] = (uint8_t)(p | OWNER_FREE);
+}
+
+static inline void owned_clear(const struct slab_class *k, uint64_t *map, uint32_t i, unsigned p)
+{
+	map[i >> 6] &= ~((uint64_t)1 << (i & 63));
+	((uint8_t *)(map + k->nwords))[i] = (uint8_t)p;
 }
 
 /* The bytes of a chunk of class k's descriptors: its head, the descriptors, their kinds

@@ -365,9 +365,11 @@ static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s);
 static void forget_owners(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	for (uint32_t m = s->psets; m; m &= m - 1) set_remove(k, set_of_part((unsigned)__builtin_ctz(m)), pos);
+	for (unsigned p = 0; p < roots.opt.partitions; p++)
+		if (k->parts->cur[p] == pos + 1) k->parts->cur[p] = 0;
 	s->psets = 0;
 	s->nown = 0;
-	memset(owners_of(k, s, pos), 0, k->slots);
+	memset(owner_map(k, s, pos), 0, owner_stride(k));
 }
 
 /* The empty slab to draw slots from, taken out of the set: the lowest or, with
@@ -589,23 +591,10 @@ static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 
 /* --- call-site partitions ---------------------------------------------------------- */
 
-void slab_release_owned(struct slab_class *k, struct slab *s, uint32_t pos, uint32_t i)
+void slab_join_part(struct slab_class *k, uint32_t pos, struct slab *s, unsigned p)
 {
-	uint8_t *owner = &owners_of(k, s, pos)[i];
-	unsigned p = *owner;
-	invariant(p < roots.opt.partitions);
-	*owner = (uint8_t)(p | OWNER_FREE);
-	/* Still used, and quarantined (a free without a quarantine comes here unmarked): a
-	 * free of it is a double free, and no draw from the slab passes over it. */
-	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar | (uint64_t)1 << (i & 63));
-	slab_pages_freed(k, pos, s);
-	if (!(s->psets >> p & 1)) {
-		s->psets = (uint16_t)(s->psets | 1u << p);
-		set_add(k, set_of_part(p), pos);
-	}
-	/* Wholly free: an empty slab now, kept open (in its partitions' sets) or closed. Its
-	 * shared room is what it was: none when it was full. */
-	if (++s->nown == s->nused) slab_lost_last_slot(k, pos, s, s->nused == k->slots);
+	s->psets = (uint16_t)(s->psets | 1u << p);
+	set_add(k, set_of_part(p), pos);
 }
 
 /* An empty slab kept open, holding a slot partition p takes: active again, not the
@@ -620,32 +609,26 @@ static void wake_empty(struct slab_class *k, uint32_t pos, struct slab *s)
 	if (s->nused < k->slots) set_add(k, SET_PARTIAL, pos);
 }
 
-bool slab_take_own(struct slab_class *k, unsigned p, uint32_t *pos_out, uint32_t *i_out, bool *fresh)
+void slab_leave_part(struct slab_class *k, uint32_t pos, struct slab *s, unsigned p)
 {
-	unsigned set = set_of_part(p);
-	while (k->parts->n[p]) {
-		uint32_t pos = set_lowest(k, set);
-		if (k->current && pos >= k->current) return false;
-		struct slab *s = desc(k, pos);
-		uint8_t *own = owners_of(k, s, pos);
-		uint32_t i = owned_slot(k, own, p, k->random_slots ? (rand16(k) * k->slots) >> 16 : 0);
-		if (i == UINT32_MAX) {
-			/* Its last one was taken since it joined: out of the set now. */
-			set_remove(k, set, pos);
-			s->psets = (uint16_t)(s->psets & ~(1u << p));
-			continue;
-		}
-		if (s->state == SLAB_EMPTY) wake_empty(k, pos, s);
-		invariant(s->state == SLAB_ACTIVE && s->nown);
-		uint64_t bit = (uint64_t)1 << (i & 63);
-		own[i] = (uint8_t)p;
-		s->nown--;
-		bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
-		*fresh = s->bits[i >> 6].fresh & bit;
-		s->bits[i >> 6].fresh &= ~bit;
-		*pos_out = pos;
-		*i_out = i;
-		return true;
-	}
-	return false;
+	set_remove(k, set_of_part(p), pos);
+	s->psets = (uint16_t)(s->psets & ~(1u << p));
+	if (k->parts->cur[p] == pos + 1) k->parts->cur[p] = 0;
+}
+
+bool slab_take_own_lowest(struct slab_class *k, unsigned p, uint32_t *pos_out, uint32_t *i_out, bool *fresh)
+{
+	if (!k->parts->n[p]) return false;
+	uint32_t pos = set_lowest(k, set_of_part(p));
+	if (k->current && pos >= k->current) return false;
+	struct slab *s = desc(k, pos);
+	uint64_t *map = owner_map(k, s, pos);
+	uint32_t i = owned_slot(k, map, p, k->random_slots ? (rand16(k) * k->slots) >> 16 : 0);
+	invariant(i != UINT32_MAX); /* a slab leaves the set with p's last slot there */
+	if (s->state == SLAB_EMPTY) wake_empty(k, pos, s);
+	k->parts->cur[p] = pos + 1; /* own_taken forgets it again if that was p's last */
+	own_taken(k, pos, s, map, i, p, fresh);
+	*pos_out = pos;
+	*i_out = i;
+	return true;
 }

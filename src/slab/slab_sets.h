@@ -9,10 +9,9 @@
  *  - A position is in one of these sets at most: SET_CLOSED (closed, out of the slab
  *    quarantine), SET_EMPTY (open, no slot in use), SET_PARTIAL (active with a free
  *    slot, but not the slab allocations draw from, k->current).
- *  - Partition p's set, set_of_part(p), beside them (parted classes): open slabs (active
- *    or empty) holding a free slot that only p may take, and perhaps a few that held one
- *    (taken out when p finds none: slab_take_own). A slab's psets has bit p exactly
- *    while it is a member.
+ *  - Partition p's set, set_of_part(p), beside them (parted classes): the open slabs
+ *    (active or empty) holding a free slot that only p may take (slab_class.h,
+ *    OWNER_FREE). A slab's psets has bit p exactly while it is a member.
  *  - SET_DIRTY, beside them: open slabs a slot of which was freed (back to the slab or
  *    into the slot quarantine) since their pages last went back (page_return.h).
  *  - k->nset[set] counts a set's members; a chunk's summary bit is set exactly when one

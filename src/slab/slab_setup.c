@@ -90,11 +90,11 @@ static size_t arena_hot_end(void)
 }
 
 /* With partitions: the bytes of class c's owner map in a row of its arena's first
- * positions (struct class_parts; none for the zero class, never partitioned), whole
- * words (owned_slot reads them eight at a time). */
+ * positions (struct class_parts; none for the zero class, never partitioned), sized
+ * before the class is set up by a bound on its slots. */
 static size_t owner_column_bytes(unsigned c)
 {
-	return c ? align_up(sc_slots_most(c, os_page), 8) : 0;
+	return c ? owner_map_bytes(sc_slots_most(c, os_page)) : 0;
 }
 
 /* A row of them: position p of every class. */
@@ -210,6 +210,7 @@ static void class_metadata(struct slab_class *k, unsigned a, const struct sc_geo
 	k->set_sum = (uint64_t *)(k->dir + DIR_START);
 	k->sq = (uint32_t *)(control + dir_bytes(DIR_START));
 	k->parted = slab_parted() && c; /* the zero class's slots are never accessible */
+	k->owner_words = (uint8_t)(owner_map_bytes(g->slots) / 8);
 	if (k->parted) {
 		invariant(g->slots <= sc_slots_most(c, os_page)); /* its owner maps' columns */
 		parts_place(k, mem);
@@ -217,16 +218,14 @@ static void class_metadata(struct slab_class *k, unsigned a, const struct sc_geo
 }
 
 /* The profile's choices, copied where the hot paths read them, and the copy of those
- * paths the class takes (slab_class.h, enum hot_mode). With partitions the copy that
- * reads the choices from the class serves it: only that copy has the partitions' code
- * (slot_alloc.c). After class_metadata, which sets up the quarantine (qmask). */
+ * paths the class takes (slab_class.h, enum hot_mode). After class_metadata, which sets
+ * up the quarantine (qmask) and the partitions. */
 static void class_choices(struct slab_class *k)
 {
 	k->random_slots = roots.opt.slot_random;
 	k->check_reuse = roots.opt.write_after_free_check;
-	if (k->parted) k->hot_mode = HOT_MIXED;
-	else if (k->random_slots && k->check_reuse && k->qmask) k->hot_mode = HOT_STRONG;
-	else if (!k->random_slots && !k->check_reuse && !k->qmask) k->hot_mode = HOT_LIGHT;
+	if (k->random_slots && k->check_reuse && k->qmask) k->hot_mode = k->parted ? HOT_STRONG_PARTED : HOT_STRONG;
+	else if (!k->random_slots && !k->check_reuse && !k->qmask) k->hot_mode = k->parted ? HOT_LIGHT_PARTED : HOT_LIGHT;
 	else k->hot_mode = HOT_MIXED;
 }
 

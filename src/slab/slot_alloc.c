@@ -28,15 +28,16 @@ static _Atomic unsigned next_arena;
 /* --- the profile's choices ---------------------------------------------------------- */
 
 /* The choices a copy of the hot paths is compiled for (slab_class.h, enum hot_mode):
- * constants in the strong and the light copy, read from the class in the mixed one,
- * which alone serves a class with partitions (slab_class_setup): the copies of the
- * others have no partition code at all. */
+ * constants in the strong and the light copies, read from the class in the mixed one.
+ * The copies without partitions have no partition code at all. */
 struct hot {
 	bool fixed; /* false: read them from the class */
-	bool random, check, quarantine;
+	bool random, check, quarantine, parted;
 };
 #define HOT_ALL_ON ((struct hot){.fixed = true, .random = true, .check = true, .quarantine = true})
 #define HOT_ALL_OFF ((struct hot){.fixed = true})
+#define HOT_ON_PARTED ((struct hot){.fixed = true, .random = true, .check = true, .quarantine = true, .parted = true})
+#define HOT_OFF_PARTED ((struct hot){.fixed = true, .parted = true})
 #define HOT_READ ((struct hot){.fixed = false})
 
 static inline bool hot_random(const struct slab_class *k, struct hot h) { return h.fixed ? h.random : k->random_slots; }
@@ -45,7 +46,7 @@ static inline bool hot_quarantine(const struct slab_class *k, struct hot h)
 {
 	return h.fixed ? h.quarantine : slot_quarantine_on(k);
 }
-static inline bool hot_parted(const struct slab_class *k, struct hot h) { return !h.fixed && k->parted; }
+static inline bool hot_parted(const struct slab_class *k, struct hot h) { return h.fixed ? h.parted : k->parted; }
 
 /* --- slots ----------------------------------------------------------------------- */
 
@@ -134,9 +135,9 @@ static inline bool fragmented_for(const struct slab_class *k, unsigned p)
 
 static noinline void lowest_own_over_held(struct slab_class *k, unsigned p)
 {
-	uint32_t pos = qentry_pos(k->released), i = qentry_slot(k->released);
 	uint32_t low = set_lowest(k, set_of_part(p));
 	if (k->current && k->current - 1 < low) low = k->current - 1;
+	uint32_t pos = qentry_pos(k->released), i = qentry_slot(k->released);
 	if (pos > low && owners_of(k, desc(k, pos), pos)[i] == p) slot_quarantine_let_go(k);
 }
 
@@ -185,8 +186,9 @@ static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k
 							     enum alloc_kind kind, struct hot h, uintptr_t site)
 {
 	/* The hash before the lock: it needs nothing the lock guards. By the options, not
-	 * the class: a class's first allocation sets it up (parted) under the lock. */
-	unsigned part = !h.fixed && slab_parted() ? site_partition(site) : 0;
+	 * the class, in the copy for a mix: a class's first allocation sets it up (parted)
+	 * under the lock, through that copy (its mode is 0 until then). */
+	unsigned part = (h.fixed ? h.parted : slab_parted()) ? site_partition(site) : 0;
 	class_lock(k);
 	uint32_t pos = 0, i = 0;
 	bool fresh = false;
@@ -258,7 +260,9 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind, uintp
 	/* Copies inlined into one function: as functions of their own, each allocation
 	 * paid a call and a second frame, more than the tests they save. */
 	if (likely(k->hot_mode == HOT_STRONG)) return alloc_in(k, size, zero, kind, HOT_ALL_ON, site);
+	if (k->hot_mode == HOT_STRONG_PARTED) return alloc_in(k, size, zero, kind, HOT_ON_PARTED, site);
 	if (k->hot_mode == HOT_LIGHT) return alloc_in(k, size, zero, kind, HOT_ALL_OFF, site);
+	if (k->hot_mode == HOT_LIGHT_PARTED) return alloc_in(k, size, zero, kind, HOT_OFF_PARTED, site);
 	return alloc_in(k, size, zero, kind, HOT_READ, site);
 }
 

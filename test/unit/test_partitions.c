@@ -1,6 +1,6 @@
 /* test_partitions — the parts of call-site partitions that can be checked from inside
  * (docs/slab.md, "Call-site partitions"): the map from sites and named ids to partitions
- * (base/partition.h), the owner maps' scans (slab_class.h: owned_slot, owned_word), the
+ * (base/partition.h), the owner maps (slab_class.h: owned_slot, owned_set, owned_clear), the
  * bound the owner maps are laid out by (sc_slots_most), and a class's state after
  * churn by several sites: every slot's owner, every slab's count of owned slots and
  * its membership of the partitions' sets (slab_sets.h, slab_life.h invariants). Run
@@ -59,35 +59,38 @@ START_TEST(sites_and_ids)
 }
 END_TEST
 
-/* owned_slot finds a byte OWNER_FREE | p from a slot on, wrapping round, as a plain loop
- * does; owned_word gathers the OWNER_FREE bits. */
+/* owned_slot finds a slot whose byte is OWNER_FREE | p from a slot on, wrapping round,
+ * as a plain loop does, among those the map's bits say are owned; owned_set and
+ * owned_clear keep bits and bytes together. */
 START_TEST(owner_map_scans)
 {
 	struct slab_class k;
 	memset(&k, 0, sizeof k);
 	static const uint32_t slot_counts[] = {4, 5, 12, 32, 36, 51, 64, 85, 128, 256};
-	static uint8_t own[SLAB_MAX_SLOTS];
+	static uint64_t map[512];
 	srand(3);
 	for (size_t c = 0; c < sizeof slot_counts / sizeof *slot_counts; c++) {
 		k.slots = slot_counts[c];
+		k.nwords = (uint8_t)((k.slots + 63) / 64);
+		uint8_t *own = (uint8_t *)(map + k.nwords);
 		for (int round = 0; round < 200; round++) {
-			memset(own, 0, sizeof own);
+			memset(map, 0, sizeof map);
 			for (uint32_t i = 0; i < k.slots; i++) {
 				unsigned v = (unsigned)rand() % 8;
-				own[i] = (uint8_t)(v < 4 ? v : OWNER_FREE | (v - 4));
+				if (v < 4) own[i] = (uint8_t)v;
+				else owned_set(&k, map, i, v - 4);
 			}
 			unsigned p = (unsigned)rand() % 4;
 			uint32_t from = (uint32_t)rand() % k.slots, want = UINT32_MAX;
 			for (uint32_t j = 0; j < k.slots && want == UINT32_MAX; j++)
 				if (own[(from + j) % k.slots] == (OWNER_FREE | p)) want = (from + j) % k.slots;
-			ck_assert_uint_eq(owned_slot(&k, own, p, from), want);
-			for (uint32_t w = 0; w < (k.slots + 63) / 64; w++) {
-				uint64_t bits = 0;
-				for (uint32_t b = 0; b < 64 && 64 * w + b < k.slots; b++)
-					bits |= (uint64_t)(own[64 * w + b] >> 7) << b;
-				ck_assert_uint_eq(owned_word(&k, own, w), bits);
-			}
+			ck_assert_uint_eq(owned_slot(&k, map, p, from), want);
+			if (want == UINT32_MAX) continue;
+			owned_clear(&k, map, want, p);
+			ck_assert_uint_eq(own[want], p);
+			ck_assert(!(map[want >> 6] >> (want & 63) & 1));
 		}
+		ck_assert_uint_le(owner_map_bytes(k.slots), sizeof map);
 	}
 }
 END_TEST
@@ -107,9 +110,8 @@ START_TEST(slots_bound)
 }
 END_TEST
 
-/* Every open slab of k (lock held): its owned slots counted in nown and its psets the
- * partitions of its owned slots (or, lazily, a few more); every set member open and
- * flagged in its psets. */
+/* Every open slab of k (lock held): its owned slots counted in nown, its psets the
+ * partitions of its owned slots; every set member open and flagged in its psets. */
 static void check_owners(struct slab_class *k)
 {
 	class_lock(k);
@@ -128,16 +130,19 @@ static void check_owners(struct slab_class *k)
 			continue;
 		}
 		const uint8_t *own = owners_of(k, s, pos);
-		uint32_t owned = 0;
+		const uint64_t *map = owner_map(k, s, pos);
+		uint32_t owned = 0, parts = 0;
 		for (uint32_t i = 0; i < k->slots; i++) {
+			ck_assert_int_eq((own[i] & OWNER_FREE) != 0, map[i >> 6] >> (i & 63) & 1);
 			if (!(own[i] & OWNER_FREE)) continue;
 			owned++;
-			ck_assert_msg(s->psets >> (own[i] & ~OWNER_FREE) & 1, "slab %u: slot %u owned outside its sets", pos, i);
+			parts |= 1u << (own[i] & ~OWNER_FREE);
 			/* Used and quarantined in the bits: no draw takes it, a free of it is fatal. */
 			ck_assert(s->bits[i >> 6].used >> (i & 63) & 1);
 			ck_assert(s->bits[i >> 6].quar >> (i & 63) & 1);
 		}
 		ck_assert_uint_eq(owned, s->nown);
+		ck_assert_msg(parts == s->psets, "slab %u: owned by %#x, in the sets of %#x", pos, parts, s->psets);
 		ck_assert_uint_le(s->nown, s->nused);
 		if (s->state == SLAB_EMPTY) ck_assert_uint_eq(s->nown, s->nused);
 	}
