@@ -365,12 +365,11 @@ struct class_parts {
 
 /* The profile's three choices the allocation and free paths test (random slots, the
  * write-after-free check, a slot quarantine: qmask != 0), all on (strong's), all off
- * (light's) or a mix (an option set against its profile), each with or without
- * call-site partitions. slot_alloc.c has a copy of each path for strong's and light's,
- * with and without partitions, the choices folded in as constants, and one that reads
- * them from the class for a mix: a process pays one test of its class's mode, not one
- * for each choice. */
-enum hot_mode { HOT_MIXED, HOT_STRONG, HOT_LIGHT, HOT_STRONG_PARTED, HOT_LIGHT_PARTED };
+ * (light's) or a mix (an option set against its profile); with call-site partitions,
+ * always the mix's. slot_alloc.c has a copy of each path for the first two, the choices
+ * folded in as constants, and one that reads them from the class for a mix: a process
+ * pays one test of its class's mode, not one for each choice. */
+enum hot_mode { HOT_MIXED, HOT_STRONG, HOT_LIGHT };
 
 struct slab_class {
 	/* Line 0: the geometry, fixed when the class is set up (slab_class_setup, on its
@@ -393,7 +392,7 @@ struct slab_class {
 	 * paths that read them read this line anyway: */
 	bool random_slots : 1;      /* slot_random */
 	bool check_reuse : 1;       /* write_after_free_check */
-	unsigned hot_mode : 3;      /* enum hot_mode: the copy of the hot paths it takes */
+	unsigned hot_mode : 2;      /* enum hot_mode: the copy of the hot paths it takes */
 	bool parted : 1;            /* keeps its slots' owners (slab_parted, not the zero class) */
 	uint8_t owner_words;        /* with parted: 8-byte words of a slab's owner map */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory

@@ -616,19 +616,21 @@ void slab_leave_part(struct slab_class *k, uint32_t pos, struct slab *s, unsigne
 	if (k->parts->cur[p] == pos + 1) k->parts->cur[p] = 0;
 }
 
-bool slab_take_own_lowest(struct slab_class *k, unsigned p, uint32_t *pos_out, uint32_t *i_out, bool *fresh)
+struct own_slot slab_take_own_lowest(struct slab_class *k, unsigned p)
 {
-	if (!k->parts->n[p]) return false;
+	struct own_slot o = {0, 0, false, false};
+	if (!k->parts->n[p]) return o;
 	uint32_t pos = set_lowest(k, set_of_part(p));
-	if (k->current && pos >= k->current) return false;
+	if (k->current && pos >= k->current) return o;
 	struct slab *s = desc(k, pos);
 	uint64_t *map = owner_map(k, s, pos);
 	uint32_t i = owned_slot(k, map, p, k->random_slots ? (rand16(k) * k->slots) >> 16 : 0);
 	invariant(i != UINT32_MAX); /* a slab leaves the set with p's last slot there */
 	if (s->state == SLAB_EMPTY) wake_empty(k, pos, s);
 	k->parts->cur[p] = pos + 1; /* own_taken forgets it again if that was p's last */
-	own_taken(k, pos, s, map, i, p, fresh);
-	*pos_out = pos;
-	*i_out = i;
-	return true;
+	own_taken(k, pos, s, map, i, p, &o.fresh);
+	o.pos = pos;
+	o.i = i;
+	o.found = true;
+	return o;
 }

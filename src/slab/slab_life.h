@@ -92,7 +92,7 @@ static inline void slab_release_owned(struct slab_class *k, struct slab *s, uint
  * slot_maybe_returned). The slab leaves p's set when that was p's last slot there: the
  * owned slots are a few bits to look at (a partition in churn frees one slot at a time
  * into slab after slab). */
-static inline void own_taken(struct slab_class *k, uint32_t pos, struct slab *s, uint64_t *map, uint32_t i, unsigned p,
+static inline __attribute__((always_inline)) void own_taken(struct slab_class *k, uint32_t pos, struct slab *s, uint64_t *map, uint32_t i, unsigned p,
 			     bool *fresh)
 {
 	uint64_t bit = (uint64_t)1 << (i & 63);
@@ -106,15 +106,21 @@ static inline void own_taken(struct slab_class *k, uint32_t pos, struct slab *s,
 }
 
 /* slab_take_own when partition p's own slab holds none of its slots, or is no longer
- * below the current slab: the lowest of p's set becomes it. */
-bool slab_take_own_lowest(struct slab_class *k, unsigned p, uint32_t *pos, uint32_t *i, bool *fresh);
+ * below the current slab: the lowest of p's set becomes it. The slot comes back in
+ * registers: pointers to the allocation's locals passed to a call would put them on
+ * the stack, and the stack protector would then guard every allocation. */
+struct own_slot {
+	uint32_t pos, i;
+	bool found, fresh;
+};
+struct own_slot slab_take_own_lowest(struct slab_class *k, unsigned p);
 
 /* With partitions: a free slot of partition p's own for an allocation of p, from its own
  * slab (parts->cur) or else the lowest slab of its set, if that lies below the current
  * slab (or there is none); an empty slab it lies in becomes active. False: none, or the
  * current slab is lower: draw from that. Inline: most allocations of a partition in
  * churn take a slot from its own slab. */
-static inline bool slab_take_own(struct slab_class *k, unsigned p, uint32_t *pos, uint32_t *i, bool *fresh)
+static inline __attribute__((always_inline)) bool slab_take_own(struct slab_class *k, unsigned p, uint32_t *pos, uint32_t *i, bool *fresh)
 {
 	uint32_t cur = k->parts->cur[p];
 	if (cur && (!k->current || cur <= k->current)) {
@@ -130,7 +136,11 @@ static inline bool slab_take_own(struct slab_class *k, unsigned p, uint32_t *pos
 			return true;
 		}
 	}
-	return slab_take_own_lowest(k, p, pos, i, fresh);
+	struct own_slot o = slab_take_own_lowest(k, p);
+	*pos = o.pos;
+	*i = o.i;
+	*fresh = o.fresh;
+	return o.found;
 }
 /* A slot goes back to its slab for good (it left the quarantine, or there is none).
  * Inline: every quarantine release runs it, and its common case touches the slab alone.

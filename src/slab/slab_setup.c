@@ -218,14 +218,16 @@ static void class_metadata(struct slab_class *k, unsigned a, const struct sc_geo
 }
 
 /* The profile's choices, copied where the hot paths read them, and the copy of those
- * paths the class takes (slab_class.h, enum hot_mode). After class_metadata, which sets
- * up the quarantine (qmask) and the partitions. */
+ * paths the class takes (slab_class.h, enum hot_mode): with partitions, the copy that
+ * reads the choices from the class, which alone has the partitions' code. After
+ * class_metadata, which sets up the quarantine (qmask) and the partitions. */
 static void class_choices(struct slab_class *k)
 {
 	k->random_slots = roots.opt.slot_random;
 	k->check_reuse = roots.opt.write_after_free_check;
-	if (k->random_slots && k->check_reuse && k->qmask) k->hot_mode = k->parted ? HOT_STRONG_PARTED : HOT_STRONG;
-	else if (!k->random_slots && !k->check_reuse && !k->qmask) k->hot_mode = k->parted ? HOT_LIGHT_PARTED : HOT_LIGHT;
+	if (k->parted) k->hot_mode = HOT_MIXED;
+	else if (k->random_slots && k->check_reuse && k->qmask) k->hot_mode = HOT_STRONG;
+	else if (!k->random_slots && !k->check_reuse && !k->qmask) k->hot_mode = HOT_LIGHT;
 	else k->hot_mode = HOT_MIXED;
 }
 

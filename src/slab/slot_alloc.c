@@ -28,16 +28,18 @@ static _Atomic unsigned next_arena;
 /* --- the profile's choices ---------------------------------------------------------- */
 
 /* The choices a copy of the hot paths is compiled for (slab_class.h, enum hot_mode):
- * constants in the strong and the light copies, read from the class in the mixed one.
- * The copies without partitions have no partition code at all. */
+ * constants in the strong and the light copy, read from the class in the mixed one,
+ * which alone serves a class with partitions (slab_class_setup): the copies of the
+ * others have no partition code at all. (Copies of strong's and light's with
+ * partitions, constants too, saved those classes nothing: the function grew past what
+ * gcc inlines into it, and the lock's release and the slot draw became calls in every
+ * copy, partitions=1's too.) */
 struct hot {
 	bool fixed; /* false: read them from the class */
-	bool random, check, quarantine, parted;
+	bool random, check, quarantine;
 };
 #define HOT_ALL_ON ((struct hot){.fixed = true, .random = true, .check = true, .quarantine = true})
 #define HOT_ALL_OFF ((struct hot){.fixed = true})
-#define HOT_ON_PARTED ((struct hot){.fixed = true, .random = true, .check = true, .quarantine = true, .parted = true})
-#define HOT_OFF_PARTED ((struct hot){.fixed = true, .parted = true})
 #define HOT_READ ((struct hot){.fixed = false})
 
 static inline bool hot_random(const struct slab_class *k, struct hot h) { return h.fixed ? h.random : k->random_slots; }
@@ -46,7 +48,7 @@ static inline bool hot_quarantine(const struct slab_class *k, struct hot h)
 {
 	return h.fixed ? h.quarantine : slot_quarantine_on(k);
 }
-static inline bool hot_parted(const struct slab_class *k, struct hot h) { return h.fixed ? h.parted : k->parted; }
+static inline bool hot_parted(const struct slab_class *k, struct hot h) { return !h.fixed && k->parted; }
 
 /* --- slots ----------------------------------------------------------------------- */
 
@@ -186,9 +188,8 @@ static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k
 							     enum alloc_kind kind, struct hot h, uintptr_t site)
 {
 	/* The hash before the lock: it needs nothing the lock guards. By the options, not
-	 * the class, in the copy for a mix: a class's first allocation sets it up (parted)
-	 * under the lock, through that copy (its mode is 0 until then). */
-	unsigned part = (h.fixed ? h.parted : slab_parted()) ? site_partition(site) : 0;
+	 * the class: a class's first allocation sets it up (parted) under the lock. */
+	unsigned part = !h.fixed && slab_parted() ? site_partition(site) : 0;
 	class_lock(k);
 	uint32_t pos = 0, i = 0;
 	bool fresh = false;
@@ -260,9 +261,7 @@ void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind, uintp
 	/* Copies inlined into one function: as functions of their own, each allocation
 	 * paid a call and a second frame, more than the tests they save. */
 	if (likely(k->hot_mode == HOT_STRONG)) return alloc_in(k, size, zero, kind, HOT_ALL_ON, site);
-	if (k->hot_mode == HOT_STRONG_PARTED) return alloc_in(k, size, zero, kind, HOT_ON_PARTED, site);
 	if (k->hot_mode == HOT_LIGHT) return alloc_in(k, size, zero, kind, HOT_ALL_OFF, site);
-	if (k->hot_mode == HOT_LIGHT_PARTED) return alloc_in(k, size, zero, kind, HOT_OFF_PARTED, site);
 	return alloc_in(k, size, zero, kind, HOT_READ, site);
 }
 

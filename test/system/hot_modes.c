@@ -13,10 +13,10 @@
  *   - write_after_free_check: a write into a freed slot (past the bytes the free of a
  *     neighbour checks in any profile) is fatal at the slot's next allocation when it
  *     is on, and goes unseen when it is off.
- * Strong's and light's copies come twice, with call-site partitions (the default) and
- * without (partitions=1); a mix runs the copy that reads the choices, with partitions.
- * The checks hold in each: the blocks whose reuse they watch come from one call site
- * (site.h).
+ * With call-site partitions (the default) every class takes the copy that reads its
+ * choices: strong and light with partitions=1 are the ones that run the copies with
+ * constants, and the checks hold with partitions on too (the blocks whose reuse they
+ * watch come from one call site, site.h).
  */
 #include "../harness.h"
 
