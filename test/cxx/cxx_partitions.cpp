@@ -99,8 +99,10 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	unsigned long partitions = 1;
-	if (rampart_get_option("partitions", &partitions) && (delete new Object(), 1))
-		rampart_get_option("partitions", &partitions);
+	Object *first = new Object(); // rampart started: its options are in place
+	asm volatile("" : : "r"(first) : "memory"); // kept: a new and delete pair may be elided
+	delete first;
+	if (rampart_get_option("partitions", &partitions)) partitions = 1;
 	if (partitions < 2) {
 		std::fprintf(stderr, "SKIP: this process runs without call-site partitions\n");
 		return 77;
