@@ -15,8 +15,9 @@
 #                                              OPTIONS: RAMPART_OPTIONS for that run, as in
 #                                              bench/run.py; LIB@OPTIONS is still taken)
 #
-# make bench-soak passes rampart-light the light build's path (bench.mk); the row runs the
-# rampart row's library all the same, so that the two rows differ by the profile alone.
+# make bench-soak passes rampart-light BENCH_LIGHT (bench.mk); the row runs the rampart
+# row's library (without that row's options) with its own options, so that the two rows
+# differ by the profile alone.
 #
 # Needs redis-server and redis-tools (Debian); where either is missing it says so and
 # exits 77. SOAK_SETS changes the SETs per round (a quick check: SOAK_SETS=20000).
@@ -37,7 +38,7 @@ kib_of() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$2/status"; }
 # The rampart row's library, for the light row.
 RAMPART_LIB=
 for spec in "$@"; do
-	case $spec in rampart=*) RAMPART_LIB=${spec#rampart=} RAMPART_LIB=${RAMPART_LIB%%@*} ;; esac
+	case $spec in rampart=*) RAMPART_LIB=${spec#rampart=} RAMPART_LIB=${RAMPART_LIB%%\?*} RAMPART_LIB=${RAMPART_LIB%%@*} ;; esac
 done
 
 echo "| allocator | live data (used_memory) | RSS at the end | RSS ÷ live | peak RSS (VmHWM) | time |"
@@ -57,6 +58,8 @@ for spec in "$@"; do
 		[ -z "$RAMPART_LIB" ] || lib=$RAMPART_LIB
 		;;
 	esac
+	# ld.so only warns about a preload it cannot find, and redis would run on its jemalloc.
+	[ "$lib" = - ] || [ -f "$lib" ] || { echo "soak: $name: no library at $lib" >&2; exit 1; }
 	start=$(date +%s.%N)
 	if [ "$lib" = - ]; then
 		redis-server --port $PORT --save '' --appendonly no --dir "$DIR" >"$DIR/log" 2>&1 &

@@ -146,7 +146,7 @@ check-clang:
 UBSAN := -fsanitize=undefined -fsanitize-minimal-runtime -fno-sanitize-recover=all
 check-ubsan:
 	$(MAKE) --no-print-directory OUT=out-ubsan CC='clang $(UBSAN)' CXX='clang++ $(UBSAN)' $(CHECK_INVARIANTS) \
-		CHECK_TEST_CFLAGS=-fno-sanitize=object-size CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
+		CHECK_TEST_CFLAGS='-fno-sanitize=object-size -DTEST_SANITIZED=1' CHECK_CXXFLAGS='$(CLANG_CXXFLAGS)' test-build
 	$(call CHECK_RUN,out-ubsan)
 
 # TSan brings its own malloc: the programs link every object but the public entry points.
@@ -241,11 +241,13 @@ seccomp-table:
 		skip && /^\|/ { next } { skip = 0; print }' $(SECCOMP_DOC) > $(SECCOMP_DOC).tmp && mv $(SECCOMP_DOC).tmp $(SECCOMP_DOC)
 	@rm -f $(OUT)/seccomp-table.md.tmp; echo "$(SECCOMP_DOC) system-call table written from $(SECCOMP_LIST)"
 # Documents: every relative link of README.md, docs/, test/README.md and bench/ resolves
-# (files and #headings), README.md stays within 400 lines, and docs/seccomp.md's table is
-# the one syscalls.list gives. No build; part of make test.
+# (files and #headings), README.md stays within 400 lines, docs/seccomp.md's table is
+# the one syscalls.list gives, and every file a comment in src/ or a page of docs/ names
+# exists (test/check-paths.sh). No build; part of make test.
 .PHONY: check-docs
 check-docs: check-seccomp-readme
 	@sh test/check-docs.sh
+	@sh test/check-paths.sh
 
 check-seccomp: check-seccomp-readme $(TEST_OUT)/system/seccomp_check
 	RAMPART_OPTIONS=guard=madvise $(TEST_OUT)/system/seccomp_check

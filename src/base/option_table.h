@@ -93,8 +93,8 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 	X(large_refill_bytes, SIZE, CONFIG_LARGE_REFILL_BYTES, (size_t)1 << 46,                            \
 	  "most bytes of new large blocks populated up front, earned by touched ones freed (0: off)")      \
 	X(slab_return_ms, COUNT, CONFIG_SLAB_RETURN_MS, ((size_t)1 << 31) - 1,                             \
-	  "milliseconds after the last free into an open slab before its free slots' pages go back "      \
-	  "(0: never)")                                                                                    \
+	  "milliseconds before free slots' pages in an open slab go back: one to two periods after the "  \
+	  "last free into it, at most one where its class hands out nothing (0: never)")                   \
 	X(arenas, COUNT, 0, CONFIG_SLAB_ARENAS,                                                            \
 	  "slab arenas threads are spread over (0: one per CPU the process may run on)")                   \
 	X(passthrough, BOOL, false, 0,                                                                     \

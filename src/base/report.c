@@ -164,8 +164,19 @@ void report_put_errno(struct out *o, int err)
 	out_num(o, (unsigned)err);
 }
 
-/* "<what> at <addr>" */
-static void put_what(struct out *o, enum report_op op, enum report_kind kind, const void *addr)
+static void put_size(struct out *o, size_t size, size_t align, bool aligned)
+{
+	out_str(o, " size ");
+	out_num(o, size);
+	if (!aligned) return;
+	out_str(o, " aligned to ");
+	out_num(o, align);
+}
+
+/* "<what> at <addr>", and for a sized free with sizes ": passed size N, the block's size M":
+ * which number is wrong is what its reader must know first. */
+static void put_what(struct out *o, enum report_op op, enum report_kind kind, const void *addr,
+		     const struct report_sizes *sz)
 {
 	if (kinds[kind].op_first) {
 		out_str(o, op_names[op]);
@@ -174,6 +185,11 @@ static void put_what(struct out *o, enum report_op op, enum report_kind kind, co
 	out_str(o, kinds[kind].what);
 	out_str(o, " at ");
 	out_hex(o, (uintptr_t)addr);
+	if (!sz) return;
+	out_str(o, ": passed");
+	put_size(o, sz->passed, sz->passed_align, sz->passed_align);
+	out_str(o, ", the block's");
+	put_size(o, sz->block, sz->block_align, sz->passed_align);
 }
 
 void report_warn(enum report_warning w, const char *detail)
@@ -211,20 +227,25 @@ void report_fatal_line(enum report_op op, enum report_kind kind, const void *add
 	char line[256];
 	struct out o = out_fd(STDERR_FILENO, line, sizeof line);
 	out_str(&o, "rampart: fatal: ");
-	put_what(&o, op, kind, addr);
+	put_what(&o, op, kind, addr, NULL);
 	out_str(&o, "\n");
 	out_flush(&o);
 }
 
-void report_fatal(enum report_op op, enum report_kind kind, const void *addr)
+static __attribute__((noreturn)) void fatal(enum report_op op, enum report_kind kind, const void *addr,
+					    const struct report_sizes *sz)
 {
 	char line[256];
 	struct out o = out_fd(STDERR_FILENO, line, sizeof line);
 	out_str(&o, "rampart: fatal: ");
-	put_what(&o, op, kind, addr);
+	put_what(&o, op, kind, addr, sz);
 	out_str(&o, "\n");
 	write_and_abort(&o);
 }
+
+void report_fatal(enum report_op op, enum report_kind kind, const void *addr) { fatal(op, kind, addr, NULL); }
+
+void report_wrong_size(const void *addr, const struct report_sizes *sz) { fatal(OP_FREE, ERR_WRONG_SIZE, addr, sz); }
 
 #if CONFIG_INVARIANTS
 void report_invariant(const char *what)
@@ -260,7 +281,7 @@ void report_kernel(enum report_op call, int err, const void *addr)
 #define REPORTS_MAX 100
 static _Atomic unsigned reports;
 
-static void report_error(enum report_op op, enum report_kind kind, const void *addr)
+static void report_error(enum report_op op, enum report_kind kind, const void *addr, const struct report_sizes *sz)
 {
 	unsigned n_before = atomic_fetch_add_explicit(&reports, 1, memory_order_relaxed);
 	if (n_before > REPORTS_MAX) return;
@@ -274,7 +295,7 @@ static void report_error(enum report_op op, enum report_kind kind, const void *a
 		return;
 	}
 	out_str(&o, "rampart: error: ");
-	put_what(&o, op, kind, addr);
+	put_what(&o, op, kind, addr, sz);
 	out_str(&o, "; ");
 	out_str(&o, kinds[kind].go_on);
 	out_str(&o, " (on_error=report)\n");
@@ -292,11 +313,18 @@ static bool may_go_on(enum report_op op, enum report_kind kind)
 	return op == OP_FREE;
 }
 
-bool report_go_on(enum report_op op, enum report_kind kind, const void *addr)
+static bool go_on(enum report_op op, enum report_kind kind, const void *addr, const struct report_sizes *sz)
 {
 	if (!kinds[kind].go_on || !may_go_on(op, kind)) return false;
 	if (kind == ERR_WRONG_SIZE && !roots.opt.sized_free) return true;
 	if (roots.opt.on_error != ON_ERROR_REPORT) return false;
-	report_error(op, kind, addr);
+	report_error(op, kind, addr, sz);
 	return true;
+}
+
+bool report_go_on(enum report_op op, enum report_kind kind, const void *addr) { return go_on(op, kind, addr, NULL); }
+
+bool report_wrong_size_go_on(const void *addr, const struct report_sizes *sz)
+{
+	return go_on(OP_FREE, ERR_WRONG_SIZE, addr, sz);
 }

@@ -106,6 +106,19 @@ cold __attribute__((noreturn)) void report_kernel(enum report_op call, int err, 
  * OP_REALLOC) the call is done as asked, the block taken for one of its kind. */
 cold bool report_go_on(enum report_op op, enum report_kind kind, const void *addr);
 
+/* What a sized free passed against what its block has, for ERR_WRONG_SIZE's line. The
+ * alignments are shown only where one was passed (passed_align != 0). */
+struct report_sizes {
+	size_t passed, block;
+	size_t passed_align, block_align;
+};
+/* report_go_on and report_fatal for a sized free (OP_FREE) whose size or alignment is not
+ * its block's (ERR_WRONG_SIZE): the one line ends with both sizes, as in
+ * "rampart: fatal: sized free ... at 0x...: passed size 16, the block's size 300000"
+ * (and "aligned to A" after each size where an alignment was passed). */
+cold bool report_wrong_size_go_on(const void *addr, const struct report_sizes *sz);
+cold __attribute__((noreturn)) void report_wrong_size(const void *addr, const struct report_sizes *sz);
+
 /* An error number as a message gives it: "ENOENT (No such file or directory)", its name
  * and the C library's text in the C locale, from a table (strerror may allocate);
  * "errno N" for a number the table lacks. */

@@ -139,8 +139,13 @@ static inline __attribute__((always_inline)) void release_as(void *p, bool sized
 	if (!p) return;
 	if (unlikely(!rampart_ready())) return release_not_ready(p);
 	kind = kind_in_effect(kind);
-	if (likely(slab_contains(p))) slab_free(p, sized, sized ? class_for(size, align) : 0, kind);
-	else large_free(p, sized, size, align, kind);
+	if (likely(slab_contains(p))) {
+		if (!sized) return slab_free(p, NULL, kind);
+		struct sized_claim claim = {size, align, class_for(size, align)};
+		slab_free(p, &claim, kind);
+	} else {
+		large_free(p, sized, size, align, kind);
+	}
 }
 
 static void release(void *p, bool sized, size_t size, size_t align) { release_as(p, sized, size, align, KIND_MALLOC); }

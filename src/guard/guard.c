@@ -28,6 +28,7 @@
 #include "base/report.h"
 #include "os/os.h"
 #include "base/counters.h"
+#include "guard/label.h"
 #include "guard/place.h"
 #include "guard/vma_budget.h"
 
@@ -140,57 +141,10 @@ static bool markers_on(const struct guard_region *r)
 	return (r->flags & REGION_MARKERS) && guard_backend() == GUARD_MADVISE;
 }
 
-/* Whole regions only, never a sub-span, so a label never splits a VMA. The first
- * refusal switches labelling off: it would cost a failing system call per mapping.
- * A region remembers its label by number (REGION_LABEL_SHIFT): a span closed by a fresh
- * mapping must carry the name again, or it would stay a VMA apart from its neighbours. */
-#if CONFIG_LABEL_MEMORY
-static _Atomic bool labels_work = true;
-#define LABELS_MAX 8
-static const char *_Atomic label_names[LABELS_MAX];
-
-/* The number of name (1-based), registered on first use; 0 when the table is full. */
-static uint32_t label_number(const char *name)
-{
-	for (uint32_t i = 0; i < LABELS_MAX; i++) {
-		const char *have = atomic_load_explicit(&label_names[i], memory_order_acquire);
-		if (!have) {
-			const char *expected = NULL;
-			if (atomic_compare_exchange_strong_explicit(&label_names[i], &expected, name, memory_order_acq_rel,
-								    memory_order_acquire))
-				return i + 1;
-			have = expected;
-		}
-		if (have == name || !strcmp(have, name)) return i + 1;
-	}
-	return 0;
-}
-#endif
-
+/* Name the whole region (label.h). */
 static void label(struct guard_region *r, const char *name)
 {
-#if CONFIG_LABEL_MEMORY
-	if (name && atomic_load_explicit(&labels_work, memory_order_relaxed)) {
-		if (!os_label((void *)r->base, r->size, name))
-			atomic_store_explicit(&labels_work, false, memory_order_relaxed);
-		else
-			r->flags = (r->flags & ~REGION_LABEL_MASK) | label_number(name) << REGION_LABEL_SHIFT;
-	}
-#else
-	(void)r, (void)name;
-#endif
-}
-
-/* Name a span that a fresh mapping replaced as its region is named. */
-static void relabel(const struct guard_region *r, void *p, size_t len)
-{
-#if CONFIG_LABEL_MEMORY
-	uint32_t n = (r->flags & REGION_LABEL_MASK) >> REGION_LABEL_SHIFT;
-	if (n && atomic_load_explicit(&labels_work, memory_order_relaxed))
-		(void)os_label(p, len, atomic_load_explicit(&label_names[n - 1], memory_order_acquire));
-#else
-	(void)r, (void)p, (void)len;
-#endif
+	r->flags = label_region((void *)r->base, r->size, name, r->flags);
 }
 
 /* Is the region one mapping of its own (a large region), so that a span of it may be
@@ -220,7 +174,7 @@ static bool close_protected(struct guard_region *r, void *p, size_t len)
 	bool keep_anon = r->flags & REGION_KEEP_ANON;
 	if (!keep_anon && os_map(&fixed, len, OS_CLOSED, OS_REPLACE) == 0) {
 		r->flags |= REGION_PROTECTED;
-		relabel(r, p, len);
+		label_again(r->flags, p, len);
 		return true;
 	}
 	/* Closed in place: what a program did to the span (mlock, MADV_DONTFORK, another
@@ -264,7 +218,7 @@ bool guard_close(struct guard_region *r, size_t off, size_t len)
 		 * over the span as it is and the region is never reused (REGION_STALE). */
 		if (replaceable(r)) {
 			void *fixed = p;
-			if (os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE) == 0) relabel(r, p, len);
+			if (os_map(&fixed, len, OS_READ_WRITE, OS_REPLACE) == 0) label_again(r->flags, p, len);
 			else r->flags |= REGION_STALE;
 		}
 		int err = os_advise(p, len, MADV_GUARD_INSTALL);
@@ -546,6 +500,8 @@ static void *growth_of(const struct guard_region *r, size_t size, size_t *len)
 
 bool guard_grow(struct guard_region *r, size_t size, const char *name)
 {
+	/* Only a region guard_start began grows; its marked part lies inside it (guard.h). */
+	invariant((r->flags & REGION_GROWS) && (size_t)r->marked_pages * os_page <= r->size);
 	if (size <= r->size) return true;
 	size_t len;
 	void *p = growth_of(r, size, &len);
@@ -720,7 +676,7 @@ static bool fill_moved_hole(struct guard_region *r, size_t off, size_t len)
 	void *p = (void *)(r->base + off);
 	if (markers_on(r)) {
 		if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return false;
-		relabel(r, p, len);
+		label_again(r->flags, p, len);
 		if (os_advise(p, len, MADV_GUARD_INSTALL) == 0) {
 			r->flags |= REGION_MARKED;
 			return true;
@@ -730,7 +686,7 @@ static bool fill_moved_hole(struct guard_region *r, size_t off, size_t len)
 		return false;
 	}
 	if (os_map(&p, len, OS_CLOSED, OS_NOREPLACE)) return false;
-	relabel(r, p, len);
+	label_again(r->flags, p, len);
 	r->flags |= REGION_PROTECTED;
 	return true;
 }
@@ -812,7 +768,7 @@ bool guard_move_whole(struct guard_region *from, size_t from_off, size_t len, st
 	 * extended it by past its old end, open and empty. It keeps the region's label. */
 	uint32_t label_bits = from->flags & REGION_LABEL_MASK;
 	to->flags = (from->flags & (REGION_MARKERS | REGION_MARKED)) | label_bits | (skip ? REGION_PROTECTED : 0);
-	if (skip) relabel(to, (void *)to->base, skip);
+	if (skip) label_again(to->flags, (void *)to->base, skip);
 	/* The block grows over its old trail guard: its markers go (they cost no memory to
 	 * take away, so only a kernel error refuses). Where they would not, the span is
 	 * mapped afresh, open and empty: a VMA more, never a closed byte inside the block. */
@@ -822,7 +778,7 @@ bool guard_move_whole(struct guard_region *from, size_t from_off, size_t len, st
 		void *fresh = grown;
 		if (!os_is_oom(err) || os_map(&fresh, new_len - len, OS_READ_WRITE, OS_REPLACE))
 			report_kernel(OP_GUARD_REMOVE, err, grown);
-		relabel(to, grown, new_len - len);
+		label_again(to->flags, grown, new_len - len);
 	}
 	/* The new trail guard: what the kernel extended the region by is unguarded (markers
 	 * stay at their old offsets when a mapping grows). Refused, it is closed the way
@@ -879,7 +835,7 @@ bool guard_retire(struct guard_region *r)
 		if (!os_is_oom(err)) report_kernel(OP_MMAP, err, p);
 		return false;
 	}
-	relabel(r, p, r->size);
+	label_again(r->flags, p, r->size);
 	r->flags = (r->flags & (REGION_LABEL_MASK | REGION_GROWS)) | REGION_PROTECTED | REGION_STALE;
 	return true;
 }

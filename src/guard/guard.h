@@ -22,6 +22,7 @@
 
 #include "base/common.h"
 #include "base/option_table.h" /* enum guard_backend */
+#include "guard/label.h"
 
 /* Region flags: how spans are closed and what reopening them takes. */
 enum {
@@ -35,9 +36,7 @@ enum {
 				 * (mlock, advice, protection), so the region is never reused */
 	REGION_TAGGED = 128u,   /* open spans are PROT_MTE (arm64 memory tagging, os/mte.h) */
 };
-/* Bits of flags holding the number of the region's label (guard.c), 0 = none. */
-#define REGION_LABEL_SHIFT 8
-#define REGION_LABEL_MASK (0xfu << REGION_LABEL_SHIFT)
+/* The bits above hold the number of the region's name: REGION_LABEL_MASK (label.h). */
 
 struct guard_region {
 	uintptr_t base;

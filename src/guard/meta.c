@@ -141,6 +141,9 @@ void *meta_alloc(size_t bytes)
 			if (!marked) vma_add(chunk_vmas(h));
 		}
 	}
+	/* Page-aligned and inside the region: metadata pointers point only in here. Under
+	 * the lock: the region's size is the lock's (another thread's meta_grow writes it). */
+	invariant(!result || (!((uintptr_t)result & (os_page - 1)) && meta_contains(result)));
 	meta_unlock();
 	return result;
 }
@@ -191,6 +194,7 @@ void meta_free(void *p, size_t bytes)
 	size_t len;
 	if (!p || !page_round(bytes, &len)) return;
 	meta_lock();
+	invariant(meta_contains(p) && !((uintptr_t)p & (os_page - 1))); /* the size is the lock's */
 	size_t off = (uintptr_t)p - h->region.base;
 	long vmas = chunk_vmas(h);
 	if (!guard_close(&h->region, off, len)) {

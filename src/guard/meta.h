@@ -28,7 +28,8 @@ void meta_free(void *p, size_t bytes);
  * process pays. */
 #define META_MANY_MAX 8
 bool meta_alloc_many(const size_t *bytes, void **out, unsigned n);
-/* Is p inside the metadata region? (A user pointer there is an invalid free.) */
+/* Is p inside the metadata region? (A user pointer there is an invalid free.) With the
+ * metadata lock held: the region's size grows under it. */
 bool meta_contains(const void *p);
 
 void meta_lock(void);

@@ -122,6 +122,7 @@ bool guard_window(size_t size, uintptr_t *base)
 		}
 	}
 	if (!b) return false;
+	invariant(!guard_in_window(b, b + size)); /* windows never overlap */
 	windows[n].lo = b;
 	windows[n].hi = b + size;
 	atomic_store_explicit(&nwindows, n + 1, memory_order_release);
@@ -170,6 +171,14 @@ static bool area_jump(struct guard_area *a, uintptr_t from, uintptr_t hi, size_t
 	return false;
 }
 
+/* The start handed out: checked free of the windows (place.h: what rampart maps outside
+ * a window never lies inside one). */
+static uintptr_t area_start(const struct guard_area *a, size_t size)
+{
+	invariant(!guard_in_window(a->next, a->next + size));
+	return a->next;
+}
+
 uintptr_t guard_area_take(struct guard_area *a, size_t size, size_t clear, uint32_t generation, uint64_t r)
 {
 	if (os_intercepted()) return 0;
@@ -188,15 +197,16 @@ uintptr_t guard_area_take(struct guard_area *a, size_t size, size_t clear, uint3
 	}
 	for (int pass = 0; pass < 2; pass++) {
 		if (a->next + size + clear <= hi) {
-			if (a->next + size + clear <= a->checked) return a->next;
+			if (a->next + size + clear <= a->checked) return area_start(a, size);
 			/* Below a start just chosen nothing is known: its clearance too. */
 			uintptr_t from = a->checked >= a->next ? a->checked : a->next - clear;
 			uintptr_t end = MIN(a->next + size + clear + AREA_STRETCH, hi);
 			if (span_free(from, end)) {
 				a->checked = end;
-				return a->next;
+				return area_start(a, size);
 			}
-			if (area_jump(a, a->checked >= a->next ? a->next : a->next - clear, hi, size, clear)) return a->next;
+			if (area_jump(a, a->checked >= a->next ? a->next : a->next - clear, hi, size, clear))
+				return area_start(a, size);
 		}
 		/* The top of the area: on from its bottom, where what was freed has gone. */
 		a->next = lo + clear;

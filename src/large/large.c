@@ -37,17 +37,13 @@ struct large_entry {
 	size_t requested;
 	uint8_t state;
 	uint8_t kind;        /* how it was allocated (enum alloc_kind) */
-	uint8_t vmas;        /* what it costs in VMAs while it lives (block_vmas) ... */
+	uint8_t vmas;        /* what it costs in VMAs while it lives (block_count) ... */
 	uint8_t guard_vmas;  /* ... of which its guards' own */
 	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
 	size_t populated;    /* bytes from data + populated_off that populate_block filled */
 	size_t populated_off; /* (populate.h) */
 	struct guard_region region;
 };
-
-/* Pages of the biggest block whose residency large_free reads once for everything it
- * decides (8 MiB of 4 KiB pages); a bigger block asks the kernel as each step needs. */
-#define RESIDENT_VEC_PAGES 2048
 
 struct large_state {
 	struct lock lock;
@@ -59,12 +55,11 @@ struct large_state {
 	/* Huge regions (CONFIG_REGION_QUARANTINE_SKIP and up), retired: held, never reused. */
 	struct region_quarantine huge;
 	struct reuse_cache cache;
-	struct resident_cache resident; /* light variant: freed blocks kept with their pages */
-	size_t live_bytes, live_peak;   /* usable bytes of live blocks; their recent peak */
+	struct resident_cache resident; /* light profile: freed blocks kept with their pages */
+	struct live_level live;         /* usable bytes of live blocks; their recent peak */
 	/* The statistics' totals: blocks allocated and freed, and their bytes (a realloc
-	 * frees the old size and allocates the new one; allocated - freed = live_bytes). */
+	 * frees the old size and allocates the new one; allocated - freed = live.bytes). */
 	size_t allocs, frees, alloc_bytes, freed_bytes;
-	uint64_t peak_since_ms;         /* when live_peak was last reset to live_bytes */
 	struct populate_credit populate;
 	struct guard_area area; /* where fresh regions go (guard/place.h) */
 	/* The arrays last: init writes only the fields above, so a process that frees few
@@ -74,8 +69,8 @@ struct large_state {
 	struct region_quarantine_item h_ring[CONFIG_HUGE_QUARANTINE_FIFO + 1];
 	struct region_quarantine_item h_slots[CONFIG_HUGE_QUARANTINE_RANDOM];
 	struct reuse_cache_entry cache_slots[CONFIG_CACHE_ENTRIES];
-	/* Light variant: a freed block's os_residency, read once for the populating credit,
-	 * the keep decision and the wipe (large_free); touched only there. */
+	/* Light profile: a freed block's os_residency, read once for the populating credit,
+	 * the keep decision and the wipe (resident_cache_keep); touched only there. */
 	unsigned char resident_vec[RESIDENT_VEC_PAGES];
 };
 
@@ -85,14 +80,14 @@ struct large_state {
 
 /* --- hash table: open addressing, linear probing, backward-shift deletion --- */
 
-static size_t slot_of(const struct large_state *s, uintptr_t key)
+static size_t bucket_of(const struct large_state *s, uintptr_t key)
 {
 	return (size_t)(((key >> 12) * s->hash_mul) >> 32) & (s->cap - 1);
 }
 
 static struct large_entry *lookup(struct large_state *s, uintptr_t key)
 {
-	for (size_t i = slot_of(s, key);; i = (i + 1) & (s->cap - 1)) {
+	for (size_t i = bucket_of(s, key);; i = (i + 1) & (s->cap - 1)) {
 		struct large_entry *e = &s->table[i];
 		if (e->data == key) return e;
 		if (!e->data) return NULL;
@@ -101,16 +96,22 @@ static struct large_entry *lookup(struct large_state *s, uintptr_t key)
 
 static void place(struct large_state *s, const struct large_entry *e)
 {
-	size_t i = slot_of(s, e->data);
+	/* The load stays at most a half (reserve_slot), so every probe ends at an empty
+	 * bucket; a block lies in its region, whole pages (large.h); the lock is held. */
+	invariant((s->used + 1) * 2 <= s->cap && lock_taken(&s->lock));
+	invariant(e->data && e->data - e->region.base <= e->region.size &&
+		  e->usable <= e->region.size - (e->data - e->region.base) && !(e->usable & (os_page - 1)));
+	size_t i = bucket_of(s, e->data);
 	while (s->table[i].data) i = (i + 1) & (s->cap - 1);
 	s->table[i] = *e;
 }
 
 static void remove_entry(struct large_state *s, struct large_entry *e)
 {
+	invariant(lock_taken(&s->lock) && e->data && s->used);
 	size_t i = (size_t)(e - s->table), mask = s->cap - 1;
 	for (size_t j = (i + 1) & mask; s->table[j].data; j = (j + 1) & mask) {
-		size_t home = slot_of(s, s->table[j].data);
+		size_t home = bucket_of(s, s->table[j].data);
 		/* Move j back into the hole at i unless its home lies cyclically in (i, j]. */
 		if (((j - home) & mask) >= ((j - i) & mask)) {
 			s->table[i] = s->table[j];
@@ -153,48 +154,19 @@ static size_t random_guard(struct large_state *s, size_t len)
 
 static size_t lead_of(const struct large_entry *e) { return e->data - e->region.base; }
 
-/* A closed region that has left the table for good: kept for reuse when it is whole,
- * its pages are really gone and every closed span was mapped afresh (so nothing a
- * program did to the memory survives into the next block), otherwise unmapped. */
+/* A closed region that has left the table for good: kept for reuse, or unmapped where
+ * it may carry what a program did to it (reuse_cache_put). */
 static void retire_region(struct large_state *s, struct guard_region *r)
 {
-	if (r->flags & (REGION_RESIDUE | REGION_STALE)) (void)guard_unmap(r);
-	else reuse_cache_put(&s->cache, r, os_now_ms());
+	reuse_cache_put(&s->cache, r, os_now_ms());
 }
-
-/* A kept block leaves the resident cache: its pages go back (guard_close maps the region
- * afresh, as large_free does) and its region joins the reuse cache, closed like any other. */
-static void resident_drop(struct large_state *s, size_t i)
-{
-	struct resident_block b = resident_cache_remove(&s->resident, i);
-	if (guard_close(&b.region, 0, b.region.size)) retire_region(s, &b.region);
-	else (void)guard_unmap(&b.region);
-}
-
-static size_t resident_flush(struct large_state *s)
-{
-	size_t n = s->resident.count;
-	while (s->resident.count) resident_drop(s, s->resident.count - 1);
-	return n;
-}
-
-/* Blocks kept longer than the reuse cache's idle bound go back. */
-static void resident_decay(struct large_state *s, uint64_t now_ms)
-{
-	for (size_t i = s->resident.count; i-- > 0;)
-		if (now_ms - s->resident.blocks[i].since_ms >= s->cache.decay_ms) resident_drop(s, i);
-}
-
-/* The part of the bound kept whatever the live blocks do. */
-#define RESIDENT_FLOOR_PART 8
 
 /* The live bytes changed by a block's allocation, free or resize: counted, and told at
  * once to the process-wide total whose peak the statistics keep (counters.h): a large
  * block's call costs system calls anyway. */
 static void live_change(struct large_state *s, size_t gone, size_t added)
 {
-	s->live_bytes = s->live_bytes - gone + added;
-	if (s->live_bytes > s->live_peak) s->live_peak = s->live_bytes;
+	live_level_change(&s->live, gone, added);
 	s->alloc_bytes += added;
 	s->freed_bytes += gone;
 	stat_add_peak(STAT_HEAP_BYTES_NOW, STAT_HEAP_BYTES_PEAK, (long)added - (long)gone, os_single_threaded());
@@ -206,51 +178,6 @@ static void live_count(struct large_state *s, long blocks)
 	if (blocks > 0) s->allocs++;
 	else s->frees++;
 	stat_add_peak(STAT_HEAP_BLOCKS_NOW, STAT_HEAP_BLOCKS_PEAK, blocks, os_single_threaded());
-}
-
-/* How many bytes kept blocks may hold now: what the live blocks have fallen below their
- * peak of the last decay interval, so that the blocks kept and the live ones together
- * stay within what the live ones alone reached (freed memory is kept while it takes no
- * more than the program held anyway), but at least an eighth of the bound and at most
- * the bound. */
-static size_t resident_budget(struct large_state *s)
-{
-	uint64_t now = os_now_ms();
-	if (now - s->peak_since_ms >= s->cache.decay_ms) {
-		s->live_peak = s->live_bytes;
-		s->peak_since_ms = now;
-	}
-	size_t room = s->live_peak - s->live_bytes; /* live_peak >= live_bytes: live_change */
-	return MIN(s->resident.max_bytes, MAX(s->resident.max_bytes / RESIDENT_FLOOR_PART, room));
-}
-
-/* Might keep_resident keep e? Its checks that cost no system call. */
-static bool may_keep(struct large_state *s, const struct large_entry *e)
-{
-	/* A block whose pages got huge-page marks is set apart by them: guard_seal would
-	 * refuse it after a system call (docs/large.md). */
-	return s->resident.max_bytes && vma_room(VMA_LARGE, 2) && e->usable <= resident_budget(s) &&
-	       !populate_marked(&s->populate, e->data + e->populated_off, e->populated);
-}
-
-/* Light variant: keep a freed block's pages, wiped and sealed in place, instead of
- * giving them back; false when it is not kept (beyond the budget, or the block may
- * carry what the program did to it: guard_seal), and the caller closes it as always.
- * vec: the block's os_residency where large_free read it, else NULL. */
-static bool keep_resident(struct large_state *s, struct large_entry *e, const unsigned char *vec)
-{
-	if (!may_keep(s, e)) return false;
-	size_t budget = resident_budget(s);
-	/* A block mostly untouched has few page faults to save: not worth its seal. */
-	size_t resident = vec ? os_resident_counted(vec, e->usable, 0, 0, NULL)
-			      : os_resident((void *)e->data, e->usable, e->usable / 2);
-	if (resident < e->usable / 2) return false;
-	while (!resident_cache_room(&s->resident, e->usable, budget))
-		resident_drop(s, resident_cache_oldest(&s->resident));
-	struct resident_block b = {.region = e->region, .lead = lead_of(e), .len = e->usable, .since_ms = os_now_ms()};
-	if (!guard_seal(&b.region, b.lead, b.len, vec)) return false;
-	resident_cache_add(&s->resident, &b);
-	return true;
 }
 
 /* A quarantined entry leaves its quarantine for good: its region goes on to the reuse
@@ -280,19 +207,13 @@ static size_t give_back(struct large_state *s, struct region_quarantine *q, size
 	return given;
 }
 
-/* Map a fresh region for [lead | len | trail]. Out of address space or memory, what the
- * cache holds goes back first, then the quarantine's oldest regions: a freed region
- * waiting out its quarantine is worth less than a correct program's allocation (with
- * RLIMIT_AS this is what keeps large churn going). But only as much of the quarantine
- * as the request needs, and none for a request bigger than all it holds: a request
- * that cannot succeed anyway (an absurd size, perhaps the attacker's) must not empty
- * the quarantine and with it the use-after-free protection of every freed block. */
-/* What map_region maps: a block between guards, a block without (guards_room), or
- * closed space that a whole region moves into (guard_move_whole). */
+/* What a fresh region is mapped as: a block between guards, a block without
+ * (guards_room), or closed space that a whole region moves into (guard_move_whole). */
 enum map_how { MAP_BARE, MAP_GUARDED, MAP_SPACE };
 
-static bool map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align,
-		   enum map_how how)
+/* One mapping at exactly at (0: where the kernel chooses), as how says. */
+static bool map_at_address(struct guard_region *r, uintptr_t at, size_t *lead, size_t len, size_t *trail, size_t align,
+			   enum map_how how)
 {
 	if (how == MAP_SPACE) return guard_map_space(r, at, lead, len, trail, align);
 	return how == MAP_GUARDED ? guard_map_at(r, at, lead, len, trail, align, "rampart:large")
@@ -307,15 +228,15 @@ static bool map_at(struct guard_region *r, uintptr_t at, size_t *lead, size_t le
  * guard on each side: the kernel puts the region right against other mappings (below
  * the libraries, say). Where even that is refused, without the extra guard: the area
  * never fails an allocation that the kernel's placement would serve. */
-static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
-		     size_t align, enum map_how how)
+static bool map_placed(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
+		       size_t align, enum map_how how)
 {
 	size_t want_lead = *lead, want_trail = *trail;
 	size_t slack = align > os_page ? align - os_page : 0; /* no overflow: len, align <= 2^62 */
 	uint64_t rnd = random_u64(&s->rnd);                   /* first: in a fork child it reseeds */
 	uintptr_t at = guard_area_take(&s->area, *lead + len + *trail + slack, AREA_CLEAR, s->rnd.generation, rnd);
 	if (at) {
-		if (map_at(r, at, lead, len, trail, align, how)) {
+		if (map_at_address(r, at, lead, len, trail, align, how)) {
 			guard_area_placed(&s->area, r->base + r->size);
 			return true;
 		}
@@ -324,11 +245,33 @@ static bool map_once(struct large_state *s, struct guard_region *r, size_t *lead
 	if (how != MAP_BARE) {
 		*lead = want_lead + AREA_CLEAR;
 		*trail = want_trail + AREA_CLEAR;
-		if (map_at(r, 0, lead, len, trail, align, how)) return true;
+		if (map_at_address(r, 0, lead, len, trail, align, how)) return true;
 	}
 	*lead = want_lead;
 	*trail = want_trail;
-	return map_at(r, 0, lead, len, trail, align, how);
+	return map_at_address(r, 0, lead, len, trail, align, how);
+}
+
+/* Map a fresh region for [lead | len | trail] (map_placed). Out of address space or memory,
+ * what the caches hold goes back first, then the quarantine's oldest regions: a freed region
+ * waiting out its quarantine is worth less than a correct program's allocation (with
+ * RLIMIT_AS this is what keeps large churn going). But only as much of the quarantine
+ * as the request needs, and none for a request bigger than all it holds: a request
+ * that cannot succeed anyway (an absurd size, perhaps the attacker's) must not empty
+ * the quarantine and with it the use-after-free protection of every freed block. */
+static bool map_or_give_back(struct large_state *s, struct guard_region *r, size_t *lead, size_t len,
+			     size_t *trail, size_t align, enum map_how how)
+{
+	if (map_placed(s, r, lead, len, trail, align, how)) return true;
+	if ((resident_cache_flush(&s->resident) + reuse_cache_flush(&s->cache)) &&
+	    map_placed(s, r, lead, len, trail, align, how))
+		return true;
+	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
+	if (need > s->quarantine.bytes + s->huge.bytes) return false;
+	/* Huge regions first: they hold the most address space for the fewest blocks. */
+	size_t given = give_back(s, &s->huge, need);
+	if (given < need) give_back(s, &s->quarantine, need - given);
+	return map_placed(s, r, lead, len, trail, align, how);
 }
 
 /* May a new block have guards? Under markers they cost no VMA. Under PROT_NONE a block
@@ -362,26 +305,6 @@ static void block_uncount(struct large_entry *e)
 	vma_add(-(long)(e->vmas - e->guard_vmas));
 	vma_add_guards(-(long)e->guard_vmas);
 	e->vmas = e->guard_vmas = 0;
-}
-
-static bool map_region_as(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
-			  size_t align, enum map_how how)
-{
-	if (map_once(s, r, lead, len, trail, align, how)) return true;
-	if ((resident_flush(s) + reuse_cache_flush(&s->cache)) && map_once(s, r, lead, len, trail, align, how))
-		return true;
-	size_t need = *lead + len + *trail + (align > os_page ? align : 0); /* no overflow: len < 2^62 */
-	if (need > s->quarantine.bytes + s->huge.bytes) return false;
-	/* Huge regions first: they hold the most address space for the fewest blocks. */
-	size_t given = give_back(s, &s->huge, need);
-	if (given < need) give_back(s, &s->quarantine, need - given);
-	return map_once(s, r, lead, len, trail, align, how);
-}
-
-static bool map_region(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t *trail,
-		       size_t align, bool guarded)
-{
-	return map_region_as(s, r, lead, len, trail, align, guarded ? MAP_GUARDED : MAP_BARE);
 }
 
 /* The address space the quarantine and the cache may each hold: their configured bounds,
@@ -419,7 +342,9 @@ struct large_state *large_init(void)
 	reuse_cache_init(&s->cache, s->cache_slots, MIN(roots.opt.large_cache_entries, (size_t)CONFIG_CACHE_ENTRIES),
 		   held_bound(roots.opt.large_cache_bytes, &as), roots.opt.large_cache_decay_ms);
 	populate_init(&s->populate, roots.opt.large_refill_bytes);
-	resident_cache_init(&s->resident, roots.opt.large_quarantine ? 0 : roots.opt.large_resident_bytes);
+	/* Without the quarantine (light) freed blocks may keep their pages; with it, never. */
+	resident_cache_init(&s->resident, roots.opt.large_quarantine ? 0 : roots.opt.large_resident_bytes,
+			    roots.opt.large_cache_decay_ms, &s->cache);
 	return s;
 }
 
@@ -444,33 +369,6 @@ static bool take_cached(struct large_state *s, struct guard_region *r, size_t le
 	return false;
 }
 
-/* A kept block for len bytes, reopened at its own place: its pages are there and zero.
- * What it has beyond len (at most the largest trail guard plus the cache's waste bound)
- * is closed and joins the trail guard. */
-static bool take_resident(struct large_state *s, struct guard_region *r, size_t *lead, size_t len, size_t align)
-{
-	if (!s->resident.count) return false;
-	resident_decay(s, os_now_ms());
-	long i = resident_cache_fit(&s->resident, len, len);
-	if (i < 0) return false;
-	struct resident_block *b = &s->resident.blocks[i];
-	if (align > os_page && (b->region.base + b->lead) % align) return false;
-	struct resident_block got = resident_cache_remove(&s->resident, (size_t)i);
-	if (!guard_unseal(&got.region, got.lead, got.len)) {
-		(void)guard_unmap(&got.region);
-		return false;
-	}
-	if (got.len > len && !guard_close(&got.region, got.lead + len, got.len - len)) {
-		/* The VMA limit: the excess cannot be closed, so it stays the block's. */
-		(void)guard_unmap(&got.region);
-		return false;
-	}
-	stat_inc(STAT_CACHE_HITS);
-	*r = got.region;
-	*lead = got.lead;
-	return true;
-}
-
 void *large_alloc(size_t size, size_t align, enum alloc_kind kind)
 {
 	struct large_state *s = roots.large;
@@ -486,18 +384,15 @@ void *large_alloc(size_t size, size_t align, enum alloc_kind kind)
 		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
 		 * than not at all; a cached region would open a block inside closed space. */
 		bool guarded = guards_room();
-		bool resident = guarded && take_resident(s, &e.region, &lead, len, align);
+		bool resident = guarded && resident_cache_take(&s->resident, &e.region, &lead, len, align);
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
 		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
-		    map_region(s, &e.region, &lead, len, &trail, align, guarded)) {
+		    map_or_give_back(s, &e.region, &lead, len, &trail, align, guarded ? MAP_GUARDED : MAP_BARE)) {
 			e.data = e.region.base + lead;
 			live_count(s, 1);
 			live_change(s, 0, len);
-			/* More live bytes leave less room for kept ones. */
-			if (s->resident.count)
-				for (size_t budget = resident_budget(s); s->resident.bytes > budget;)
-					resident_drop(s, resident_cache_oldest(&s->resident));
+			resident_cache_shrink(&s->resident, &s->live); /* less room for kept blocks */
 			block_count(&e, guarded, 0);
 			/* A kept block's pages are there already. */
 			if (!resident) populate = populate_take(&s->populate, e.data, len, &populate_off);
@@ -543,11 +438,26 @@ static noinline void kind_mismatch_at(struct large_state *s, struct large_entry 
 	e->kind = (uint8_t)kind;
 }
 
+/* A sized free of the live block e whose size or alignment is not e's: fatal, with the
+ * lock given back, unless on_error=report (or sized_free=off) lets the free go on. The
+ * line shows both sizes: a block's recorded alignment, or a page, which any alignment
+ * up to a page matches. */
+static noinline void wrong_size_at(struct large_state *s, const struct large_entry *e, size_t size, size_t align)
+{
+	const void *p = (const void *)e->data;
+	struct report_sizes sz = {.passed = size, .block = e->requested, .passed_align = align,
+				  .block_align = e->align_log2 ? (size_t)1 << e->align_log2 : os_page};
+	if (report_wrong_size_go_on(p, &sz)) return;
+	lock_give(&s->lock);
+	report_wrong_size(p, &sz);
+}
+
 /* e enters quarantine q; whatever must leave it now goes on as leave_quarantine says,
  * except that a region leaving before CONFIG_REGION_QUARANTINE_MIN frees (the bounds
  * left no older one to take) is unmapped, never reused by rampart. */
 static void enter_quarantine(struct large_state *s, struct region_quarantine *q, struct large_entry *e, bool reusable)
 {
+	invariant(e->state == ENTRY_LIVE); /* one place at a time (large.h) */
 	e->state = ENTRY_QUARANTINED;
 	/* Under the mprotect scheme every closed region held can be a VMA: within a share
 	 * of the VMA limit, the oldest leave to make room. */
@@ -611,28 +521,23 @@ void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind 
 		 * matches an allocation made without one. */
 		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
 									   : align <= os_page));
-		if ((size != e->requested || !align_ok) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p)) {
-			lock_give(&s->lock);
-			report_fatal(OP_FREE, ERR_WRONG_SIZE, p);
-		}
+		if (unlikely(size != e->requested || !align_ok)) wrong_size_at(s, e, size, align);
 	}
 	stat_dec(STAT_LARGE_LIVE_NOW);
 	live_count(s, -1);
 	live_change(s, e->usable, 0);
 	block_uncount(e);
-	/* Where the block may be kept, one mincore serves the credit, the keep decision
-	 * and the wipe: three passes over the same pages cost three system calls. */
-	const unsigned char *vec = NULL;
 	bool quarantine = roots.opt.large_quarantine;
-	if (!quarantine && e->usable / os_page <= RESIDENT_VEC_PAGES &&
-	    (may_keep(s, e) || populate_counts(&s->populate)) &&
-	    os_residency((void *)e->data, e->usable, s->resident_vec))
-		vec = s->resident_vec;
-	populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated, vec);
-	if (!quarantine && keep_resident(s, e, vec)) {
-		remove_entry(s, e);
-		lock_give(&s->lock);
-		return;
+	if (quarantine) {
+		populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated, NULL);
+	} else {
+		struct resident_freed b = {.region = e->region, .lead = lead_of(e), .len = e->usable,
+					   .populated_off = e->populated_off, .populated = e->populated};
+		if (resident_cache_keep(&s->resident, &s->live, &s->populate, &b, s->resident_vec)) {
+			remove_entry(s, e);
+			lock_give(&s->lock);
+			return;
+		}
 	}
 	/* Close at once: the pages go back and any later access faults. Where even that is
 	 * refused (VMA limit), give the whole region back instead. The whole region, its
@@ -687,7 +592,7 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	bool guarded = guards_room();
 	bool whole = guarded && guard_moves_whole(&e->region);
 	size_t lead = whole ? lead_of(e) : random_guard(s, len);
-	if (!map_region_as(s, &n.region, &lead, len, &trail, align, whole ? MAP_SPACE : guarded ? MAP_GUARDED : MAP_BARE))
+	if (!map_or_give_back(s, &n.region, &lead, len, &trail, align, whole ? MAP_SPACE : guarded ? MAP_GUARDED : MAP_BARE))
 		return 0;
 	e = lookup(s, key); /* draining the quarantine may have moved it */
 	bool kept;
@@ -768,7 +673,7 @@ bool large_trim(void)
 {
 	struct large_state *s = roots.large;
 	lock_take(&s->lock);
-	bool any = resident_flush(s) + reuse_cache_flush(&s->cache) > 0;
+	bool any = resident_cache_flush(&s->resident) + reuse_cache_flush(&s->cache) > 0;
 	lock_give(&s->lock);
 	return any;
 }
@@ -787,12 +692,11 @@ void large_figures(struct large_figures *f)
 	f->quarantined = s->quarantine.count + s->huge.count;
 	f->quarantined_bytes = s->quarantine.bytes + s->huge.bytes;
 	f->cached = s->cache.count + s->resident.count;
-	f->cached_bytes = s->cache.bytes;
+	f->cached_bytes = s->cache.bytes + resident_cache_region_bytes(&s->resident);
 	f->allocs = s->allocs;
 	f->frees = s->frees;
 	f->alloc_bytes = s->alloc_bytes;
 	f->freed_bytes = s->freed_bytes;
-	for (size_t i = 0; i < s->resident.count; i++) f->cached_bytes += s->resident.blocks[i].region.size;
 	lock_give(&s->lock);
 }
 

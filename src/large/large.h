@@ -7,13 +7,15 @@
  *    region is closed. usable is a whole number of pages (0 for a zero-size block).
  *  - Every region is in exactly one place: the table as LIVE; the table as
  *    QUARANTINED (closed), waiting in the region quarantine or, at least
- *    CONFIG_REGION_QUARANTINE_SKIP bytes, in the huge quarantine; the reuse cache
- *    (closed, out of the table, reused by a later large_alloc); or gone (unmapped).
- *    A region the kernel would not map afresh at its free (REGION_STALE) is never
- *    cached: it is unmapped when it leaves the quarantine. Nor is one that leaves the
- *    region quarantine (or skips it) before CONFIG_REGION_QUARANTINE_MIN large frees:
- *    only the quarantine feeds the cache (unless it is compiled out, or turned off at
- *    run time with large_quarantine_bytes=0).
+ *    CONFIG_REGION_QUARANTINE_SKIP bytes, in the huge quarantine; the resident cache
+ *    (light profile, without the quarantine: sealed with its pages, out of the table,
+ *    reopened in place by a later large_alloc or dropped into the reuse cache); the
+ *    reuse cache (closed, out of the table, reused by a later large_alloc); or gone
+ *    (unmapped). A region the kernel would not map afresh at its free (REGION_STALE) is
+ *    never cached: it is unmapped when it leaves the quarantine. Nor is one that leaves
+ *    the region quarantine (or skips it) before CONFIG_REGION_QUARANTINE_MIN large
+ *    frees: only the quarantine feeds the cache (unless it is compiled out, set to 0
+ *    bytes at run time, or off: large_quarantine=off, the light profile).
  *  - Lookups are by exact start address: any other pointer is not an allocation.
  *  - A live entry records how its block was allocated (kind, base/alloc_kind.h): a free
  *    or realloc by another kind of call is a mismatch.

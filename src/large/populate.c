@@ -78,6 +78,7 @@ void populate_freed(struct populate_credit *r, const void *p, size_t len, size_t
 	}
 	r->until_ms = now + CONFIG_LARGE_REFILL_MS;
 	r->credit = MIN(r->cap, r->credit + (used & ~(os_page - 1)));
+	invariant(r->credit <= r->cap);
 }
 
 size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t *off)
@@ -109,7 +110,8 @@ size_t populate_take(struct populate_credit *r, uintptr_t p, size_t len, size_t 
 	}
 	size_t take = end - start;
 	if (take < POPULATE_MIN_BYTES) return 0; /* a fault or two cost less than the call */
-	r->credit -= take; /* take <= credit: rounding only shrinks it */
+	invariant(take <= r->credit); /* rounding only shrinks it */
+	r->credit -= take;
 	*off = start - p;
 	return take;
 }

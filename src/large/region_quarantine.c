@@ -12,6 +12,7 @@ static size_t ring_at(const struct region_quarantine *q, size_t i) { return (q->
 
 static struct region_quarantine_item ring_take(struct region_quarantine *q)
 {
+	invariant(q->ring_count);
 	struct region_quarantine_item it = q->ring[q->head];
 	q->head = ring_at(q, 1);
 	q->ring_count--;
@@ -35,6 +36,8 @@ static bool stayed(const struct region_quarantine *q, const struct region_quaran
 
 void region_quarantine_push(struct region_quarantine *q, struct region_quarantine_item it)
 {
+	/* Items never have key 0 (an empty slot's); after the last evict the ring has room. */
+	invariant(it.key && q->ring_count <= q->fifo_cap);
 	it.seq = ++q->pushes;
 	q->ring[ring_at(q, q->ring_count)] = it;
 	q->ring_count++;
@@ -45,6 +48,9 @@ void region_quarantine_push(struct region_quarantine *q, struct region_quarantin
 /* The item that leaves because the quarantine is over a bound. */
 static struct region_quarantine_item take_pressed(struct region_quarantine *q, struct random_state *rnd)
 {
+	/* What is not in the ring is in the array, whose slots bound it: the search below
+	 * ends. */
+	invariant(q->count >= q->ring_count && q->count - q->ring_count <= q->random_cap);
 	if (q->count > q->ring_count) {
 		/* The array holds the oldest items: a random one of them. Whether it has
 		 * stayed min_stay pushes is the caller's question (fifo_cap may be smaller). */
@@ -76,6 +82,7 @@ bool region_quarantine_evict(struct region_quarantine *q, struct region_quaranti
 		} else {
 			return false;
 		}
+		invariant(q->count && q->bytes >= out->bytes && out->key); /* bytes: the sum of the items' */
 		q->count--;
 		q->bytes -= out->bytes;
 		*early = !stayed(q, out);
@@ -96,6 +103,7 @@ bool region_quarantine_drain(struct region_quarantine *q, struct region_quaranti
 	} else {
 		return false;
 	}
+	invariant(q->count && q->bytes >= out->bytes && out->key);
 	q->count--;
 	q->bytes -= out->bytes;
 	return true;

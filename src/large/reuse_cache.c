@@ -63,6 +63,7 @@ static size_t oldest(const struct reuse_cache *c)
 /* Insert keeping the size order; the caller has made room. */
 static void insert(struct reuse_cache *c, const struct guard_region *r, uint64_t idle_since_ms)
 {
+	invariant(c->count < c->max_entries);
 	size_t i = lower_bound(c, r->size);
 	memmove(&c->entries[i + 1], &c->entries[i], (c->count - i) * sizeof c->entries[0]);
 	c->entries[i] = (struct reuse_cache_entry){*r, idle_since_ms};
@@ -93,6 +94,10 @@ static void coalesce(struct reuse_cache *c, struct guard_region *r)
 void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, uint64_t now_ms)
 {
 	struct guard_region joined = *r;
+	if (joined.flags & (REGION_RESIDUE | REGION_STALE)) { /* it may carry the last owner's doings */
+		(void)guard_unmap(&joined);
+		return;
+	}
 	coalesce(c, &joined);
 	if (joined.size > c->max_bytes || !c->max_entries) {
 		(void)guard_unmap(&joined);
@@ -101,6 +106,7 @@ void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, uint64
 	while (c->count && (c->count == c->max_entries || c->bytes + joined.size > c->max_bytes))
 		evict_at(c, oldest(c));
 	insert(c, &joined, now_ms);
+	invariant(c->count <= c->max_entries && c->bytes <= c->max_bytes);
 }
 
 bool reuse_cache_take(struct reuse_cache *c, size_t need, size_t slack, size_t split, struct guard_region *out)
@@ -119,9 +125,11 @@ bool reuse_cache_take(struct reuse_cache *c, size_t need, size_t slack, size_t s
 		struct guard_region rest = *out;
 		rest.base += split;
 		rest.size -= split;
+		invariant(split >= need && split - need <= slack);
 		out->size = split;
 		insert(c, &rest, idle_since);
 	}
+	invariant(out->size >= need && out->size - need <= slack); /* the hard bound */
 	return true;
 }
 void reuse_cache_decay(struct reuse_cache *c, uint64_t now_ms)

@@ -2,8 +2,9 @@
  * reuse_cache.h — closed large regions kept for reuse instead of being unmapped.
  *
  * Invariants:
- *  - Every cached region is closed from end to end (guard markers or PROT_NONE):
- *    no resident pages, any access faults. Reopening its open span costs one
+ *  - Every cached region is closed from end to end (guard markers or PROT_NONE) and
+ *    every closed span of it was mapped afresh: no resident pages, any access faults,
+ *    nothing a program did to the memory is left. Reopening its open span costs one
  *    madvise or one mprotect and never an mmap.
  *  - Entries are kept sorted by region size, so a lookup is a binary search: its
  *    cost does not grow linearly with the cache. No two entries touch (a region
@@ -38,7 +39,9 @@ struct reuse_cache {
 void reuse_cache_init(struct reuse_cache *c, struct reuse_cache_entry *storage, size_t max_entries, size_t max_bytes,
 		uint64_t decay_ms);
 /* Keep a closed region; over the bounds the oldest entries are unmapped. A region
- * the cache cannot take (bigger than max_bytes) is unmapped at once. */
+ * the cache cannot take (bigger than max_bytes), or one whose pages may not all be gone
+ * or whose closed spans were not all mapped afresh (REGION_RESIDUE, REGION_STALE: it may
+ * carry what a program did to the memory into the next block), is unmapped at once. */
 void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, uint64_t now_ms);
 /* Take the smallest region of at least need bytes, cut to split bytes when it is bigger
  * than need + slack; false if no cached region is big enough. */

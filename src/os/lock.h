@@ -117,8 +117,12 @@ static inline bool lock_try(struct lock *l)
 						       memory_order_relaxed);
 }
 
+/* Is l taken (by anyone: an elided take writes no mark)? For invariants. */
+static inline bool lock_taken(struct lock *l) { return atomic_load_explicit(&l->word, memory_order_relaxed) & 1; }
+
 static inline void lock_give(struct lock *l)
 {
+	invariant(lock_taken(l)); /* only the holder gives */
 	if (os_single_threaded()) {
 		atomic_signal_fence(memory_order_seq_cst); /* the critical section before the store */
 		atomic_store_explicit(&l->word, 0, memory_order_relaxed);

@@ -33,13 +33,17 @@ void os_init(void)
 	if (p && is_pow2(p)) os_page = p;
 }
 
-/* Run a libc call that reports through errno; return its error, restore errno. */
-#define OS_CALL(expr_failed)                       \
-	do {                                       \
-		int saved_ = errno, err_ = 0;      \
-		if (expr_failed) err_ = errno;     \
-		errno = saved_;                    \
-		return err_;                       \
+/* Run a libc call that reports through errno; return its error, restore errno. A
+ * failure always has its code: 0 would tell the caller it worked. */
+#define OS_CALL(expr_failed)                          \
+	do {                                          \
+		int saved_ = errno, err_ = 0;         \
+		if (expr_failed) {                    \
+			err_ = errno;                 \
+			invariant(err_ != 0);         \
+		}                                     \
+		errno = saved_;                       \
+		return err_;                          \
 	} while (0)
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -57,6 +61,7 @@ int os_map(void **addr, size_t len, enum os_prot kind, enum os_place place)
 	void *p = mmap(place == OS_ANYWHERE ? NULL : *addr, len, prot, flags, -1, 0);
 	if (p == MAP_FAILED) {
 		err = errno;
+		invariant(err != 0);
 	} else if (place == OS_NOREPLACE && p != *addr) {
 		/* Before 4.17 the flag is unknown and the address only a hint: the kernel
 		 * placed the mapping elsewhere because something is at *addr. */

@@ -175,6 +175,7 @@ void random_reseed(struct random_state *r)
 		random_entropy(r->key, sizeof r->key);
 	}
 	r->generation = generation_now();
+	invariant(r->generation != 0); /* 0 is a forked child's: no state holds it */
 	r->counter = 0;
 	r->until_reseed = RANDOM_RESEED_BYTES;
 	r->pos = RANDOM_BUF_BYTES;
@@ -191,6 +192,8 @@ void random_refill(struct random_state *r)
 {
 	if (r->until_reseed < RANDOM_BUF_BYTES || r->generation != __atomic_load_n(&random_generation, __ATOMIC_RELAXED))
 		random_reseed(r);
+	invariant(r->until_reseed >= RANDOM_BUF_BYTES &&
+		  r->generation == __atomic_load_n(&random_generation, __ATOMIC_RELAXED));
 	for (size_t off = 0; off < RANDOM_BUF_BYTES; off += 64 * RANDOM_LANES) {
 		chacha_lanes(r->key, r->counter, r->buf + off);
 		r->counter += RANDOM_LANES;
@@ -210,6 +213,7 @@ uint64_t random_u64(struct random_state *r)
 
 uint64_t random_below(struct random_state *r, uint64_t bound)
 {
+	invariant(bound > 0);
 	/* Lemire's multiply-and-reject: unbiased without a division on the common path. */
 	unsigned __int128 m = (unsigned __int128)random_u64(r) * bound;
 	uint64_t low = (uint64_t)m;

@@ -232,13 +232,13 @@ static struct free_batch *slab_batch_for(unsigned r)
  * anything but a clean free of a live slot: the locked path then judges it, with its
  * exact report (a double free of a batched slot finds the mark there). Reads what the
  * lock guards as slab_class.h's invariants allow. */
-noinline bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, bool sized,
-			      unsigned c_claimed, enum alloc_kind kind)
+noinline bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp,
+			      const struct sized_claim *claim, enum alloc_kind kind)
 {
 	/* p is the program's pointer, tagged under arm64 memory tagging (slot_tag.h): the
 	 * live slot is read through it, decoded and wiped through a. */
 	uintptr_t a = slot_untag((const void *)p);
-	if (!k->open_slabs || (sized && c_claimed != k->cls)) return false;
+	if (!k->open_slabs || (claim && claim->cls != k->cls)) return false;
 	/* Decoded without the lock: a directory that holds the slot's position is seen with
 	 * the hwm that covers it (fresh_slab), even for a pointer whose free races with the
 	 * class's growth. */

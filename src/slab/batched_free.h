@@ -21,7 +21,7 @@
  * thread's batch: true when done; false, having changed nothing, for the class lock's
  * path to judge (a slot allocated otherwise than kind says among what it declines).
  * No lock may be held. */
-bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, bool sized, unsigned c_claimed,
+bool slab_batch_free(struct slab_class *k, uintptr_t p, const struct area_span *sp, const struct sized_claim *claim,
 		     enum alloc_kind kind);
 /* Every batch of the calling thread enters its quarantine (malloc_trim). */
 void slab_batch_flush_mine(void);

@@ -5,7 +5,11 @@
  * of its class and gives its pages back at the one after, so a page goes back between
  * one and two periods after the last free into its slab (as jemalloc's dirty decay and
  * Scudo's release interval do), never on the free itself: churn that takes the slot
- * again soon pays no system call and no page fault.
+ * again soon pays no system call and no page fault. Why one in a class that handed out
+ * nothing since its last sweep: there is no churn to spare, and a class that only frees
+ * (a cache's values of one size replaced by values of another) kept resident every slab
+ * it freed into in the last period or two, each free starting its slab's wait again
+ * (slab_return_pages).
  *
  * Which slabs: the open ones freed into (the dirty set: a slab joins it when a slot of
  * it goes back to it, and leaves it when its pages go back or it closes), so a sweep
@@ -33,6 +37,7 @@
 
 #include "base/counters.h"
 #include "guard/guard.h"
+#include "slab/class_tally.h"
 #include "slab/slab_sets.h"
 #include "slab/slot_check.h"
 
@@ -176,6 +181,13 @@ void slab_return_pages(struct slab_class *k, uint64_t now, bool force)
 	/* 32 bits of milliseconds wrap every 49 days: compared as a signed difference. */
 	if (!force && (int32_t)((uint32_t)now - k->return_at) < 0) return;
 	k->return_at = (uint32_t)(now + roots.opt.slab_return_ms);
+	/* A class that handed out nothing for a period (sweeps are at least one apart) is
+	 * draining, not churning: no allocation is coming to take its free slots, so the
+	 * wait would only keep them resident, each free into a slab starting it again. 32
+	 * bits: equal again only after 2^32 allocations in between. */
+	uint32_t allocs = (uint32_t)tally_of(k)->allocs;
+	bool draining = allocs == k->return_allocs;
+	k->return_allocs = allocs;
 	for (uint32_t p = set_next(k, SET_DIRTY, 0); p != UINT32_MAX; p = set_next(k, SET_DIRTY, p + 1))
-		sweep_slab(k, p, force);
+		sweep_slab(k, p, force || draining);
 }

@@ -24,7 +24,8 @@
 #include "slab/slab_sets.h"
 
 /* Give back what is due: the free pages of slabs freed into before the last sweep (all of
- * them when force: malloc_trim), at most once per slab_return_ms unless forced. */
+ * them when force: malloc_trim, and when the class handed out nothing since its last
+ * sweep), at most once per slab_return_ms unless forced. */
 void slab_return_pages(struct slab_class *k, uint64_t now, bool force);
 
 /* A slot went back to slab pos: its pages go back after a sweep or two. In churn the slab

@@ -91,10 +91,16 @@ static inline bool slab_contains(const void *p);
  * a partition it names): with call-site partitions, a slot freed by another partition
  * is never taken while its slab stays open. NULL on OOM. */
 void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind, uintptr_t site);
-/* Free a live slot; with sized, c_claimed is the class the caller's size maps to; kind is
- * how the caller's deallocation says it was allocated (a mismatch is fatal, or under
+/* What a sized free (free_sized, free_aligned_sized, a sized delete) says of its block:
+ * the size and alignment passed, and the class they map to, which must be the slot's. */
+struct sized_claim {
+	size_t size, align;
+	unsigned cls;
+};
+/* Free a live slot; claim: NULL for a free that passes no size; kind is how the
+ * caller's deallocation says it was allocated (a mismatch of either is fatal, or under
  * on_error=report reported and freed all the same). */
-void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind);
+void slab_free(void *p, const struct sized_claim *claim, enum alloc_kind kind);
 /* Usable bytes of a live slot (fatal otherwise); the program may now use them all. */
 size_t slab_usable_size(const void *p);
 /* Bytes from p to the end of the usable part of the live slot p points into; 0 from

@@ -467,6 +467,10 @@ struct slab_class {
 	 * entries, then moves to its full length beside the ring, in the class's cold part
 	 * (UINT32_MAX: it never moves). Read on the filling path only. */
 	uint32_t qhot;
+	/* The low 32 bits of the class's allocations (class_tally.h) at its last sweep of
+	 * free pages: the same at the next one, the class handed out nothing in between
+	 * (page_return.c). */
+	uint32_t return_allocs;
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own lines: see slot_quarantine_defer). */
 	qentry_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
@@ -797,7 +801,12 @@ enum decode_by { LOCK_HELD, NO_LOCK };
 
 /* The one decoding of address a, in class k and its area's span sp (class_at), into its
  * slab and slot: two multiply-shift divisions. What the slab's state and the slot's bits
- * say of it is the caller's to judge (slot_check.h). Always inlined, `by` a constant:
+ * say of it is the caller's to judge (slot_check.h), in every build. The invariants
+ * below are not: they check arithmetic on the class's geometry and directory, which live
+ * in the metadata mappings, out of the reach of any write through a heap pointer (guard
+ * pages around them, none of it inside a slab). musl's mallocng keeps its decoder's
+ * checks on because its decoder starts from a header inside the heap that an overflow
+ * can rewrite; this one starts from the address alone. Always inlined, `by` a constant:
  * out of line, its answer would live on the stack, and the stack protector would then
  * guard every free. */
 static inline __attribute__((always_inline)) struct slot_place

@@ -52,16 +52,6 @@ void slab_lost_last_slot(struct slab_class *k, uint32_t pos, struct slab *s, boo
  * current at every such free would cost churn a search of the set at nearly every
  * allocation. */
 void slab_lower_current(struct slab_class *k);
-/* A full slab got a slot back. With no current slab and no other partial one it would
- * be the lowest partial slab, which the next allocation's refill takes: it becomes
- * current at once instead, so that churn in a class whose slabs are all full (a slot
- * freed, then drawn again) skips the refill. Else it joins the partial set (a full
- * slab is never current). */
-static inline void release_into_full(struct slab_class *k, uint32_t pos)
-{
-	if (!k->current && !k->nset[SET_PARTIAL]) k->current = pos + 1;
-	else set_add(k, SET_PARTIAL, pos);
-}
 /* --- call-site partitions (slab_class.h's invariants) ------------------------------ */
 
 /* Slab pos joins partition p's set: it holds a free slot of p's now; or leaves it: it
@@ -160,7 +150,7 @@ static inline void slab_release_slot(struct slab_class *k, struct slab *s, uint3
 	bool was_full = s->nused == k->slots;
 	s->nused--;
 	if (!s->nused) slab_lost_last_slot(k, pos, s, was_full);
-	else if (was_full) release_into_full(k, pos);
+	else if (was_full) set_add(k, SET_PARTIAL, pos); /* a full slab is never current */
 }
 /* Close the highest empty slab; false when the kernel cannot now. */
 bool slab_close_highest_empty(struct slab_class *k);

@@ -238,6 +238,25 @@ static void class_choices(struct slab_class *k)
  * sweep passes it by). So a process writes the structs and takes the random draws of
  * the classes it uses only, not of all SC_COUNT (setting them all up at once cost every
  * start-up time and page faults). */
+/* The nursery cell of class k (its index r among all arenas' classes): at a random
+ * cell-aligned place in its slot, then as many positions as fit above a random lead of
+ * up to a quarter of the cell (at least a page, never mapped) and below a closed page.
+ * None where the nursery is off or the cell holds no slab of the class. */
+static void place_nursery_cell(struct slab_class *k, unsigned r)
+{
+	size_t cell = nursery_cell_bytes();
+	if (!roots.slab.slot_shift || !cell) return;
+	size_t slot = (size_t)1 << roots.slab.slot_shift;
+	uintptr_t at = roots.slab.nursery + ((size_t)place_of(r) << roots.slab.slot_shift) +
+		       random_below(k->rnd, slot / cell) * cell;
+	size_t lead = (1 + random_below(k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
+	size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
+	if (!fit) return;
+	k->nursery_bytes = fit * k->slab_bytes;
+	guard_start(&k->nursery, at + lead);
+	k->nursery.flags |= slab_region_flags();
+}
+
 noinline void slab_class_setup(struct slab_class *k)
 {
 	unsigned r = (unsigned)(k - roots.slab.classes), a = r / SC_COUNT, c = r % SC_COUNT;
@@ -285,23 +304,7 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->seg_magic = magic_of(k->seg_pos);
 	guard_start(&k->region, area);
 	k->region.flags |= slab_region_flags();
-	/* Its nursery cell: at a random cell-aligned place in its slot, then as many
-	 * positions as fit above a random lead of up to a quarter of the cell (at least a
-	 * page, never mapped) and below a closed page. The zero class's memory never opens:
-	 * it keeps to its region. */
-	size_t cell = nursery_cell_bytes();
-	if (roots.slab.slot_shift && cell && c) {
-		size_t slot = (size_t)1 << roots.slab.slot_shift;
-		uintptr_t at = roots.slab.nursery + ((size_t)place_of(r) << roots.slab.slot_shift) +
-			       random_below(k->rnd, slot / cell) * cell;
-		size_t lead = (1 + random_below(k->rnd, MAX(cell / 4 / os_page, 1))) * os_page;
-		size_t fit = cell > lead + os_page ? (cell - lead - os_page) / k->slab_bytes : 0;
-		if (fit) {
-			k->nursery_bytes = fit * k->slab_bytes;
-			guard_start(&k->nursery, at + lead);
-			k->nursery.flags |= slab_region_flags();
-		}
-	}
+	if (c) place_nursery_cell(k, r); /* the zero class's memory never opens: its region */
 	spans_update(k);
 	k->open_slabs = c != 0;
 	atomic_fetch_or_explicit(&slab_set_up_classes[a], (uint64_t)1 << c, memory_order_release);

@@ -108,8 +108,8 @@ static unsigned assign_arena(void)
 #define FRAGMENTED_SHARE 4u
 #define FRAGMENTED_MIN 32u
 
-/* In churn the slot that left the quarantine last serves the next allocation (slot
- * quarantine.c, leave), so reuse follows the frees, which land anywhere: after a wave of
+/* In churn the slot that left the quarantine last serves the next allocation
+ * (slot_quarantine.c, leave), so reuse follows the frees, which land anywhere: after a wave of
  * frees (a structure torn down, the values of a cache replaced by values of another
  * size) the live blocks stay spread over every slab, none drains, and each keeps its
  * pages. So while a class is fragmented (a quarter of its active slabs, and more than
@@ -122,6 +122,21 @@ static noinline void lowest_over_held(struct slab_class *k)
 {
 	slab_lower_current(k); /* there is a partial slab */
 	if (qentry_pos(k->released) >= k->current) slot_quarantine_let_go(k);
+}
+
+/* A slot of the current slab s (at pos), marked used; *fresh: it was never handed out. */
+static inline __attribute__((always_inline)) uint32_t draw_slot(struct slab_class *k, struct slab *s, uint32_t pos,
+								 struct hot h, bool *fresh)
+{
+	if (hot_check(k, h) && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != pos + 1)
+		prefetch_free_slots(k, s, pos);
+	uint32_t i = pick_slot(k, s, hot_random(k, h));
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	bits_write(&s->bits[i >> 6].used, s->bits[i >> 6].used | bit);
+	if (++s->nused == k->slots) k->current = 0; /* full: the next draws from another */
+	*fresh = s->bits[i >> 6].fresh & bit;
+	s->bits[i >> 6].fresh &= ~bit;
+	return i;
 }
 
 /* The same with partitions, for an allocation of partition p: its room is the slabs of
@@ -170,14 +185,7 @@ static inline __attribute__((always_inline)) struct slab *take_slot(struct slab_
 	if (unlikely(!k->current) && !slab_refill(k)) return NULL;
 	*pos = k->current - 1;
 	struct slab *s = desc(k, *pos);
-	if (hot_check(k, h) && unlikely(k->slots - s->nused >= PREFETCH_MIN_FREE) && k->prefetched != *pos + 1)
-		prefetch_free_slots(k, s, *pos);
-	*i = pick_slot(k, s, hot_random(k, h));
-	uint64_t bit = (uint64_t)1 << (*i & 63);
-	bits_write(&s->bits[*i >> 6].used, s->bits[*i >> 6].used | bit);
-	if (++s->nused == k->slots) k->current = 0; /* full: the next draws from another */
-	*fresh = s->bits[*i >> 6].fresh & bit;
-	s->bits[*i >> 6].fresh &= ~bit;
+	*i = draw_slot(k, s, *pos, h, fresh);
 	/* Its partition from now on, until its slab closes. */
 	if (hot_parted(k, h)) owners_of(k, s, *pos)[*i] = (uint8_t)part;
 	return s;
@@ -349,7 +357,21 @@ static inline __attribute__((always_inline)) void slot_kind_check(struct slab_cl
 	if (unlikely(had != kind)) slot_kind_mismatch(k, pos, i, kind, had, realloc);
 }
 
-void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
+/* A sized free whose size or alignment maps to another class than its slot's (lock
+ * held): fatal, or reported and freed all the same (report_go_on); the line shows what
+ * was passed and what the slot holds (its usable size, and the alignment its address
+ * has). */
+static noinline cold void wrong_size(struct slab_class *k, const struct sized_claim *claim, const void *p)
+{
+	uintptr_t a = slot_untag(p);
+	struct report_sizes sz = {.passed = claim->size, .block = k->usable, .passed_align = claim->align,
+				  .block_align = MIN(a & -a, os_page)};
+	if (report_wrong_size_go_on(p, &sz)) return;
+	class_unlock(k);
+	report_wrong_size(p, &sz);
+}
+
+void slab_free(void *p, const struct sized_claim *claim, enum alloc_kind kind)
 {
 	uintptr_t a = slot_untag(p);
 	const struct area_span *span;
@@ -360,7 +382,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
 	}
 #if SLAB_FREE_BATCHES
 	if (tls_arena != k->arena1 && slot_quarantine_on(k) && !os_single_threaded() &&
-	    slab_batch_free(k, (uintptr_t)p, span, sized, c_claimed, kind))
+	    slab_batch_free(k, (uintptr_t)p, span, claim, kind))
 		return;
 #endif
 	class_lock(k);
@@ -380,8 +402,7 @@ void slab_free(void *p, bool sized, unsigned c_claimed, enum alloc_kind kind)
 #endif
 	/* How it was allocated first: a sized delete of a block new[] made is that mismatch. */
 	if (unlikely(s->ncxx | kind)) slot_kind_check(k, s, pos, i, kind, false);
-	if (unlikely(sized && c_claimed != k->cls) && !report_go_on(OP_FREE, ERR_WRONG_SIZE, p))
-		die(k, OP_FREE, ERR_WRONG_SIZE, p);
+	if (unlikely(claim != NULL) && unlikely(claim->cls != k->cls)) wrong_size(k, claim, p);
 	if (k->open_slabs) {
 		check_canary(k, s, a, OP_FREE);
 		check_neighbours(k, s, a, i);

@@ -100,19 +100,25 @@ static void delete_of_stack_object()
 struct Case {
 	const char *name;
 	void (*fn)();
+	const char *says; // stderr must also contain this (nullptr: any fatal line)
 };
 static const Case cases[] = {
-	{"sized delete, wrong size", sized_delete_wrong_size},
-	{"sized delete of a small block, wrong size", sized_delete_small_wrong_size},
-	{"sized delete[], wrong size", sized_array_delete_wrong_size},
-	{"delete of a Derived through a Base* (no virtual destructor)", delete_derived_through_base},
-	{"aligned sized delete, wrong size", aligned_sized_delete_wrong_size},
-	{"aligned sized delete, wrong alignment", aligned_sized_delete_wrong_alignment},
-	{"aligned delete of a misaligned pointer", aligned_delete_misaligned_pointer},
-	{"aligned new, alignment not a power of two", aligned_new_not_power_of_two},
-	{"aligned delete, alignment not a power of two", aligned_delete_not_power_of_two},
-	{"double delete[]", double_delete},
-	{"sized delete of a stack object", delete_of_stack_object},
+	// A block's report shows the size passed and the block's (a slot's: its usable size).
+	{"sized delete, wrong size", sized_delete_wrong_size, ": passed size 16, the block's size 300000\n"},
+	{"sized delete of a small block, wrong size", sized_delete_small_wrong_size,
+	 ": passed size 300000, the block's size "},
+	{"sized delete[], wrong size", sized_array_delete_wrong_size, ": passed size 600000, the block's size 300000\n"},
+	{"delete of a Derived through a Base* (no virtual destructor)", delete_derived_through_base,
+	 ": passed size 16, the block's size 300016\n"},
+	{"aligned sized delete, wrong size", aligned_sized_delete_wrong_size,
+	 ": passed size 64 aligned to 1048576, the block's size 300000 aligned to 1048576\n"},
+	// Unless the block happens to be 4 MiB aligned, the pointer check comes first.
+	{"aligned sized delete, wrong alignment", aligned_sized_delete_wrong_alignment, nullptr},
+	{"aligned delete of a misaligned pointer", aligned_delete_misaligned_pointer, nullptr},
+	{"aligned new, alignment not a power of two", aligned_new_not_power_of_two, nullptr},
+	{"aligned delete, alignment not a power of two", aligned_delete_not_power_of_two, nullptr},
+	{"double delete[]", double_delete, nullptr},
+	{"sized delete of a stack object", delete_of_stack_object, nullptr},
 };
 
 static bool run_case(const Case &c)
@@ -138,7 +144,8 @@ static bool run_case(const Case &c)
 	close(fds[0]);
 	int status = 0;
 	waitpid(pid, &status, 0);
-	bool ok = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && std::strstr(out, "rampart: fatal: ");
+	bool ok = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && std::strstr(out, "rampart: fatal: ") &&
+		  (!c.says || std::strstr(out, c.says));
 	std::printf("%s  %s\n", ok ? "ok  " : "FAIL", c.name);
 	if (!ok) {
 		if (WIFSIGNALED(status)) std::printf("      child died of signal %d\n", WTERMSIG(status));

@@ -219,7 +219,8 @@ static void huge_shrink_cut_inside_huge_page(void)
 static void object_size_of_freed(void) { (void)malloc_object_size(freed_block(MiB)); }
 static void object_size_inside_freed(void) { (void)malloc_object_size(freed_block(MiB) + 5000); }
 
-/* Sized frees check the exact size asked for, not its pages. */
+/* Sized frees check the exact size asked for, not its pages; the report shows the size
+ * passed and the block's, with the alignments where one was passed. */
 static void sized_free_short(void)
 {
 	unsigned char *p = malloc(300 * KiB);
@@ -230,6 +231,11 @@ static void aligned_sized_free_short(void)
 	/* A C++ delete of an 8 KiB-aligned 16,384-byte object, told 16,374 bytes. */
 	void *p = aligned_alloc(8192, 16384);
 	free_aligned_sized(p, 8192, 16374);
+}
+static void aligned_sized_free_wrong_alignment(void)
+{
+	void *p = aligned_alloc(8192, 16384);
+	free_aligned_sized(p, 16384, 16384);
 }
 /* A wild pointer handed to realloc is reported as a realloc. */
 static void realloc_wild(void)
@@ -285,8 +291,11 @@ static const struct death_case cases[] = {
 	{"malloc_usable_size of an interior pointer", usable_size_of_interior, DIE_FATAL, NULL},
 	{"malloc_object_size of a freed block", object_size_of_freed, DIE_FATAL, "freed memory"},
 	{"malloc_object_size inside a freed block", object_size_inside_freed, DIE_FATAL, "freed memory"},
-	{"free_sized one byte short", sized_free_short, DIE_FATAL, "sized free"},
-	{"free_aligned_sized(8192, 16374) of a 16384-byte block", aligned_sized_free_short, DIE_FATAL, "sized free"},
+	{"free_sized one byte short", sized_free_short, DIE_FATAL, ": passed size 307199, the block's size 307200\n"},
+	{"free_aligned_sized(8192, 16374) of a 16384-byte block", aligned_sized_free_short, DIE_FATAL,
+	 ": passed size 16374 aligned to 8192, the block's size 16384 aligned to 8192\n"},
+	{"free_aligned_sized(16384, 16384) of an 8192-aligned block", aligned_sized_free_wrong_alignment, DIE_FATAL,
+	 ": passed size 16384 aligned to 16384, the block's size 16384 aligned to 8192\n"},
 	{"realloc((void *)1, 16)", realloc_wild, DIE_FATAL, "realloc of a pointer that is not a live allocation"},
 	{"realloc shrink: write to the cut tail", realloc_shrink_tail, DIE_FAULT, NULL},
 	{"realloc shrink: read of the first cut byte", realloc_shrink_first_cut_byte, DIE_FAULT, NULL},

@@ -3,11 +3,9 @@
  * allocator does when the kernel refuses guard markers, lacks them, fakes them, runs
  * out of memory (also for a slot quarantine's cold part), or accounts strictly.
  *
- * rampart initialises once per process, so every case runs in a forked child (it can
- * re-run guard_init() there), and the start-up cases re-execute this program with
- * FAKE_SCENARIO set, so that the knobs are in place before the very first malloc.
- * Inside a child, CHECK() reports and exits non-zero; the cmocka test asserts on the
- * child's exit status.
+ * Every case runs in a forked child (it can re-run guard_init() there), and the start-up
+ * cases in this program executed again (scenario.h). Inside a child, CHECK() reports and
+ * exits non-zero; the cmocka test asserts on the child's exit status.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -28,6 +26,7 @@
 #include "guard/guard.h"
 #include "guard/place.h"
 #include "front/init.h"
+#include "scenario.h"
 #include "os/os.h"
 #include "rampart.h"
 #include "slab/slab_class.h"
@@ -36,23 +35,7 @@
 #define MiB ((size_t)1 << 20)
 
 /* Run fn in a child; 0 when it returned normally, 77 when it skipped. */
-static int in_child(void (*fn)(void))
-{
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		quiet_child();
-		alarm(30);
-		fake_reset();
-		fn();
-		_exit(0);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-	if (WIFSIGNALED(st)) fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+static int in_child(void (*fn)(void)) { return fault_child(NULL, 0, fn, 30); }
 
 /* The case's result: a child that skipped is a skipped case (cmocka's skip), never a
  * passed one. */
@@ -266,14 +249,21 @@ static void test_enomem_on_install(void **state) { child_passed(in_child(enomem_
  * PROT_NONE, and opens with mprotect. When the read-write mapping is refused (ENOMEM:
  * the commit limit), the growth is mapped PROT_NONE without markers and the backend
  * stays. Grown behind markers, the growths of a region and the page below are one VMA. */
-static void grow_refused(void)
+/* A growing region in a window of its own, under the madvise backend. */
+static uintptr_t growing_region(struct guard_region *r)
 {
 	start_madvise();
-	size_t pg = os_page;
 	uintptr_t w;
 	CHECK(guard_window((size_t)64 << 20, &w));
+	guard_start(r, w);
+	return w;
+}
+
+static void grow_markers_refused(void)
+{
+	size_t pg = os_page;
 	struct guard_region r;
-	guard_start(&r, w);
+	uintptr_t w = growing_region(&r);
 	fk.guard_install_fail_nth = 1;
 	errno = SENTINEL;
 	CHECK(guard_grow(&r, 16 * pg, "test"));
@@ -288,10 +278,13 @@ static void grow_refused(void)
 	CHECK(accessible((char *)w + 2 * pg) && inaccessible((char *)w + 3 * pg));
 	CHECK(guard_unmap(&r));
 	guard_window_release(w);
+}
 
-	start_madvise();
-	CHECK(guard_window((size_t)64 << 20, &w));
-	guard_start(&r, w);
+static void grow_mapping_refused(void)
+{
+	size_t pg = os_page;
+	struct guard_region r;
+	uintptr_t w = growing_region(&r);
 	fk.mmap_fail_nth = 1;
 	errno = SENTINEL;
 	CHECK(guard_grow(&r, 16 * pg, "test"));
@@ -304,12 +297,15 @@ static void grow_refused(void)
 	CHECK(accessible((char *)w + 4 * pg) && inaccessible((char *)w + 5 * pg));
 	CHECK(guard_unmap(&r));
 	guard_window_release(w);
+}
 
-	/* Grown three times behind markers, with a span opened between growths: one VMA
-	 * more than before, not one a growth, and every unopened page closed. */
-	start_madvise();
-	CHECK(guard_window((size_t)64 << 20, &w));
-	guard_start(&r, w);
+/* Grown three times behind markers, with a span opened between growths: one VMA more
+ * than before, not one a growth, and every unopened page closed. */
+static void grow_marked_thrice(void)
+{
+	size_t pg = os_page;
+	struct guard_region r;
+	uintptr_t w = growing_region(&r);
 	long vmas = count_vmas();
 	CHECK(guard_grow(&r, 8 * pg, "test"));
 	CHECK(guard_span_in_marked(&r, 0, 8 * pg));
@@ -327,13 +323,16 @@ static void grow_refused(void)
 	CHECK(guard_unmap(&r));
 	CHECK(count_vmas() == vmas);
 	guard_window_release(w);
+}
 
-	/* A later growth, which joined the VMA below it, refused its markers: only that
-	 * piece is given back (what was written below stays) and grown PROT_NONE; the
-	 * backend latches off and the new space opens with mprotect. */
-	start_madvise();
-	CHECK(guard_window((size_t)64 << 20, &w));
-	guard_start(&r, w);
+/* A later growth, which joined the VMA below it, refused its markers: only that piece
+ * is given back (what was written below stays) and grown PROT_NONE; the backend latches
+ * off and the new space opens with mprotect. */
+static void grow_later_markers_refused(void)
+{
+	size_t pg = os_page;
+	struct guard_region r;
+	uintptr_t w = growing_region(&r);
 	CHECK(guard_grow(&r, 8 * pg, "test"));
 	CHECK(guard_extend(&r, 2 * pg, 2 * pg));
 	memset((char *)w + 2 * pg, 0x5a, 2 * pg);
@@ -345,7 +344,7 @@ static void grow_refused(void)
 	CHECK(r.size == 16 * pg && r.marked_pages == 8);
 	CHECK(((unsigned char *)w)[2 * pg] == 0x5a && ((unsigned char *)w)[4 * pg - 1] == 0x5a);
 	CHECK(inaccessible((char *)w + 4 * pg) && inaccessible((char *)w + 8 * pg) && inaccessible((char *)w + 15 * pg));
-	protects = fk.mprotect_calls;
+	unsigned long protects = fk.mprotect_calls;
 	CHECK(guard_extend(&r, 10 * pg, pg));
 	CHECK(fk.mprotect_calls == protects + 1);
 	CHECK(accessible((char *)w + 10 * pg) && inaccessible((char *)w + 11 * pg));
@@ -353,6 +352,14 @@ static void grow_refused(void)
 	CHECK(accessible((char *)w + 5 * pg));
 	CHECK(guard_unmap(&r));
 	guard_window_release(w);
+}
+
+static void grow_refused(void)
+{
+	grow_markers_refused();
+	grow_mapping_refused();
+	grow_marked_thrice();
+	grow_later_markers_refused();
 }
 static void test_grow_refused(void **state) { child_passed(in_child(grow_refused)); }
 
@@ -523,8 +530,6 @@ static int no_cold_block(void)
 
 static int run_scenario(const char *name)
 {
-	alarm(30);
-	CHECK(atomic_load(&rampart_state) == STATE_NEW); /* nothing allocated before main */
 	if (strcmp(name, "no_cold_block") == 0) return no_cold_block();
 	if (strcmp(name, "no_support") == 0) fk.guard_install_errno = EINVAL;
 	else if (strcmp(name, "emulator") == 0) fk.guard_install_ignored = true;
@@ -635,9 +640,7 @@ static void test_no_cold_block(void **state) { assert_int_equal(run_scenario_chi
 
 int main(void)
 {
-	const char *sc = getenv("FAKE_SCENARIO");
-	if (sc) return run_scenario(sc);
-	alarm(300);
+	scenario_or_tests(run_scenario, 30, 300);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_startup_control),
 		cmocka_unit_test(test_startup_no_support),

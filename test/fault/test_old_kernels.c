@@ -13,8 +13,8 @@
  *    lack of memory.
  *  - Another thread's mmap landing in the hole a realloc move leaves behind.
  *
- * Every case runs in a forked child under each backend; the start-up case re-executes
- * this program so that its knobs are in place before the first malloc.
+ * Every case runs in a forked child under each backend; the start-up cases run in this
+ * program executed again (scenario.h).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -24,7 +24,6 @@
 #include <cmocka.h>
 
 #include <malloc.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +35,7 @@
 #include "os/os.h"
 #include "rampart.h"
 #include "large/populate.h"
+#include "scenario.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -44,31 +44,20 @@
 /* Each case runs once per backend: 0 is madvise, 1 is mprotect. */
 static int backend_of_case;
 
-static int in_child(void (*fn)(void), int backend)
+/* In the child, before the case: the backend of the case. */
+static void use_backend(int backend)
 {
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		quiet_child();
-		alarm(60);
-		if (backend == 0 && !madvise_possible()) {
-			fprintf(stderr, "note: no usable guard markers here, madvise case skipped\n");
-			_exit(0);
-		}
-		backend_of_case = backend;
-		guard_init(backend == 0 ? GUARD_AUTO : GUARD_MPROTECT);
-		CHECK(guard_backend() == (backend == 0 ? GUARD_MADVISE : GUARD_MPROTECT));
-		(void)malloc_trim(0);
-		fake_reset();
-		fn();
+	if (backend == 0 && !madvise_possible()) {
+		fprintf(stderr, "note: no usable guard markers here, madvise case skipped\n");
 		_exit(0);
 	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-	if (WIFSIGNALED(st)) fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	backend_of_case = backend;
+	guard_init(backend == 0 ? GUARD_AUTO : GUARD_MPROTECT);
+	CHECK(guard_backend() == (backend == 0 ? GUARD_MADVISE : GUARD_MPROTECT));
+	(void)malloc_trim(0);
 }
+
+static int in_child(void (*fn)(void), int backend) { return fault_child(use_backend, backend, fn, 60); }
 
 static void both(void (*fn)(void))
 {
@@ -432,8 +421,6 @@ static void test_huge_refused(void **state) { both(huge_refused); }
 
 static int run_scenario(const char *name)
 {
-	alarm(60);
-	CHECK(atomic_load(&rampart_state) == STATE_NEW);
 	fk.atfork_allocates = true;
 	if (strcmp(name, "linux-4.19") == 0) {
 		fk.guard_install_errno = EINVAL;
@@ -472,9 +459,7 @@ static void test_fork_handlers(void **state) { assert_int_equal(run_scenario_chi
 
 int main(void)
 {
-	const char *sc = getenv("FAKE_SCENARIO");
-	if (sc) return run_scenario(sc);
-	alarm(600);
+	scenario_or_tests(run_scenario, 60, 600);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_handlers),
 		cmocka_unit_test(test_startup_linux_4_19),

@@ -123,8 +123,8 @@ static void release(struct item *it, uint64_t *s)
 {
 	check(it);
 	if (it->c < SC_COUNT) {
-		bool sized = next(s) % 2;
-		slab_free(it->p, sized, sized ? it->c : 0, it->kind);
+		struct sized_claim claim = {sc_usable(it->c), 0, it->c};
+		slab_free(it->p, next(s) % 2 ? &claim : NULL, it->kind);
 	} else {
 		large_free(it->p, false, 0, 0, it->kind);
 	}
@@ -162,7 +162,7 @@ static void fork_once(void)
 		void *a = slab_alloc(3, sc_usable(3), false, KIND_MALLOC, 0), *b = large_alloc(SC_MAX_REQUEST + 4096, 0, KIND_MALLOC);
 		if (!a || !b) _exit(2);
 		memset(a, 1, sc_usable(3));
-		slab_free(a, false, 0, KIND_MALLOC);
+		slab_free(a, NULL, KIND_MALLOC);
 		large_free(b, false, 0, 0, KIND_MALLOC);
 		_exit(0);
 	}

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include "../check_main.h"
+#include "../guard_span.h"
 #include "../harness.h"
 #include "guard/guard.h"
 #include "guard/place.h"
@@ -73,11 +74,6 @@ static enum guard_backend force(int i)
 static uint32_t expected_flags(enum guard_backend b)
 {
 	return b == GUARD_MADVISE ? (REGION_MARKERS | REGION_MARKED) : REGION_PROTECTED;
-}
-
-static void fill(char *p, size_t n, char seed)
-{
-	for (size_t i = 0; i < n; i++) p[i] = (char)(seed + i * 7);
 }
 
 static bool all_zero(const char *p, size_t n)
@@ -174,11 +170,9 @@ END_TEST
 START_TEST(test_close_open)
 {
 	enum guard_backend b = force(_i);
-	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	size_t pg = os_page, lead, len = 8 * pg;
 	struct guard_region r;
-	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
-	char *p = (char *)(r.base + lead);
-	fill(p, len, 1);
+	char *p = open_span(&r, &lead, len, 1, false);
 	errno = SENTINEL;
 	ck_assert(guard_close(&r, lead + 2 * pg, 3 * pg));
 	ck_assert_int_eq(errno, SENTINEL);
@@ -222,9 +216,9 @@ END_TEST
 START_TEST(test_close_vmas)
 {
 	enum guard_backend b = force(_i);
-	size_t pg = os_page, lead = pg, trail = pg, len = 32 * pg;
+	size_t pg = os_page, lead, len = 32 * pg;
 	struct guard_region r;
-	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
+	(void)open_span(&r, &lead, len, 0, false);
 	long before = count_vmas();
 	for (int k = 0; k < 3; k++) ck_assert(guard_close(&r, lead + (size_t)(4 + 8 * k) * pg, 2 * pg));
 	long after = count_vmas();
@@ -353,12 +347,9 @@ START_TEST(test_locked_span_closes_fresh)
 {
 	enum guard_backend b = force(0);
 	if (b != GUARD_MADVISE) return;
-	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	size_t pg = os_page, lead, len = 8 * pg;
 	struct guard_region r;
-	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
-	char *p = (char *)(r.base + lead);
-	fill(p, len, 2);
-	ck_assert_int_eq(mlock(p, len), 0);
+	char *p = open_span(&r, &lead, len, 2, true);
 	unsigned long latches = stat_counters[STAT_GUARD_LATCH], falls = stat_counters[STAT_GUARD_FALLBACK];
 	errno = SENTINEL;
 	ck_assert(guard_close(&r, lead + pg, 2 * pg));
@@ -389,13 +380,10 @@ START_TEST(test_locked_span_in_place)
 {
 	enum guard_backend b = force(0);
 	if (b != GUARD_MADVISE) return;
-	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	size_t pg = os_page, lead, len = 8 * pg;
 	struct guard_region r;
-	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
+	char *p = open_span(&r, &lead, len, 2, true);
 	r.flags |= REGION_KEEP_ANON;
-	char *p = (char *)(r.base + lead);
-	fill(p, len, 2);
-	ck_assert_int_eq(mlock(p, len), 0);
 	unsigned long latches = stat_counters[STAT_GUARD_LATCH], falls = stat_counters[STAT_GUARD_FALLBACK];
 	errno = SENTINEL;
 	ck_assert(guard_close(&r, lead + pg, 2 * pg));
@@ -429,11 +417,9 @@ END_TEST
 START_TEST(test_mlockall_current)
 {
 	enum guard_backend b = force(_i);
-	size_t pg = os_page, lead = pg, trail = pg, len = 8 * pg;
+	size_t pg = os_page, lead, len = 8 * pg;
 	struct guard_region r;
-	ck_assert(guard_map(&r, &lead, len, &trail, 0, NULL));
-	char *p = (char *)(r.base + lead);
-	fill(p, len, 4);
+	char *p = open_span(&r, &lead, len, 4, false);
 	ck_assert_int_eq(mlockall(MCL_CURRENT), 0);
 	errno = SENTINEL;
 	ck_assert(guard_close(&r, lead + 4 * pg, 4 * pg));
