@@ -100,6 +100,11 @@ CONFIG_WRITE_AFTER_FREE_CHECK ?= 1
 # rounded up to a power of two (at least 4); its FIFO holds twice as many, so a freed
 # slot waits longer than hardened_malloc's (docs/slab.md, "How long a freed slot waits").
 CONFIG_SLOT_QUARANTINE_BYTES ?= 131072
+# Profile strong's default (run time: partitions): call-site partitions of small blocks, a
+# power of two up to 16 (1 = none). A small block's partition is a keyed hash of the
+# address its allocation returns to; a freed slot is taken again only by its own
+# partition while its slab stays open (docs/slab.md, "Call-site partitions").
+CONFIG_PARTITIONS ?= 16
 # Frees a thread makes into another arena's class wait in a per-thread batch of up to
 # this many per class, which enters the slot quarantine under one acquisition of the
 # class lock (0 = every such free takes the lock). Needs the slot quarantine and canaries.
@@ -159,7 +164,7 @@ CONFIG_INVARIANTS ?= 0
 # Slot choice in order, no write-after-free check, no slot or slab quarantine, a
 # guard slab every 8 (madvise) or 32 (mprotect) slabs, no large-region quarantine
 # (freed blocks kept with their pages instead, up to CONFIG_CACHE_RESIDENT_BYTES),
-# large guards of at most 4 random pages.
+# large guards of at most 4 random pages, 4 call-site partitions.
 CONFIG_LIGHT_SLOT_RANDOM ?= 0
 CONFIG_LIGHT_WRITE_AFTER_FREE_CHECK ?= 0
 CONFIG_LIGHT_SLOT_QUARANTINE_BYTES ?= 0
@@ -168,6 +173,7 @@ CONFIG_LIGHT_GUARD_SLAB_INTERVAL ?= 8
 CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT ?= 32
 CONFIG_LIGHT_REGION_QUARANTINE ?= 0
 CONFIG_LIGHT_GUARD_MAX_PAGES ?= 4
+CONFIG_LIGHT_PARTITIONS ?= 4
 # The profile a process gets when nothing chooses one: 0 strong, 1 light. VARIANT=light
 # builds the same library with light as that default, into out/light.
 CONFIG_PROFILE_LIGHT ?= 0
@@ -210,6 +216,7 @@ CONFIG_RULES := \
 	CONFIG_SLOT_RANDOM:flag \
 	CONFIG_WRITE_AFTER_FREE_CHECK:flag \
 	CONFIG_SLOT_QUARANTINE_BYTES:0:16777216 \
+	CONFIG_PARTITIONS:pow2:1:16 \
 	CONFIG_SLAB_FREE_BATCH:0:64 \
 	CONFIG_GUARD_SLAB_INTERVAL:1:65536 \
 	CONFIG_GUARD_SLAB_INTERVAL_MPROTECT:1:65536 \
@@ -234,6 +241,7 @@ CONFIG_RULES := \
 	CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT:1:65536 \
 	CONFIG_LIGHT_REGION_QUARANTINE:flag \
 	CONFIG_LIGHT_GUARD_MAX_PAGES:0:65536 \
+	CONFIG_LIGHT_PARTITIONS:pow2:1:16 \
 	CONFIG_PROFILE_LIGHT:flag
 # A switch that only works with another one on: NAME:NEEDED.
 CONFIG_NEEDS := CONFIG_WRITE_AFTER_FREE_CHECK:CONFIG_ZERO_ON_FREE CONFIG_LIGHT_WRITE_AFTER_FREE_CHECK:CONFIG_ZERO_ON_FREE

@@ -301,6 +301,63 @@ static int stale_data(void)
 	return 0;
 }
 
+/* Exposure across call sites (issue 49): site A allocates 2,000 blocks of 64 bytes and
+ * frees them, site B then churns that size (100,000 allocations, each freeing the block
+ * allocated 64 before). In how many of CROSS_PROCS processes does B get one of A's freed
+ * slots? Each process is this program run again (a new process, a new secret where the
+ * allocator draws one). Blocks of a third site stay live among A's, so that no run of
+ * A's slots is wholly free (an allocator may hand a wholly free page to anyone). */
+enum { CROSS_PROCS = 32, CROSS_N = 2000, CROSS_LIVE = 64, CROSS_CHURN = 100000 };
+static char *self;
+
+static __attribute__((noinline)) void *site_a(size_t n) { return malloc(n); }
+static __attribute__((noinline)) void *site_b(size_t n) { return malloc(n); }
+static __attribute__((noinline)) void *site_pin(size_t n) { return malloc(n); }
+
+static int cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* One process: 1 when B got one of A's slots, 0 when not. */
+static int cross_site_once(void)
+{
+	static uintptr_t freed[CROSS_N];
+	static void *a[CROSS_N], *live[CROSS_LIVE];
+	for (int i = 0; i < CROSS_N; i++) {
+		if (i % 4 == 0) sink = site_pin(64);
+		a[i] = site_a(64);
+		freed[i] = (uintptr_t)a[i];
+	}
+	qsort(freed, CROSS_N, sizeof *freed, cmp_addr);
+	for (int i = 0; i < CROSS_N; i++) free(a[i]);
+	for (int r = 0; r < CROSS_CHURN; r++) {
+		free(live[r % CROSS_LIVE]);
+		uintptr_t q = (uintptr_t)(live[r % CROSS_LIVE] = site_b(64));
+		if (bsearch(&q, freed, CROSS_N, sizeof *freed, cmp_addr)) return 1;
+	}
+	return 0;
+}
+
+/* The processes where B got A's slots (the exit status). */
+static int cross_site(void)
+{
+	int seen = 0;
+	for (int i = 0; i < CROSS_PROCS; i++) {
+		pid_t pid = fork();
+		if (pid < 0) _exit(100);
+		if (pid == 0) {
+			execl(self, self, "--cross-site-once", (char *)NULL);
+			_exit(127);
+		}
+		int st;
+		if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) > 1) _exit(101);
+		seen += WEXITSTATUS(st);
+	}
+	return seen;
+}
+
 static const struct scenario {
 	const char *name;
 	int (*run)(void);
@@ -328,10 +385,13 @@ static const struct scenario {
 	{"underflow: a page before a 1 MiB block", underflow_large},
 	{"write through malloc(0)", zero_size_access},
 	{"stale data: a freed block's bytes in a later block", stale_data},
+	{"a block freed at one call site, then taken by an allocation from another site", cross_site},
 };
 
 int main(int argc, char **argv)
 {
+	self = argv[0];
+	if (argc > 1 && !strcmp(argv[1], "--cross-site-once")) return cross_site_once();
 	const char *only = argc > 1 ? argv[1] : NULL;
 	for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
 		const struct scenario *s = &scenarios[i];
@@ -354,6 +414,9 @@ int main(int argc, char **argv)
 			int sig = WTERMSIG(status);
 			snprintf(buf, sizeof buf, "%s (%s)", sig == SIGALRM ? "timeout" : "stopped",
 				 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+			verdict = buf;
+		} else if (s->run == cross_site && WEXITSTATUS(status) <= CROSS_PROCS) {
+			snprintf(buf, sizeof buf, "in %d of %d processes", WEXITSTATUS(status), CROSS_PROCS);
 			verdict = buf;
 		} else if (WEXITSTATUS(status) == 0) {
 			verdict = s->run == stale_data ? "none seen" : "not stopped";

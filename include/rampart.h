@@ -41,6 +41,15 @@ void free_aligned_sized(void *ptr, size_t alignment, size_t size);
  * a guard) is heap corruption: fatal. */
 size_t malloc_object_size(const void *ptr) RAMPART_POINTER_ONLY_(1);
 
+/* malloc(size), in the call-site partition the program names by id instead of the one
+ * its call site gives (RAMPART_OPTIONS=partitions, rampart(3)): for a program whose
+ * allocations all go through a wrapper of its own (xmalloc), which would otherwise make
+ * them one site. A small block freed in one partition is never handed to an allocation
+ * of another while its slab stays open. Ids 0 to partitions - 1 take distinct
+ * partitions, in an order drawn at start-up; other ids spread over them as call sites
+ * do. Large blocks and a process with one partition ignore the id. */
+void *malloc_partition(size_t size, unsigned long id);
+
 /* The guard backend in use: "madvise" or "mprotect"; "passthrough" when the policy
  * hands this process's calls to the C library's allocator (rampart.conf(5)). */
 const char *rampart_guard_backend(void);

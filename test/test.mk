@@ -104,6 +104,10 @@ $(TEST_OUT)/system/cxx_test: test/cxx/cxx_test.cpp $(OUT)/librampart.a
 $(TEST_OUT)/system/cxx_test_so: test/cxx/cxx_test.cpp $(OUT)/librampart.so
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)
+# Each new-expression a call site of its own (call-site partitions).
+$(TEST_OUT)/system/cxx_partitions: test/cxx/cxx_partitions.cpp $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
 $(TEST_OUT)/death/cxx_death: test/cxx/cxx_death.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a

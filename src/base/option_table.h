@@ -37,6 +37,11 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
  * fit one page with the largest CONFIG_SLAB_ARENAS (base/roots.h checks): hence no more. */
 #define OPTIONS_PATH_MAX 128
 
+/* The most call-site partitions (the option partitions): a slot's owner is kept in four
+ * bits of a byte of metadata (slab_class.h), and 16 is what Linux's random kmalloc
+ * caches use. */
+#define OPTION_PARTITIONS_MAX 16u
+
 /* X(key, kind, default, most, doc): key=value sets the field of struct options named
  * key. kind: GUARD, BOOL, STATS, ONOFF, ONERROR, MTE, PROFILE (words), SIZE (bytes, k/m/g allowed),
  * COUNT (a whole number), PATH (a file name). most: the largest SIZE or COUNT accepted
@@ -44,7 +49,7 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
  * which both print from the table. */
 #define RAMPART_OPTION_TABLE(X)                                                                           \
 	X(profile, PROFILE, PROFILE_STRONG, 0,                                                             \
-	  "strength: sets slot_random to large_guard_max_pages to strong's or light's values "             \
+	  "strength: sets slot_random to partitions to strong's or light's values "             \
 	  "(rampart.conf(5)); an option given after it overrides one")                                     \
 	X(slot_random, ONOFF, CONFIG_SLOT_RANDOM, 0, "hand out a random free slot of a slab, not the first")   \
 	X(write_after_free_check, ONOFF, CONFIG_WRITE_AFTER_FREE_CHECK && CONFIG_ZERO_ON_FREE, 0,           \
@@ -62,6 +67,9 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 	  "large_resident_bytes of them with their pages instead)")                                        \
 	X(large_guard_max_pages, COUNT, CONFIG_GUARD_MAX_PAGES, 65536,                                     \
 	  "most random pages of guard on each side of a large block, beyond the first")                    \
+	X(partitions, COUNT, CONFIG_PARTITIONS, OPTION_PARTITIONS_MAX,                                     \
+	  "call-site partitions of small blocks, a power of two: a slot freed by one is never taken "      \
+	  "by another while its slab is open (1: none)")                                                    \
 	X(large_resident_bytes, SIZE, CONFIG_CACHE_RESIDENT_BYTES, (size_t)1 << 46,                         \
 	  "with large_quarantine off: most bytes of freed large blocks kept with their pages")             \
 	X(guard, GUARD, GUARD_AUTO, 0, "guard backend; auto probes for madvise guards, else mprotect")     \
@@ -223,7 +231,8 @@ static inline int option_word_field(enum option_kind kind, const void *field)
 	X(slab_guard_interval, CONFIG_LIGHT_GUARD_SLAB_INTERVAL)                       \
 	X(slab_guard_interval_mprotect, CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT)     \
 	X(large_quarantine, CONFIG_LIGHT_REGION_QUARANTINE)                            \
-	X(large_guard_max_pages, CONFIG_LIGHT_GUARD_MAX_PAGES)
+	X(large_guard_max_pages, CONFIG_LIGHT_GUARD_MAX_PAGES)                         \
+	X(partitions, CONFIG_LIGHT_PARTITIONS)
 
 
 struct options {

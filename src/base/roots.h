@@ -53,6 +53,9 @@ struct slab_roots {
 	 * full; the table of who took which lives in the metadata (slab_class.h). */
 	struct slab_spill *spill;
 	unsigned nspill;
+	/* With call-site partitions: the bytes of a row of owner maps, position p of every
+	 * class of an arena (slab/slab_class.h, struct class_parts). */
+	size_t owner_row;
 	uint16_t owner[CONFIG_SLAB_ARENAS * ROOTS_SLAB_CLASSES + 1];
 };
 
@@ -61,6 +64,9 @@ struct rampart_roots {
 	struct large_state *large;
 	struct slab_roots slab;
 	struct options opt;
+	/* The secret of the call-site partitions (base/partition.h), drawn at start-up when
+	 * opt.partitions > 1; the two multipliers odd. */
+	uint64_t part_key[3];
 	unsigned mte; /* enum mte_state (os/mte.h): whether slab memory is tagged, the checks' mode */
 };
 

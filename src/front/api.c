@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "rampart.h"
+#include "base/partition.h"
 #include "base/report.h"
 #include "front/api.h"
 #include "guard/guard.h"
@@ -36,6 +37,11 @@ int malloc_trim(size_t pad);
 void malloc_stats(void);
 
 #define API __attribute__((visibility("default")))
+
+/* The site of an allocation (base/partition.h): where the public function that makes it
+ * returns to in the program. Taken in that function's own body and handed down, never
+ * in a helper it calls, whose return address would be inside rampart. */
+#define SITE ((uintptr_t)__builtin_return_address(0))
 
 /* Largest alignment honoured; beyond it the guards would dominate the mapping. */
 #define MAX_ALIGN ((size_t)1 << 30)
@@ -93,25 +99,33 @@ static inline enum alloc_kind kind_in_effect(enum alloc_kind kind)
 /* Always inlined, here and below: the C functions pass KIND_MALLOC, a constant that
  * then costs them nothing (as a call, the kind was a run-time argument tested at every
  * malloc and free); the C++ operators get copies of their own. */
-static inline __attribute__((always_inline)) void *alloc_as(size_t size, size_t align, bool zero, enum alloc_kind kind)
+static inline __attribute__((always_inline)) void *alloc_as(size_t size, size_t align, bool zero, enum alloc_kind kind,
+							    uintptr_t site)
 {
 	if (unlikely(!rampart_ready())) return alloc_not_ready(size, align, zero);
 	kind = kind_in_effect(kind);
 	unsigned c = class_for(size, align);
-	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero, kind);
+	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero, kind, site);
 	return large_alloc(size, align > os_page ? align : 0, kind);
 }
 
-static void *alloc(size_t size, size_t align, bool zero) { return alloc_as(size, align, zero, KIND_MALLOC); }
-
-static inline __attribute__((always_inline)) void *alloc_or_enomem_as(size_t size, size_t align, enum alloc_kind kind)
+static void *alloc(size_t size, size_t align, bool zero, uintptr_t site)
 {
-	void *p = alloc_as(size, align, false, kind);
+	return alloc_as(size, align, zero, KIND_MALLOC, site);
+}
+
+static inline __attribute__((always_inline)) void *alloc_or_enomem_as(size_t size, size_t align, enum alloc_kind kind,
+								      uintptr_t site)
+{
+	void *p = alloc_as(size, align, false, kind, site);
 	if (unlikely(!p)) errno = ENOMEM;
 	return p;
 }
 
-static void *alloc_or_enomem(size_t size, size_t align) { return alloc_or_enomem_as(size, align, KIND_MALLOC); }
+static void *alloc_or_enomem(size_t size, size_t align, uintptr_t site)
+{
+	return alloc_or_enomem_as(size, align, KIND_MALLOC, site);
+}
 
 static noinline cold void release_not_ready(void *p)
 {
@@ -136,7 +150,14 @@ static inline __attribute__((always_inline)) void release_as(void *p, bool sized
 
 static void release(void *p, bool sized, size_t size, size_t align) { release_as(p, sized, size, align, KIND_MALLOC); }
 
-API void *malloc(size_t size) { return alloc_or_enomem(size, 0); }
+API void *malloc(size_t size) { return alloc_or_enomem(size, 0, SITE); }
+
+/* malloc of a partition the program names (rampart.h); with one partition, malloc. */
+API void *malloc_partition(size_t size, unsigned long id)
+{
+	if (unlikely(!rampart_ready()) || roots.opt.partitions == 1) return alloc_or_enomem(size, 0, SITE);
+	return alloc_or_enomem(size, 0, partition_named(id));
+}
 
 API void free(void *p) { release(p, false, 0, 0); }
 
@@ -151,15 +172,16 @@ API void *calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	void *p = alloc(total, 0, true);
+	void *p = alloc(total, 0, true, SITE);
 	if (unlikely(!p)) errno = ENOMEM;
 	return p;
 }
 
-/* Move a block into a new allocation of size bytes, copying what both can hold. */
-static void *realloc_move(void *p, size_t old_used, size_t size)
+/* Move a block into a new allocation of size bytes, copying what both can hold: the new
+ * block is the realloc call's site's. */
+static void *realloc_move(void *p, size_t old_used, size_t size, uintptr_t site)
 {
-	void *q = alloc(size, 0, false);
+	void *q = alloc(size, 0, false, site);
 	if (unlikely(!q)) {
 		errno = ENOMEM;
 		return NULL;
@@ -169,11 +191,12 @@ static void *realloc_move(void *p, size_t old_used, size_t size)
 	return q;
 }
 
-API void *realloc(void *p, size_t size)
+/* realloc made at site. A block that stays in its slot keeps its partition. */
+static void *realloc_at(void *p, size_t size, uintptr_t site)
 {
 	/* Internal calls, not malloc/free: through the PLT they could reach another
 	 * allocator interposed on top of this one. */
-	if (!p) return alloc_or_enomem(size, 0);
+	if (!p) return alloc_or_enomem(size, 0, site);
 	if (size == 0) { /* glibc's choice: free and return NULL */
 		release(p, false, 0, 0);
 		return NULL;
@@ -186,11 +209,11 @@ API void *realloc(void *p, size_t size)
 		/* Checks that p is live and its canary intact before anything else. */
 		size_t copy;
 		if (slab_resize(p, size <= SMALL_MAX ? sc_of(size) : SC_COUNT, size, &copy)) return p;
-		return realloc_move(p, copy, size);
+		return realloc_move(p, copy, size, site);
 	}
 	if (size <= SMALL_MAX) {
 		int saved = errno;
-		void *q = realloc_move(p, large_usable_size(p, OP_REALLOC), size);
+		void *q = realloc_move(p, large_usable_size(p, OP_REALLOC), size, site);
 		if (likely(q)) return q;
 		/* No slot to move into (its class could not grow: RLIMIT_AS, or a locked
 		 * process at its RLIMIT_MEMLOCK): a shrink still succeeds, in place. */
@@ -201,6 +224,8 @@ API void *realloc(void *p, size_t size)
 	return q;
 }
 
+API void *realloc(void *p, size_t size) { return realloc_at(p, size, SITE); }
+
 API void *reallocarray(void *p, size_t n, size_t size)
 {
 	size_t total;
@@ -208,10 +233,11 @@ API void *reallocarray(void *p, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc(p, total);
+	return realloc_at(p, total, SITE);
 }
 
-static inline __attribute__((always_inline)) void *aligned_as(size_t align, size_t size, enum alloc_kind kind)
+static inline __attribute__((always_inline)) void *aligned_as(size_t align, size_t size, enum alloc_kind kind,
+							      uintptr_t site)
 {
 	align = align_rounded(align);
 	if (!align) {
@@ -222,17 +248,17 @@ static inline __attribute__((always_inline)) void *aligned_as(size_t align, size
 		errno = ENOMEM;
 		return NULL;
 	}
-	return alloc_or_enomem_as(size, align, kind);
+	return alloc_or_enomem_as(size, align, kind, site);
 }
 
-static void *aligned(size_t align, size_t size) { return aligned_as(align, size, KIND_MALLOC); }
+static void *aligned(size_t align, size_t size, uintptr_t site) { return aligned_as(align, size, KIND_MALLOC, site); }
 
-API void *aligned_alloc(size_t align, size_t size) { return aligned(align, size); }
+API void *aligned_alloc(size_t align, size_t size) { return aligned(align, size, SITE); }
 
 /* The internal names (api.h): the same functions, bound locally, for the C++ operators. */
-void *rampart_new(size_t size, size_t align, enum alloc_kind kind)
+void *rampart_new(size_t size, size_t align, enum alloc_kind kind, uintptr_t site)
 {
-	return align ? aligned_as(align, size, kind) : alloc_or_enomem_as(size, 0, kind);
+	return align ? aligned_as(align, size, kind, site) : alloc_or_enomem_as(size, 0, kind, site);
 }
 void rampart_delete(void *p, enum alloc_kind kind) { release_as(p, false, 0, 0, kind); }
 void rampart_delete_sized(void *p, size_t size, enum alloc_kind kind) { release_as(p, true, size, 0, kind); }
@@ -241,13 +267,13 @@ void rampart_delete_aligned_sized(void *p, size_t align, size_t size, enum alloc
 	release_as(p, true, size, free_align(align), kind);
 }
 
-API void *memalign(size_t align, size_t size) { return aligned(align, size); }
+API void *memalign(size_t align, size_t size) { return aligned(align, size, SITE); }
 
 API int posix_memalign(void **out, size_t align, size_t size)
 {
 	if (!is_pow2(align) || align % sizeof(void *)) return EINVAL;
 	if (align > MAX_ALIGN) return ENOMEM;
-	void *p = alloc(size, align, false);
+	void *p = alloc(size, align, false, SITE);
 	if (!p) return ENOMEM;
 	*out = p;
 	return 0;
@@ -260,7 +286,7 @@ API void *valloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return alloc_or_enomem(size, os_page);
+	return alloc_or_enomem(size, os_page, SITE);
 }
 
 API void *pvalloc(size_t size)
@@ -275,7 +301,7 @@ API void *pvalloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return alloc_or_enomem(rounded, os_page);
+	return alloc_or_enomem(rounded, os_page, SITE);
 }
 
 /* Out of line, like alloc_not_ready: a program that asks the size of every block

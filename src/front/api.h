@@ -14,8 +14,9 @@
 #include "base/common.h"
 
 /* malloc (align 0) or aligned_alloc for the C++ operators: the block is of `kind`
- * (KIND_NEW or KIND_NEW_ARRAY), unless dealloc_kind is off. */
-hidden void *rampart_new(size_t size, size_t align, enum alloc_kind kind);
+ * (KIND_NEW or KIND_NEW_ARRAY), unless dealloc_kind is off; site is the operator's own
+ * return address (base/partition.h). */
+hidden void *rampart_new(size_t size, size_t align, enum alloc_kind kind, uintptr_t site);
 /* free, free_sized and free_aligned_sized for the C++ operators, which say the block
  * must be of `kind`. */
 hidden void rampart_delete(void *p, enum alloc_kind kind);

@@ -102,7 +102,7 @@ static inline void check_align(size_t align, enum report_op op, const void *call
 static noinline void *new_slow(size_t size, size_t align, enum alloc_kind kind, const void *caller)
 {
 	for (;;) {
-		void *p = rampart_new(size, align, kind);
+		void *p = rampart_new(size, align, kind, (uintptr_t)caller);
 		if (p) return p;
 		new_handler_fn h = current_new_handler();
 		if (!h) throw_bad_alloc(caller);
@@ -112,16 +112,20 @@ static noinline void *new_slow(size_t size, size_t align, enum alloc_kind kind, 
 
 static inline void *new_throwing(size_t size, size_t align, enum alloc_kind kind, const void *caller)
 {
-	void *p = rampart_new(size, align, kind);
+	void *p = rampart_new(size, align, kind, (uintptr_t)caller);
 	return likely(p) ? p : new_slow(size, align, kind, caller);
 }
 
+/* The operator's caller: the address it returns to, taken in the operator's own body.
+ * Named in reports, and the allocation's site (base/partition.h), so that each
+ * new-expression of the program is a site, not the operator. */
 #define CALLER __builtin_return_address(0)
+#define SITE ((uintptr_t)CALLER)
 
 API void *_Znwm(size_t size) { return new_throwing(size, 0, KIND_NEW, CALLER); }
 API void *_Znam(size_t size) { return new_throwing(size, 0, KIND_NEW_ARRAY, CALLER); }
-API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_new(size, 0, KIND_NEW); }
-API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_new(size, 0, KIND_NEW_ARRAY); }
+API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_new(size, 0, KIND_NEW, SITE); }
+API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt) { return rampart_new(size, 0, KIND_NEW_ARRAY, SITE); }
 
 API void *_ZnwmSt11align_val_t(size_t size, size_t align)
 {
@@ -138,13 +142,13 @@ API void *_ZnamSt11align_val_t(size_t size, size_t align)
 API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
 	check_align(align, OP_NEW, CALLER);
-	return rampart_new(size, align, KIND_NEW);
+	return rampart_new(size, align, KIND_NEW, SITE);
 }
 
 API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, nothrow_ref nt)
 {
 	check_align(align, OP_NEW, CALLER);
-	return rampart_new(size, align, KIND_NEW_ARRAY);
+	return rampart_new(size, align, KIND_NEW_ARRAY, SITE);
 }
 
 API void _ZdlPv(void *p) { rampart_delete(p, KIND_NEW); }

@@ -113,6 +113,18 @@ static void say_choices(void)
 	out_flush(&o);
 }
 
+/* The secret of the call-site partitions (base/partition.h), kept in the roots, which are
+ * sealed with it. A fork child keeps it: a new one would put the child's new blocks in
+ * other partitions than its parent's blocks of the same site, and a block allocated
+ * before the fork and freed in the child would then go to a partition other sites of
+ * the child share (docs/slab.md, "Call-site partitions"). */
+static void draw_partition_key(void)
+{
+	random_entropy(roots.part_key, sizeof roots.part_key);
+	roots.part_key[1] |= 1;
+	roots.part_key[2] |= 1;
+}
+
 static void protect_roots(void)
 {
 	if (os_page != ROOTS_PAGE_BYTES) return; /* larger pages: the roots share a page, leave it */
@@ -194,6 +206,7 @@ bool rampart_init_slow(void)
 			cxx_replaced = true;
 		}
 		random_init();
+		if (roots.opt.partitions > 1) draw_partition_key();
 		guard_init(roots.opt.guard);
 		roots.mte = mte_start(roots.opt.mte); /* before the slab regions, mapped tagged if so */
 		ok = start_modules();

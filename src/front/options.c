@@ -133,6 +133,15 @@ static const char *refused_word(const struct key *key, int v)
 	return NULL;
 }
 
+/* What a number may not be, or NULL: the partitions are the top bits of a hash (base/
+ * partition.h), so a power of two. */
+static const char *refused_number(const struct key *key, size_t num)
+{
+	if (key->offset == offsetof(struct options, partitions) && (!num || (num & (num - 1))))
+		return " for partitions: expected a power of two";
+	return NULL;
+}
+
 static void parse_entry(struct options *o, const char *k, size_t klen, const char *v, size_t vlen, const char *src)
 {
 	const struct key *key = NULL;
@@ -195,6 +204,8 @@ static void parse_entry(struct options *o, const char *k, size_t klen, const cha
 			out_str(&w, ": too big (at most ");
 			return complain(src, "bad value ", v, vlen, what, key->most);
 		}
+		const char *refused = refused_number(key, num);
+		if (refused) return complain(src, "bad value ", v, vlen, refused, SIZE_MAX);
 		memcpy(field, &num, sizeof num);
 		return;
 	}

@@ -123,6 +123,11 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 	invariant(npages <= SLAB_PAGES_MAX);
 	uint64_t dropped_pages[SLAB_PAGES_MAX / 64] = {0};
 	uint64_t run_slots[SLAB_WORDS] = {0}, dropped_slots[SLAB_WORDS] = {0};
+	/* With partitions, a free slot owned by one is used in the bits, free here: it left
+	 * the quarantine (page_return.h). */
+	uint64_t owned[SLAB_WORDS] = {0};
+	if (k->parted)
+		memcpy(owned, owner_map(k, s, pos), k->nwords * sizeof *owned);
 	for (size_t pg = 0; pg <= npages; pg++) {
 		bool take = false;
 		uint64_t over[SLAB_WORDS] = {0};
@@ -132,7 +137,7 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 			uint64_t used = 0, touched = 0;
 			for (uint32_t w = first >> 6; w <= last >> 6 && first < k->slots; w++) {
 				over[w] = word_range(w, first, last);
-				used |= over[w] & s->bits[w].used;
+				used |= over[w] & s->bits[w].used & ~owned[w];
 				touched |= over[w] & ~s->bits[w].fresh;
 			}
 			/* Every slot on it free, and one of them used since it last went back. */

@@ -5,7 +5,7 @@
  *
  * Invariants:
  *  - Only pages every slot overlapping which is free (neither live nor in the slot
- *    quarantine) go back, of slabs with a free slot and of empty slabs kept open, in
+ *    quarantine; a free slot its partition owns is free) go back, of slabs with a free slot and of empty slabs kept open, in
  *    every class but the zero one; with zero-on-free their contents were zero by the
  *    wipe at free.
  *  - Before a page goes back, each free slot with bytes on it is checked as its next

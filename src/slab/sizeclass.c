@@ -20,13 +20,19 @@
  * empties a slab (a close and a reopen, a system call and page faults, per pair). */
 #define SLAB_MIN_SLOTS 4u
 
-void sc_geometry(unsigned c, size_t page, struct sc_geometry *g)
+/* The fewest pages a slab of slots of `size` bytes takes: room for the slots it aims at. */
+static size_t min_pages_of(size_t size, size_t page)
 {
-	size_t size = sc_size(c);
 	size_t want = SLAB_TARGET_BYTES / size;
 	if (want > SLAB_TARGET_SLOTS) want = SLAB_TARGET_SLOTS;
 	if (want < SLAB_MIN_SLOTS) want = SLAB_MIN_SLOTS;
-	size_t min_pages = (want * size + page - 1) / page;
+	return (want * size + page - 1) / page;
+}
+
+void sc_geometry(unsigned c, size_t page, struct sc_geometry *g)
+{
+	size_t size = sc_size(c);
+	size_t min_pages = min_pages_of(size, page);
 	size_t best_pages = min_pages, best_waste = (size_t)-1;
 	for (size_t p = min_pages; p <= 2 * min_pages; p++) {
 		size_t bytes = p * page, slots = bytes / size;
@@ -50,4 +56,11 @@ void sc_geometry(unsigned c, size_t page, struct sc_geometry *g)
 		g->slots = (uint32_t)(page / 16 < SLAB_MAX_SLOTS ? page / 16 : SLAB_MAX_SLOTS);
 		g->pages = 1;
 	}
+}
+
+uint32_t sc_slots_most(unsigned c, size_t page)
+{
+	size_t size = sc_size(c), slots = 2 * min_pages_of(size, page) * page / size;
+	if (c == 0) slots = page / 16; /* sc_geometry's one page */
+	return (uint32_t)(slots < SLAB_MAX_SLOTS ? slots : SLAB_MAX_SLOTS);
 }

@@ -81,5 +81,8 @@ struct sc_geometry {
 /* The slab geometry of class c for a page size: the fewest pages that give at
  * least the class's minimum slot count with little waste (see sizeclass.c). */
 void sc_geometry(unsigned c, size_t page, struct sc_geometry *g);
+/* At least sc_geometry's slots for class c, without its search of page counts (at most
+ * twice as many): for a layout made before the classes are set up, cheaply. */
+uint32_t sc_slots_most(unsigned c, size_t page);
 
 #endif

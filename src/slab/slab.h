@@ -28,7 +28,9 @@
  *    closes spans then: never usable, state SLAB_NONE, closed (guard markers under
  *    madvise, PROT_NONE under mprotect).
  *  - A slot is free (used=0), live (used=1, quar=0) or in the slot quarantine
- *    (used=1, quar=1). Only live slots may be freed, resized or measured; every
+ *    (used=1, quar=1); with call-site partitions (the option partitions), a freed slot
+ *    out of the quarantine is free but its partition's alone, and stays used=1, quar=1
+ *    (slab_class.h, OWNER_FREE) until its partition takes it or its slab closes. Only live slots may be freed, resized or measured; every
  *    other pointer into the window is fatal. A slot freed by a thread of another arena
  *    waits first in that thread's free batch, still used and not quarantined in its
  *    bits but marked in its canary word (slab_class.h, batched_canary): every path
@@ -84,8 +86,11 @@ must_check bool slab_init(struct slab_roots *out);
 static inline bool slab_contains(const void *p);
 
 /* A slot of class c (c < SC_COUNT) for size bytes from the calling thread's arena, all
- * of them zero with zero, allocated as `kind` (base/alloc_kind.h); NULL on OOM. */
-void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind);
+ * of them zero with zero, allocated as `kind` (base/alloc_kind.h), for an allocation
+ * made at site (base/partition.h: where the public call returns to in the program, or
+ * a partition it names): with call-site partitions, a slot freed by another partition
+ * is never taken while its slab stays open. NULL on OOM. */
+void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind, uintptr_t site);
 /* What a sized free (free_sized, free_aligned_sized, a sized delete) says of its block:
  * the size and alignment passed, and the class they map to, which must be the slot's. */
 struct sized_claim {

@@ -39,6 +39,12 @@
  *    (spans_update, fresh_slab, dir_room, have_desc) and aligned word stores (bits_write,
  *    atomic under ThreadSanitizer); a directory is never unmapped. Everything else they
  *    reads was written before the slot it frees was handed out.
+ *  - With call-site partitions (k->parted: docs/slab.md, "Call-site partitions") every
+ *    slot handed out since its slab last opened on fresh or dropped pages holds its
+ *    partition in its owner byte (owners_of), written under the lock at that hand-out
+ *    and read by no unlocked path. A freed slot out of the quarantine stays its
+ *    partition's alone until its slab closes (OWNER_FREE): used and quarantined in the
+ *    slab's bits, counted in nown, its slab in that partition's set (slab_sets.h).
  *
  * The window: a region per (arena, class) in a random order (roots.slab.owner), the
  * nursery's region, the spill regions. Layout of one (arena, class) region
@@ -187,10 +193,8 @@ static inline uint32_t qentry_slot(qentry_t e) { return (uint32_t)(e - 1) & ((1u
 _Static_assert(CONFIG_SLAB_REGION_SHIFT <= 44, "a page index in a region fits in 32 bits");
 /* Smallest region tried when the address space is short (e.g. 39-bit arm64). */
 #define MIN_REGION_SHIFT 26u
-/* Directory chunks every class starts with (CHUNK slab positions each), and the bytes
- * of that directory with both sets' summary words. */
+/* Directory chunks every class starts with (CHUNK slab positions each). */
 #define DIR_START 32u
-#define DIR_BYTES (DIR_START * sizeof(struct slab *) + SET_COUNT * ((DIR_START + 63) / 64) * sizeof(uint64_t))
 /* Cross-arena frees a class holds back from its quarantine (two cache lines of entries). */
 #define DEFERRED_MAX 15u
 /* Entries of a class's slot quarantine random array: at most this many (rand16 indexes
@@ -220,13 +224,41 @@ enum { SLAB_NONE, SLAB_ACTIVE, SLAB_EMPTY, SLAB_CLOSED };
  * PROT_NONE). */
 enum { SPAN_UNSET, SPAN_OPEN, SPAN_MARKED, SPAN_PROTECTED, SPAN_DROPPED };
 enum { AREA_REGION, AREA_NURSERY };
-/* The position sets of a class (slab_sets.h). */
+/* The position sets of a class (slab_sets.h); with several call-site partitions, one
+ * more set a partition after them, SET_COUNT + p (set_of_part). */
 enum { SET_CLOSED, SET_EMPTY, SET_PARTIAL, SET_DIRTY, SET_COUNT };
 /* A chunk's bitmaps of the sets: a bit per position in each. They head the chunk,
- * padded to a cache line so that its descriptors stay aligned. */
+ * padded to a cache line so that its descriptors stay aligned. The partitions' follow
+ * its owner maps (part_set_bits): a process without partitions maps none of them. */
 #define SET_CHUNK_BYTES (SET_COUNT * CHUNK / 8u)
 #define CHUNK_HEAD_BYTES 64u
 _Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its head");
+
+/* --- call-site partitions (docs/slab.md, "Call-site partitions") ------------------- */
+
+/* Several partitions (the option partitions): every class but the zero one keeps its
+ * slots' owners, and the partition sets. Read from the sealed options. */
+static inline bool slab_parted(void) { return roots.opt.partitions > 1; }
+/* The sets in use: the four above, and one a partition. */
+static inline unsigned sets_in_use(void) { return SET_COUNT + (slab_parted() ? (unsigned)roots.opt.partitions : 0); }
+static inline unsigned set_of_part(unsigned p) { return SET_COUNT + p; }
+/* The bytes of a directory of cap chunks with every set's summary words after it. */
+static inline size_t dir_bytes(uint32_t cap)
+{
+	return cap * sizeof(struct slab *) + sets_in_use() * (size_t)((cap + 63) / 64) * sizeof(uint64_t);
+}
+
+/* A slot's owner, a byte of its slab's owner map (owners_of): the partition that took it
+ * since the slab last opened on fresh or dropped pages (written at its first hand-out,
+ * kept through its frees), with OWNER_FREE while it is free and that partition's
+ * alone. Such a slot stays used and quarantined in its slab's bits, so that no other
+ * partition's draw sees it and a free of it is a double free; the slab counts it in
+ * nown. A slot never handed out since is anyone's: its byte is not read. */
+#define OWNER_FREE 0x80u
+_Static_assert(OPTION_PARTITIONS_MAX <= OWNER_FREE, "a partition fits below OWNER_FREE");
+/* The partitions' bitmaps of a chunk's positions, after its owner maps: 256 bytes, for
+ * every partition the option allows. */
+#define PART_SET_CHUNK_BYTES (OPTION_PARTITIONS_MAX * CHUNK / 8u)
 
 /* A slab's free slots' pages: nothing to give back (kept), a slot freed this period, or
  * in the last one (aged: given back at the next sweep, page_return.c). A slab whose pages
@@ -282,11 +314,19 @@ struct slab {
 			uint16_t extent[SLAB_EXTENT_SLOTS];
 		};
 	};
+	/* With partitions (slab_parted): its free slots that are their partition's alone
+	 * (OWNER_FREE; counted in nused too: all of nused are such slots when none is live
+	 * or quarantined, and the slab is then wholly free), and the partitions whose sets
+	 * hold it (bit p: in set_of_part(p)). In the second line: only partitioned paths
+	 * touch them. */
+	uint16_t nown;
+	uint16_t psets;
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct slab, bits) + sizeof(struct slot_bits) <= 64, "a slab's first word of bits is in its first line");
 _Static_assert(offsetof(struct slab, ncxx) < offsetof(struct slab, bits), "ncxx is in the padding before the bits");
 _Static_assert(SLAB_EXTENT_SLOTS <= 64, "a slab that keeps extents has one word of bits");
 _Static_assert(sizeof(struct slab) == 128, "a descriptor is two lines");
+_Static_assert(OPTION_PARTITIONS_MAX <= 16, "psets has a bit per partition");
 
 /* How each slot of a slab was allocated (base/alloc_kind.h), two bits a slot: `cxx` set
  * for operator new and new[], `array` for new[] alone; both clear for the C functions
@@ -306,12 +346,29 @@ _Static_assert(sizeof(struct slot_kinds) == 64, "a slab's kinds are one line");
 #define FIRST_BLOCK_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slab))
 #define FIRST_KINDS_BYTES ((size_t)FIRST_POSITIONS * SC_COUNT * sizeof(struct slot_kinds))
 
+/* A class's partition block (with partitions only), in its arena's metadata
+ * (slab_setup.c): chunk 0's bitmaps of the partition sets (as set0_of keeps the other
+ * sets'), their counts, and where the owner maps of its first positions lie. Those lie
+ * row by row, position 0 of every class of the arena, then position 1, ... (a row is
+ * roots.slab.owner_row bytes): a process that uses a slab of many classes writes a page
+ * or two of them, as it does of descriptors. */
+struct class_parts {
+	uint32_t n[OPTION_PARTITIONS_MAX]; /* members of each partition's set */
+	/* Position + 1 of the slab partition p takes its own slots from (0: none), as
+	 * k->current is the one fresh slots are drawn from: the lowest of p's set when it
+	 * was chosen, kept until it holds none of p's (a slab below it may have got one
+	 * since). Spares each allocation the search of the set. */
+	uint32_t cur[OPTION_PARTITIONS_MAX];
+	uint8_t *first; /* position 0's owner map; position p's is p rows on */
+	uint64_t set0[OPTION_PARTITIONS_MAX][CHUNK / 64] __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
+
 /* The profile's three choices the allocation and free paths test (random slots, the
  * write-after-free check, a slot quarantine: qmask != 0), all on (strong's), all off
- * (light's) or a mix (an option set against its profile). slot_alloc.c has a copy of
- * each path for the first two, the choices folded in as constants, and one that reads
- * them from the class for a mix: a process pays one test of its class's mode, not one
- * for each choice. */
+ * (light's) or a mix (an option set against its profile); with call-site partitions,
+ * always the mix's. slot_alloc.c has a copy of each path for the first two, the choices
+ * folded in as constants, and one that reads them from the class for a mix: a process
+ * pays one test of its class's mode, not one for each choice. */
 enum hot_mode { HOT_MIXED, HOT_STRONG, HOT_LIGHT };
 
 struct slab_class {
@@ -336,6 +393,8 @@ struct slab_class {
 	bool random_slots : 1;      /* slot_random */
 	bool check_reuse : 1;       /* write_after_free_check */
 	unsigned hot_mode : 2;      /* enum hot_mode: the copy of the hot paths it takes */
+	bool parted : 1;            /* keeps its slots' owners (slab_parted, not the zero class) */
+	uint8_t owner_words;        /* with parted: 8-byte words of a slab's owner map */
 	struct slab **dir;    /* dir_cap chunks of descriptors; grows with hwm. A directory
 			       * outgrown stays mapped: a batched free reads it unlocked. */
 	/* Line 1: what decoding reads, per area (AREA_REGION, AREA_NURSERY): offsets from
@@ -415,6 +474,7 @@ struct slab_class {
 	/* Slots freed by threads of other arenas, already wiped and marked quarantined,
 	 * waiting to enter the slot quarantine (their own lines: see slot_quarantine_defer). */
 	qentry_t deferred[DEFERRED_MAX] __attribute__((aligned(64)));
+	struct class_parts *parts; /* with parted: its partition block */
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(struct slab_class, dir) + sizeof(void *) <= 64, "the geometry and the directory fill line 0");
@@ -523,6 +583,88 @@ static inline struct slot_kinds *kinds_of(const struct slab_class *k, struct sla
 	}
 	struct slab *chunk = s - (pos & (CHUNK - 1));
 	return (struct slot_kinds *)(chunk + CHUNK) + (pos & (CHUNK - 1));
+}
+
+/* A chunk's owner maps, after its descriptors' kind maps (parted classes), then the
+ * partitions' bitmaps of its positions. */
+static inline uint8_t *chunk_owners(const struct slab *chunk)
+{
+	return (uint8_t *)((const struct slot_kinds *)(chunk + CHUNK) + CHUNK);
+}
+
+/* A slab's owner map (parted classes): a bit a slot, set while the slot is free and its
+ * partition's alone (a word per 64 slots: the OWNER_FREE bits of the bytes, gathered
+ * so that a draw of a partition's slot and the sweeps of page_return.c look at those
+ * slots alone), then a byte a slot, its owner (owners_of), in whole words. Sized by the
+ * class: a slab of 64 slots writes 72 bytes, and the pages of maps a class in use
+ * faults in were a quarter of what maps sized for the most slots (256) took. */
+static inline size_t owner_map_bytes(uint32_t slots) { return 8u * ((slots + 63) / 64) + align_up((size_t)slots, 8); }
+static inline size_t owner_stride(const struct slab_class *k) { return (size_t)k->owner_words * 8; }
+
+/* The owner map of the slab at pos, whose descriptor is s: a chunk's own, or for the
+ * first positions the class's column of the arena's rows (struct class_parts). */
+static inline uint64_t *owner_map(const struct slab_class *k, const struct slab *s, uint32_t pos)
+{
+	if (pos < FIRST_POSITIONS) return (uint64_t *)(k->parts->first + (size_t)pos * roots.slab.owner_row);
+	return (uint64_t *)(chunk_owners(s - (pos & (CHUNK - 1))) + (size_t)(pos & (CHUNK - 1)) * owner_stride(k));
+}
+
+/* Its bytes: slot i's owner at [i]. */
+static inline uint8_t *owners_of(const struct slab_class *k, const struct slab *s, uint32_t pos)
+{
+	return (uint8_t *)(owner_map(k, s, pos) + k->nwords);
+}
+
+/* Partition p's bitmap of chunk c's positions: chunk 0's in the class's partition block,
+ * another's after the chunk's owner maps. */
+static inline uint64_t *part_set_bits(const struct slab_class *k, unsigned p, uint32_t c)
+{
+	if (!c) return k->parts->set0[p];
+	return (uint64_t *)(chunk_owners(k->dir[c]) + CHUNK * owner_stride(k)) + p * (CHUNK / 64);
+}
+
+/* Partition p's free slot in a slab of k whose owner map is map (OWNER_FREE | p), from
+ * slot `from` on and wrapping round; UINT32_MAX: none. Only the slots the map's bits
+ * say are owned are looked at: a slab in p's set mostly holds p's. (A scan of the
+ * bytes, eight a step, cost light's churn in a class of 64-slot slabs a fifth of its
+ * instructions; one over the slab's quarantined slots, all of them under strong.) */
+static inline uint32_t owned_slot(const struct slab_class *k, const uint64_t *map, unsigned p, uint32_t from)
+{
+	const uint8_t *own = (const uint8_t *)(map + k->nwords);
+	uint32_t w = from >> 6;
+	uint64_t first = ~(uint64_t)0 << (from & 63);
+	for (uint32_t n = 0; n <= k->nwords; n++) {
+		/* The first word from `from` on, and after the round its bits below it. */
+		uint64_t m = map[w] & (n == 0 ? first : n == k->nwords ? ~first : ~(uint64_t)0);
+		for (; m; m &= m - 1) {
+			uint32_t i = (w << 6) + (uint32_t)__builtin_ctzll(m);
+			if (own[i] == (OWNER_FREE | p)) return i;
+		}
+		w = w + 1 == k->nwords ? 0 : w + 1;
+	}
+	return UINT32_MAX;
+}
+
+/* Slot i of the slab whose owner map is map is free and its partition's (owned), or
+ * not. */
+static inline void owned_set(const struct slab_class *k, uint64_t *map, uint32_t i, unsigned p)
+{
+	map[i >> 6] |= (uint64_t)1 << (i & 63);
+	((uint8_t *)(map + k->nwords))[i] = (uint8_t)(p | OWNER_FREE);
+}
+
+static inline void owned_clear(const struct slab_class *k, uint64_t *map, uint32_t i, unsigned p)
+{
+	map[i >> 6] &= ~((uint64_t)1 << (i & 63));
+	((uint8_t *)(map + k->nwords))[i] = (uint8_t)p;
+}
+
+/* The bytes of a chunk of class k's descriptors: its head, the descriptors, their kinds
+ * and, with partitions, their owner maps and the partitions' bitmaps. */
+static inline size_t chunk_bytes(const struct slab_class *k)
+{
+	return CHUNK_HEAD_BYTES + CHUNK * (sizeof(struct slab) + sizeof(struct slot_kinds)) +
+	       (k->parted ? CHUNK * owner_stride(k) + PART_SET_CHUNK_BYTES : 0);
 }
 
 /* Whether position pos has a descriptor yet (positions below hwm all do, but for a

@@ -156,12 +156,11 @@ static bool dir_room(struct slab_class *k, uint32_t c)
 	uint32_t cap = k->dir_cap;
 	while (cap <= c) cap *= 2;
 	uint32_t words = (cap + 63) / 64;
-	size_t bytes = cap * sizeof(struct slab *) + SET_COUNT * (size_t)words * sizeof(uint64_t);
-	struct slab **dir = meta_alloc(bytes);
+	struct slab **dir = meta_alloc(dir_bytes(cap));
 	if (!dir) return false;
 	uint64_t *sets = (uint64_t *)(dir + cap);
 	memcpy(dir, k->dir, k->dir_cap * sizeof *dir);
-	for (unsigned set = 0; set < SET_COUNT; set++)
+	for (unsigned set = 0; set < sets_in_use(); set++)
 		memcpy(sets + set * words, set_summary(k, set), k->set_words * sizeof(uint64_t));
 	k->set_sum = sets;
 	/* The old directory stays mapped: a batched free may be reading it unlocked (it
@@ -183,8 +182,9 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	 * chunk's bitmaps of the sets (slab_sets.h) come first, in the page of its
 	 * lowest descriptors: a class using a few slabs touches one page of the chunk, not
 	 * also its last. Its slabs' kinds follow the descriptors (kinds_of): pages that only
-	 * C++ allocations write. */
-	char *chunk = meta_alloc(CHUNK_HEAD_BYTES + CHUNK * (sizeof(struct slab) + sizeof(struct slot_kinds)));
+	 * C++ allocations write, and their owner maps (with partitions) what every allocation
+	 * from a fresh slot writes. */
+	char *chunk = meta_alloc(chunk_bytes(k));
 	if (!chunk) return false;
 	__atomic_store_n(&k->dir[pos >> CHUNK_SHIFT], (struct slab *)(chunk + CHUNK_HEAD_BYTES), __ATOMIC_RELEASE);
 	return true;
@@ -359,35 +359,93 @@ static uint32_t empty_allowed(const struct slab_class *k)
 static void decay_idle_classes(const struct slab_class *self, uint64_t now);
 static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s);
 
-noinline bool slab_new(struct slab_class *k)
+/* A slab closes with partitions: its pages went back, and its slots are fresh again when
+ * it reopens, anyone's (docs/slab.md, "Call-site partitions"); it leaves the partitions'
+ * sets, and its owner map is cleared for the draws from it then. */
+static void forget_owners(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	for (uint32_t m = s->psets; m; m &= m - 1) set_remove(k, set_of_part((unsigned)__builtin_ctz(m)), pos);
+	for (unsigned p = 0; p < roots.opt.partitions; p++)
+		if (k->parts->cur[p] == pos + 1) k->parts->cur[p] = 0;
+	s->psets = 0;
+	s->nown = 0;
+	memset(owner_map(k, s, pos), 0, owner_stride(k));
+}
+
+/* The empty slab to draw slots from, taken out of the set: the lowest or, with
+ * partitions, the lowest with a slot no partition owns (the others wait in the set for
+ * their owners, slab_take_own); UINT32_MAX: none. */
+static uint32_t empty_to_reuse(struct slab_class *k)
+{
+	if (!k->parted) return set_take_lowest(k, SET_EMPTY);
+	for (uint32_t pos = set_next(k, SET_EMPTY, 0); pos != UINT32_MAX; pos = set_next(k, SET_EMPTY, pos + 1))
+		if (desc(k, pos)->nused < k->slots) {
+			set_remove(k, SET_EMPTY, pos);
+			return pos;
+		}
+	return UINT32_MAX;
+}
+
+/* Where slab_new's slab came from: an empty slab kept open (its record kept), a closed or
+ * reset one (zero pages), a position never used (zero and unread). */
+enum slab_from { FROM_KEPT, FROM_ZEROED, FROM_FRESH };
+
+/* With partitions, a class out of fresh positions whose empty slabs all hold slots their
+ * partitions own: the lowest is reset in place, its pages given back (wiped by hand
+ * where they are locked), so that its slots are fresh again and anyone's, as a closed
+ * slab's are when it reopens. Without it such a class would fail allocations with
+ * whole empty slabs open. */
+static uint32_t reset_empty(struct slab_class *k)
+{
+	uint32_t pos = set_lowest(k, SET_EMPTY);
+	struct slab *s = desc(k, pos);
+	size_t off;
+	struct guard_region *a = area_of(k, pos, &off);
+	if (!guard_drop(a, off, k->slab_bytes)) memset((void *)(a->base + off), 0, k->slab_bytes);
+	set_remove(k, SET_EMPTY, pos);
+	slab_pages_closed(k, pos, s);
+	forget_owners(k, pos, s);
+	return pos;
+}
+
+/* The slab slab_new takes: an empty one, a closed one, a fresh one; UINT32_MAX on OOM. */
+static uint32_t slab_source(struct slab_class *k, enum slab_from *from)
 {
 	uint32_t pos;
-	struct slab *s;
-	bool fresh = false;
-	if (unlikely(!k->size)) slab_class_setup(k);
-	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
-	if (k->nset[SET_EMPTY]) {
-		pos = set_take_lowest(k, SET_EMPTY);
-		s = desc(k, pos);
+	*from = FROM_KEPT;
+	if (k->nset[SET_EMPTY] && (pos = empty_to_reuse(k)) != UINT32_MAX) {
 		k->empty_reused = true;
-	} else if (k->nset[SET_CLOSED]) {
+		return pos;
+	}
+	*from = FROM_ZEROED;
+	if (k->nset[SET_CLOSED]) {
 		if (k->open_slabs) grow_empty_budget(k);
 		pos = set_lowest(k, SET_CLOSED);
-		s = desc(k, pos);
-		if (k->open_slabs && !open_span(k, pos, s)) return false;
+		if (k->open_slabs && !open_span(k, pos, desc(k, pos))) return UINT32_MAX;
 		set_remove(k, SET_CLOSED, pos);
-	} else {
-		if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
-		if (!fresh_slab(k, &pos)) return false;
-		s = desc(k, pos);
-		fresh = true;
+		return pos;
 	}
+	if (k->open_slabs && k->sq_count) grow_empty_budget(k); /* closed ones still in quarantine */
+	*from = FROM_FRESH;
+	if (fresh_slab(k, &pos)) return pos;
+	*from = FROM_ZEROED;
+	return k->parted && k->nset[SET_EMPTY] ? reset_empty(k) : UINT32_MAX;
+}
+
+noinline bool slab_new(struct slab_class *k)
+{
+	if (unlikely(!k->size)) slab_class_setup(k);
+	if (k->open_slabs) decay_idle_classes(k, os_now_ms());
+	enum slab_from from;
+	uint32_t pos = slab_source(k, &from);
+	if (pos == UINT32_MAX) return false;
+	struct slab *s = desc(k, pos);
 	k->nactive++;
 	if (k->nactive > k->peak_now) k->peak_now = k->nactive;
 	/* A fresh slab's descriptor is not read first: on a page nothing has written yet a
 	 * read maps the zero page, and the write after it takes a second fault (a class's
 	 * first slab, in every process). */
-	if (fresh || s->state != SLAB_EMPTY) {
+	if (from != FROM_KEPT) {
 		/* From fresh or closed (dropped) pages: every slot reads as zero. An empty slab
 		 * that stayed open keeps its record: its slots were wiped only as far as used,
 		 * and those handed out before still hold its canary, so it keeps that too. */
@@ -395,11 +453,17 @@ noinline bool slab_new(struct slab_class *k)
 		s->returned = 0;
 		s->canary = random_u64(k->rnd) & ~(uint64_t)0xff; /* little-endian: first byte 0 */
 	}
-	for (uint32_t w = 0; w < k->nwords; w++) {
-		s->bits[w].used = tail_word(k, w);
-		s->bits[w].quar = 0;
-	}
-	s->nused = 0;
+	/* With partitions an empty slab kept open keeps its owned slots too (used and
+	 * quarantined in its bits, as they were when it emptied): they stay their
+	 * partitions' while it is open. Its other slots are free, as every slot of the
+	 * others is. */
+	bool owned = from == FROM_KEPT && k->parted;
+	if (!owned)
+		for (uint32_t w = 0; w < k->nwords; w++) {
+			s->bits[w].used = tail_word(k, w);
+			s->bits[w].quar = 0;
+		}
+	s->nused = owned ? s->nown : 0;
 	s->state = SLAB_ACTIVE;
 	k->current = pos + 1;
 	return true;
@@ -428,6 +492,7 @@ static bool close_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	if (k->open_slabs && !close_span(k, pos, s)) return false;
 	slab_pages_closed(k, pos, s);
+	if (k->parted) forget_owners(k, pos, s);
 	s->state = SLAB_CLOSED;
 	/* The ring holds up to slab_quarantine entries (at most CONFIG_SLAB_QUARANTINE, its
 	 * storage); 0: a closed slab goes straight to the closed set. */
@@ -504,7 +569,7 @@ static void decay_idle_classes(const struct slab_class *self, uint64_t now)
  * but for the canaries of slots handed out). */
 static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 {
-	invariant(k->nactive && !s->nused && k->current != pos + 1);
+	invariant(k->nactive && s->nused == s->nown && k->current != pos + 1);
 	invariant(!s->ncxx); /* every slot's kind went with its free (slot_kind.h) */
 	k->nactive--;
 	if (k->open_slabs) {
@@ -523,3 +588,49 @@ static void slab_emptied(struct slab_class *k, uint32_t pos, struct slab *s)
 	else k->closed_at_ms = os_now_ms();
 }
 
+
+/* --- call-site partitions ---------------------------------------------------------- */
+
+void slab_join_part(struct slab_class *k, uint32_t pos, struct slab *s, unsigned p)
+{
+	s->psets = (uint16_t)(s->psets | 1u << p);
+	set_add(k, set_of_part(p), pos);
+}
+
+/* An empty slab kept open, holding a slot partition p takes: active again, not the
+ * current slab (one with a slot no partition owns joins the partial set). */
+static void wake_empty(struct slab_class *k, uint32_t pos, struct slab *s)
+{
+	set_remove(k, SET_EMPTY, pos);
+	k->empty_reused = true;
+	k->nactive++;
+	if (k->nactive > k->peak_now) k->peak_now = k->nactive;
+	s->state = SLAB_ACTIVE;
+	if (s->nused < k->slots) set_add(k, SET_PARTIAL, pos);
+}
+
+void slab_leave_part(struct slab_class *k, uint32_t pos, struct slab *s, unsigned p)
+{
+	set_remove(k, set_of_part(p), pos);
+	s->psets = (uint16_t)(s->psets & ~(1u << p));
+	if (k->parts->cur[p] == pos + 1) k->parts->cur[p] = 0;
+}
+
+struct own_slot slab_take_own_lowest(struct slab_class *k, unsigned p)
+{
+	struct own_slot o = {0, 0, false, false};
+	if (!k->parts->n[p]) return o;
+	uint32_t pos = set_lowest(k, set_of_part(p));
+	if (k->current && pos >= k->current) return o;
+	struct slab *s = desc(k, pos);
+	uint64_t *map = owner_map(k, s, pos);
+	uint32_t i = owned_slot(k, map, p, k->random_slots ? (rand16(k) * k->slots) >> 16 : 0);
+	invariant(i != UINT32_MAX); /* a slab leaves the set with p's last slot there */
+	if (s->state == SLAB_EMPTY) wake_empty(k, pos, s);
+	k->parts->cur[p] = pos + 1; /* own_taken forgets it again if that was p's last */
+	own_taken(k, pos, s, map, i, p, &o.fresh);
+	o.pos = pos;
+	o.i = i;
+	o.found = true;
+	return o;
+}

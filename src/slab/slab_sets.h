@@ -9,6 +9,9 @@
  *  - A position is in one of these sets at most: SET_CLOSED (closed, out of the slab
  *    quarantine), SET_EMPTY (open, no slot in use), SET_PARTIAL (active with a free
  *    slot, but not the slab allocations draw from, k->current).
+ *  - Partition p's set, set_of_part(p), beside them (parted classes): the open slabs
+ *    (active or empty) holding a free slot that only p may take (slab_class.h,
+ *    OWNER_FREE). A slab's psets has bit p exactly while it is a member.
  *  - SET_DIRTY, beside them: open slabs a slot of which was freed (back to the slab or
  *    into the slot quarantine) since their pages last went back (page_return.h).
  *  - k->nset[set] counts a set's members; a chunk's summary bit is set exactly when one
@@ -22,11 +25,19 @@
 
 /* The bitmap of a set in a chunk: chunk 0's in the class's metadata (set0_of: a class
  * may have no chunk 0 of its own, its first positions being the arena's shared block),
- * every other one in its chunk's head. */
+ * every other one in its chunk's head; a partition's elsewhere (part_set_bits). The set
+ * is a constant but for the partitions': the test folds away. */
 static inline uint64_t *set_bits(const struct slab_class *k, unsigned set, uint32_t chunk)
 {
+	if (set >= SET_COUNT) return part_set_bits(k, set - SET_COUNT, chunk);
 	if (!chunk) return set0_of(k, set);
 	return (uint64_t *)((char *)k->dir[chunk] - CHUNK_HEAD_BYTES) + set * (CHUNK / 64);
+}
+
+/* The count of a set's members: a partition's in its class's partition block. */
+static inline uint32_t *set_count(struct slab_class *k, unsigned set)
+{
+	return set < SET_COUNT ? &k->nset[set] : &k->parts->n[set - SET_COUNT];
 }
 
 static inline void set_add(struct slab_class *k, unsigned set, uint32_t pos)
@@ -36,7 +47,7 @@ static inline void set_add(struct slab_class *k, unsigned set, uint32_t pos)
 	invariant(pos < k->hwm && !(bits[i >> 6] & (uint64_t)1 << (i & 63)));
 	bits[i >> 6] |= (uint64_t)1 << (i & 63);
 	set_summary(k, set)[c >> 6] |= (uint64_t)1 << (c & 63);
-	k->nset[set]++;
+	(*set_count(k, set))++;
 }
 
 _Static_assert(CHUNK == 128, "a chunk's bitmap is two words");
@@ -44,10 +55,10 @@ static inline void set_remove(struct slab_class *k, unsigned set, uint32_t pos)
 {
 	uint32_t c = pos >> CHUNK_SHIFT, i = pos & (CHUNK - 1);
 	uint64_t *bits = set_bits(k, set, c);
-	invariant(k->nset[set] && (bits[i >> 6] & (uint64_t)1 << (i & 63)));
+	invariant(*set_count(k, set) && (bits[i >> 6] & (uint64_t)1 << (i & 63)));
 	bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
 	if (!(bits[0] | bits[1])) set_summary(k, set)[c >> 6] &= ~((uint64_t)1 << (c & 63));
-	k->nset[set]--;
+	(*set_count(k, set))--;
 }
 
 /* The lowest member (the set must not be empty). */
@@ -75,7 +86,7 @@ static inline uint32_t set_take_lowest(struct slab_class *k, unsigned set)
 	uint32_t pos = (c << CHUNK_SHIFT) + (b << 6) + (uint32_t)__builtin_ctzll(bits[b]);
 	bits[b] &= bits[b] - 1; /* its lowest bit */
 	if (!(bits[0] | bits[1])) sum[w] &= sum[w] - 1;
-	k->nset[set]--;
+	(*set_count(k, set))--;
 	return pos;
 }
 

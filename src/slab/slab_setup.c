@@ -65,7 +65,7 @@ static size_t class_hot_bytes(unsigned c)
  * words, the slab quarantine ring, chunk 0's set bitmaps (set0_of). */
 static size_t class_control_bytes(void)
 {
-	return DIR_BYTES + SQ_BYTES + SET0_BYTES;
+	return dir_bytes(DIR_START) + SQ_BYTES + SET0_BYTES;
 }
 
 /* Where the generators start: after the block of first descriptors, their kinds (touched
@@ -89,12 +89,47 @@ static size_t arena_hot_end(void)
 	return bytes;
 }
 
+/* With partitions: the bytes of class c's owner map in a row of its arena's first
+ * positions (struct class_parts; none for the zero class, never partitioned), sized
+ * before the class is set up by a bound on its slots. */
+static size_t owner_column_bytes(unsigned c)
+{
+	return c ? owner_map_bytes(sc_slots_most(c, os_page)) : 0;
+}
+
+/* A row of them: position p of every class. */
+static size_t owner_row_bytes(void)
+{
+	size_t bytes = 0;
+	for (unsigned c = 0; c < SC_COUNT; c++) bytes += owner_column_bytes(c);
+	return align_up(bytes, 64);
+}
+
+/* With partitions, after the hot parts: every class's partition block, then the rows of
+ * owner maps of the first positions. Only partitioned paths touch them. */
+static size_t arena_parts_bytes(void)
+{
+	if (!slab_parted()) return 0;
+	return SC_COUNT * sizeof(struct class_parts) + FIRST_POSITIONS * owner_row_bytes();
+}
+
 /* Metadata bytes of one arena besides its class structs: the block of first
  * descriptors and their kinds, then the control parts of all classes, their generators,
- * then their hot parts, each in class order. */
+ * then their hot parts, each in class order, then the partitions' part. */
 static size_t arena_mem_bytes(void)
 {
-	return arena_hot_end();
+	return arena_hot_end() + arena_parts_bytes();
+}
+
+/* Class k's partition block and the owner map of its position 0 (the rows' start, then
+ * the columns of the classes below it). */
+static void parts_place(struct slab_class *k, char *mem)
+{
+	char *parts = mem + arena_hot_end();
+	uint8_t *first = (uint8_t *)parts + SC_COUNT * sizeof(struct class_parts);
+	for (unsigned below = 0; below < k->cls; below++) first += owner_column_bytes(below);
+	k->parts = (struct class_parts *)parts + k->cls;
+	k->parts->first = first;
 }
 
 /* A class's cold part, what only a class that churns writes: its FIFO ring, then its
@@ -146,6 +181,56 @@ static unsigned place_of(unsigned r)
 	return j;
 }
 
+/* Class k's share of its arena's metadata (arena_mem_bytes): its first descriptors,
+ * its control part, its generator and tally, its quarantine's hot entries, and with
+ * partitions its partition block. */
+static void class_metadata(struct slab_class *k, unsigned a, const struct sc_geometry *g)
+{
+	unsigned c = k->cls;
+	char *mem = roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes;
+	char *control = mem + FIRST_BLOCK_BYTES + FIRST_KINDS_BYTES + (size_t)c * class_control_bytes();
+	char *hot = mem + arena_hot_start();
+	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
+	k->first = (struct slab *)mem + c;
+	k->rnd = (struct random_state *)(mem + arena_generators_start() + (size_t)c * GENERATOR_BYTES);
+	struct class_tally *t = tally_of(k);
+	t->step = t->level = MAX(TALLY_STEP_BYTES / g->size, (size_t)TALLY_MIN_STEP);
+	t->top = 2 * t->step;
+	uint32_t nrandom = slot_q_random(g->size);
+	if (nrandom) {
+		k->qrand = (qentry_t *)hot;
+		k->qmask = nrandom - 1;
+		k->qhot = UINT32_MAX;
+		if (nrandom <= SLOT_Q_HOT_WHOLE) k->qring = k->qrand + nrandom;
+		else k->qhot = slot_q_hot(g->size); /* the ring: slab_class_cold */
+	}
+	k->dir = (struct slab **)control;
+	k->dir_cap = DIR_START;
+	k->set_words = (DIR_START + 63) / 64;
+	k->set_sum = (uint64_t *)(k->dir + DIR_START);
+	k->sq = (uint32_t *)(control + dir_bytes(DIR_START));
+	k->parted = slab_parted() && c; /* the zero class's slots are never accessible */
+	k->owner_words = (uint8_t)(owner_map_bytes(g->slots) / 8);
+	if (k->parted) {
+		invariant(g->slots <= sc_slots_most(c, os_page)); /* its owner maps' columns */
+		parts_place(k, mem);
+	}
+}
+
+/* The profile's choices, copied where the hot paths read them, and the copy of those
+ * paths the class takes (slab_class.h, enum hot_mode): with partitions, the copy that
+ * reads the choices from the class, which alone has the partitions' code. After
+ * class_metadata, which sets up the quarantine (qmask) and the partitions. */
+static void class_choices(struct slab_class *k)
+{
+	k->random_slots = roots.opt.slot_random;
+	k->check_reuse = roots.opt.write_after_free_check;
+	if (k->parted) k->hot_mode = HOT_MIXED;
+	else if (k->random_slots && k->check_reuse && k->qmask) k->hot_mode = HOT_STRONG;
+	else if (!k->random_slots && !k->check_reuse && !k->qmask) k->hot_mode = HOT_LIGHT;
+	else k->hot_mode = HOT_MIXED;
+}
+
 /* Set up the class struct k (its lock held) the first time a slab is asked of it:
  * geometry, a random guard area, its share of the arena's metadata, its generator.
  * Until then it is all zero: an unlocked lock, no region (a pointer decoding into it is
@@ -183,8 +268,6 @@ noinline void slab_class_setup(struct slab_class *k)
 	/* The deferred slots hold at most what the hot part of the slot quarantine holds
 	 * (classes up to 1 KiB): an idle arena keeps them until its class is used again. */
 	k->defer_frees = roots.opt.slot_quarantine_bytes && (size_t)g.size * DEFERRED_MAX <= SLOT_Q_HOT_BYTES;
-	k->random_slots = roots.opt.slot_random;
-	k->check_reuse = roots.opt.write_after_free_check;
 	k->size = g.size;
 	k->usable = g.usable;
 	k->slots = g.slots;
@@ -200,32 +283,8 @@ noinline void slab_class_setup(struct slab_class *k)
 	k->empty_floor = (uint32_t)MAX((size_t)CONFIG_SLAB_EMPTY_CACHE, CONFIG_SLAB_EMPTY_CACHE_BYTES / k->slab_bytes);
 	k->empty_max = k->empty_floor;
 
-	/* Its share of the arena's metadata (arena_mem_bytes). */
-	char *mem = roots.slab.arena_mem + (size_t)a * roots.slab.arena_mem_bytes;
-	char *control = mem + FIRST_BLOCK_BYTES + FIRST_KINDS_BYTES + (size_t)c * class_control_bytes();
-	char *hot = mem + arena_hot_start();
-	for (unsigned below = 0; below < c; below++) hot += class_hot_bytes(below);
-	k->first = (struct slab *)mem + c;
-	k->rnd = (struct random_state *)(mem + arena_generators_start() + (size_t)c * GENERATOR_BYTES);
-	struct class_tally *t = tally_of(k);
-	t->step = t->level = MAX(TALLY_STEP_BYTES / g.size, (size_t)TALLY_MIN_STEP);
-	t->top = 2 * t->step;
-	uint32_t nrandom = slot_q_random(g.size);
-	if (nrandom) {
-		k->qrand = (qentry_t *)hot;
-		k->qmask = nrandom - 1;
-		k->qhot = UINT32_MAX;
-		if (nrandom <= SLOT_Q_HOT_WHOLE) k->qring = k->qrand + nrandom;
-		else k->qhot = slot_q_hot(g.size); /* the ring: slab_class_cold */
-	}
-	if (k->random_slots && k->check_reuse && k->qmask) k->hot_mode = HOT_STRONG;
-	else if (!k->random_slots && !k->check_reuse && !k->qmask) k->hot_mode = HOT_LIGHT;
-	else k->hot_mode = HOT_MIXED;
-	k->dir = (struct slab **)control;
-	k->dir_cap = DIR_START;
-	k->set_words = (DIR_START + 63) / 64;
-	k->set_sum = (uint64_t *)(k->dir + DIR_START);
-	k->sq = (uint32_t *)(control + DIR_BYTES);
+	class_metadata(k, a, &g);
+	class_choices(k);
 
 	/* Its own generator, seeded from the slab allocator's source (one system call for
 	 * all of them). The random guard area: up to 1/16 of the region, at least one page.
@@ -402,7 +461,8 @@ bool slab_init(struct slab_roots *out)
 	*out = (struct slab_roots){.base = base, .size = size, .region_shift = shift,
 				     .arenas = arenas_wanted(), .classes = classes, .arena_mem = mem,
 				     .arena_mem_bytes = per_arena, .seeds = seeds, .spill = spill,
-				     .nspill = CONFIG_SLAB_SPILL_REGIONS};
+				     .nspill = CONFIG_SLAB_SPILL_REGIONS,
+				     .owner_row = slab_parted() ? owner_row_bytes() : 0};
 	window_place(out, nregions);
 	slab_arena_open(0);
 	return true;

@@ -25,10 +25,12 @@ static void class_figures_locked(const struct slab_class *k, struct slab_class_f
 		if (s->state == SLAB_ACTIVE) {
 			size_t quar = 0;
 			for (uint32_t w = 0; w < k->nwords; w++) quar += (size_t)__builtin_popcountll(s->bits[w].quar);
+			/* A free slot its partition owns is used and quarantined in the bits
+			 * (nown of them): free here. */
 			f->slabs_active++;
 			f->live += s->nused - quar;
-			f->quarantined += quar;
-			f->free += k->slots - s->nused;
+			f->quarantined += quar - s->nown;
+			f->free += k->slots - s->nused + s->nown;
 		} else if (s->state == SLAB_EMPTY) {
 			f->slabs_empty++;
 			f->free += k->slots;

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "base/partition.h"
 #include "base/report.h"
 #include "slab/batched_free.h"
 #include "slab/class_tally.h"
@@ -27,7 +28,12 @@ static _Atomic unsigned next_arena;
 /* --- the profile's choices ---------------------------------------------------------- */
 
 /* The choices a copy of the hot paths is compiled for (slab_class.h, enum hot_mode):
- * constants in the strong and the light copy, read from the class in the mixed one. */
+ * constants in the strong and the light copy, read from the class in the mixed one,
+ * which alone serves a class with partitions (slab_class_setup): the copies of the
+ * others have no partition code at all. (Copies of strong's and light's with
+ * partitions, constants too, saved those classes nothing: the function grew past what
+ * gcc inlines into it, and the lock's release and the slot draw became calls in every
+ * copy, partitions=1's too.) */
 struct hot {
 	bool fixed; /* false: read them from the class */
 	bool random, check, quarantine;
@@ -42,6 +48,7 @@ static inline bool hot_quarantine(const struct slab_class *k, struct hot h)
 {
 	return h.fixed ? h.quarantine : slot_quarantine_on(k);
 }
+static inline bool hot_parted(const struct slab_class *k, struct hot h) { return !h.fixed && k->parted; }
 
 /* --- slots ----------------------------------------------------------------------- */
 
@@ -132,31 +139,72 @@ static inline __attribute__((always_inline)) uint32_t draw_slot(struct slab_clas
 	return i;
 }
 
-/* slab_alloc in class k, compiled for the choices h. */
-static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k, size_t size, bool zero,
-							     enum alloc_kind kind, struct hot h)
+/* The same with partitions, for an allocation of partition p: its room is the slabs of
+ * its set (its own free slots) and the current slab (fresh slots), the partial set
+ * holding the few with fresh ones. While a quarter of the active slabs (and more than
+ * FRAGMENTED_MIN / 4) hold a free slot of p's, a held slot of p's above the lowest of
+ * them goes back to p (into its set), and the allocation takes its slot from there
+ * (slab_take_own). A held slot of another partition's waits for its own. */
+static inline bool fragmented_for(const struct slab_class *k, unsigned p)
 {
-	class_lock(k);
-	uint32_t pos, i;
-	struct slab *s;
-	bool fresh = false;
+	return k->parts->n[p] * FRAGMENTED_SHARE > k->nactive + FRAGMENTED_MIN;
+}
+
+static noinline void lowest_own_over_held(struct slab_class *k, unsigned p)
+{
+	uint32_t low = set_lowest(k, set_of_part(p));
+	if (k->current && k->current - 1 < low) low = k->current - 1;
+	uint32_t pos = qentry_pos(k->released), i = qentry_slot(k->released);
+	if (pos > low && owners_of(k, desc(k, pos), pos)[i] == p) slot_quarantine_let_go(k);
+}
+
+/* The slot an allocation of partition part takes (lock held): the one that left the
+ * quarantine last, if no allocation took it yet (and, in a fragmented class, if it lies
+ * below the current slab; with partitions, if it is part's); else, with partitions, a
+ * free slot of part's own below the current slab; else one drawn from the current slab.
+ * *fresh: never handed out since its slab opened (or its page went back since). NULL
+ * when no slab can be had. Always inlined into each copy of slab_alloc. */
+static inline __attribute__((always_inline)) struct slab *take_slot(struct slab_class *k, struct hot h, unsigned part,
+								    uint32_t *pos, uint32_t *i, bool *fresh)
+{
 	if (hot_quarantine(k, h)) {
 		if (unlikely(k->ndeferred)) slot_quarantine_drain(k);
-		/* The slot that last left the quarantine, if no allocation took it yet (and,
-		 * in a fragmented class, if it lies below the current slab). */
-		if (k->released && unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive + FRAGMENTED_MIN))
-			lowest_over_held(k);
-	}
-	if (hot_quarantine(k, h) && slot_quarantine_take_released(k, &pos, &i)) {
-		s = desc(k, pos);
-	} else {
-		if (unlikely(!k->current) && !slab_refill(k)) {
-			class_unlock(k);
-			return NULL;
+		/* In a fragmented class the lowest slab with room comes before the held slot. */
+		if (k->released) {
+			if (hot_parted(k, h)) {
+				if (unlikely(fragmented_for(k, part))) lowest_own_over_held(k, part);
+			} else if (unlikely(k->nset[SET_PARTIAL] * FRAGMENTED_SHARE > k->nactive + FRAGMENTED_MIN)) {
+				lowest_over_held(k);
+			}
 		}
-		pos = k->current - 1;
-		s = desc(k, pos);
-		i = draw_slot(k, s, pos, h, &fresh);
+		if (hot_parted(k, h) ? slot_quarantine_take_released_by(k, part, pos, i)
+				     : slot_quarantine_take_released(k, pos, i))
+			return desc(k, *pos);
+	}
+	if (hot_parted(k, h) && slab_take_own(k, part, pos, i, fresh)) return desc(k, *pos);
+	if (unlikely(!k->current) && !slab_refill(k)) return NULL;
+	*pos = k->current - 1;
+	struct slab *s = desc(k, *pos);
+	*i = draw_slot(k, s, *pos, h, fresh);
+	/* Its partition from now on, until its slab closes. */
+	if (hot_parted(k, h)) owners_of(k, s, *pos)[*i] = (uint8_t)part;
+	return s;
+}
+
+/* slab_alloc in class k, compiled for the choices h, for an allocation made at site. */
+static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k, size_t size, bool zero,
+							     enum alloc_kind kind, struct hot h, uintptr_t site)
+{
+	/* The hash before the lock: it needs nothing the lock guards. By the options, not
+	 * the class: a class's first allocation sets it up (parted) under the lock. */
+	unsigned part = !h.fixed && slab_parted() ? site_partition(site) : 0;
+	class_lock(k);
+	uint32_t pos = 0, i = 0;
+	bool fresh = false;
+	struct slab *s = take_slot(k, h, part, &pos, &i, &fresh);
+	if (unlikely(!s)) {
+		class_unlock(k);
+		return NULL;
 	}
 	if (kind) slot_kind_set(k, s, pos, i, kind);
 	tally_alloc(k);
@@ -213,16 +261,16 @@ static inline __attribute__((always_inline)) void *alloc_in(struct slab_class *k
 	return p;
 }
 
-void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind)
+void *slab_alloc(unsigned c, size_t size, bool zero, enum alloc_kind kind, uintptr_t site)
 {
 	unsigned a = tls_arena;
 	if (unlikely(!a)) a = assign_arena();
 	struct slab_class *k = &roots.slab.classes[(a - 1) * SC_COUNT + c];
 	/* Copies inlined into one function: as functions of their own, each allocation
 	 * paid a call and a second frame, more than the tests they save. */
-	if (likely(k->hot_mode == HOT_STRONG)) return alloc_in(k, size, zero, kind, HOT_ALL_ON);
-	if (k->hot_mode == HOT_LIGHT) return alloc_in(k, size, zero, kind, HOT_ALL_OFF);
-	return alloc_in(k, size, zero, kind, HOT_READ);
+	if (likely(k->hot_mode == HOT_STRONG)) return alloc_in(k, size, zero, kind, HOT_ALL_ON, site);
+	if (k->hot_mode == HOT_LIGHT) return alloc_in(k, size, zero, kind, HOT_ALL_OFF, site);
+	return alloc_in(k, size, zero, kind, HOT_READ, site);
 }
 
 /* A pointer that is not a live slot: fatal, except that a free under on_error=report is

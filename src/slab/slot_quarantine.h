@@ -52,6 +52,17 @@ static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t 
 	bits_write(quar, *quar & ~((uint64_t)1 << (*i & 63)));
 	return true;
 }
+/* The same for an allocation of partition p (parted classes): the held slot is p's, or
+ * it waits for one of p's (it is still quarantined, and goes back to its partition when
+ * the next slot leaves the quarantine or at malloc_trim). */
+static inline bool slot_quarantine_take_released_by(struct slab_class *k, unsigned p, uint32_t *pos, uint32_t *i)
+{
+	qentry_t e = k->released;
+	if (!e) return false;
+	uint32_t at = qentry_pos(e);
+	if (owners_of(k, desc(k, at), at)[qentry_slot(e)] != p) return false;
+	return slot_quarantine_take_released(k, pos, i);
+}
 /* A free from a thread of another arena: the slot is already wiped and marked
  * quarantined (a second free of it is caught at once, as in one thread), but it enters
  * the quarantine later, when a thread of the class's own arena allocates from it, or when

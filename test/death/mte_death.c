@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "rampart.h"
+#include "../site.h"
 
 enum { SIZE = 100, SLOT = 112, N = 64 };
 
@@ -44,7 +45,7 @@ static char *inner_block(void)
 	static char *v[N];
 	long page = sysconf(_SC_PAGESIZE);
 	for (int i = 0; i < N; i++) {
-		v[i] = malloc(SIZE);
+		v[i] = site_malloc(SIZE);
 		uintptr_t off = ((uintptr_t)v[i] & (((uintptr_t)1 << 56) - 1)) % (uintptr_t)page;
 		if (off >= SLOT && off + 2 * SLOT <= (uintptr_t)page) return v[i]; /* the others stay live */
 	}
@@ -95,7 +96,7 @@ static void read_after_reuse(void)
 	uintptr_t slot = (uintptr_t)p & (((uintptr_t)1 << 56) - 1);
 	free(p);
 	for (int n = 0; n < 200000; n++) {
-		char *q = malloc(SIZE);
+		char *q = site_malloc(SIZE);
 		if (((uintptr_t)q & (((uintptr_t)1 << 56) - 1)) == slot) {
 			access_at(p + 8, false);
 			return;

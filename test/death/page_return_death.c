@@ -22,6 +22,7 @@
 
 #include "rampart.h"
 #include "../profile.h"
+#include "../site.h"
 
 /* musl's <malloc.h> does not declare it; rampart defines it under both C libraries. */
 int malloc_trim(size_t pad);
@@ -46,7 +47,7 @@ static char *freed_and_returned(int count, size_t size, int keep)
 {
 	static char *v[8000];
 	for (int i = 0; i < count; i++) {
-		if (!(v[i] = malloc(size))) _exit(3);
+		if (!(v[i] = site_malloc(size))) _exit(3);
 		memset(v[i], 'x', size);
 	}
 	qsort(v, count, sizeof *v, cmp_ptr);
@@ -60,7 +61,7 @@ static char *freed_and_returned(int count, size_t size, int keep)
 static void take_all_back(int count, size_t size, bool expect_zero)
 {
 	for (int i = 0; i < count; i++) {
-		unsigned char *p = malloc(size);
+		unsigned char *p = site_malloc(size);
 		if (!p) _exit(3);
 		if (expect_zero)
 			for (size_t j = 0; j < size; j++)

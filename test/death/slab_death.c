@@ -5,6 +5,9 @@
  * through a pipe; the case passes only if the child dies by the expected signal and,
  * for SIGABRT, wrote a "rampart: fatal:" line. A child that exits normally means the
  * bug went unnoticed. Prints one line per case and a summary; exits 1 on any failure.
+ * A case whose bug is found when its slot is handed out again makes the block and the
+ * allocations that take the slot back at one call site (site.h): with call-site
+ * partitions nothing else takes it.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -22,6 +25,7 @@
 #include "rampart.h"
 #include "../all_arenas.h"
 #include "../profile.h"
+#include "../site.h"
 
 static volatile char sink;
 static char global_buffer[64];
@@ -100,7 +104,7 @@ static char *block_among_neighbours(void)
 	static void *keep[NEIGHBOURS];
 	for (int i = 0; i < NEIGHBOURS; i++) keep[i] = malloc(48);
 	sink = (char)(uintptr_t)keep[NEIGHBOURS - 1];
-	return malloc(48);
+	return site_malloc(48);
 }
 
 /* Free many 48-byte blocks (pushes a freed slot out of the quarantine), then allocate
@@ -114,10 +118,10 @@ static void reuse_freed_48(void)
 	enum { ROUNDS = 4, CHURN = 20000, FILL = 200000 };
 	static void *v[FILL];
 	for (int r = 0; r < ROUNDS; r++) {
-		for (int i = 0; i < CHURN; i++) v[i] = malloc(48);
+		for (int i = 0; i < CHURN; i++) v[i] = site_malloc(48);
 		for (int i = 0; i < CHURN; i++) free(v[i]);
 	}
-	for (int i = 0; i < FILL; i++) v[i] = malloc(48);
+	for (int i = 0; i < FILL; i++) v[i] = site_malloc(48);
 }
 
 static void write_after_free(void)
@@ -139,7 +143,7 @@ static void stale_write_over_canary(void)
 	free(p);
 	p[usable + 3] ^= 0x5a; /* the bug */
 	for (int r = 0; r < ROUNDS; r++) {
-		for (int i = 0; i < N; i++) v[i] = malloc(48);
+		for (int i = 0; i < N; i++) v[i] = site_malloc(48);
 		for (int i = 0; i < N; i++) free(v[i]);
 	}
 }
@@ -152,16 +156,16 @@ static void write_after_free_big(void)
 	static void *keep[NEIGHBOURS], *v[FILL];
 	for (int i = 0; i < NEIGHBOURS; i++) keep[i] = malloc(5000);
 	sink = (char)(uintptr_t)keep[NEIGHBOURS - 1];
-	char *p = malloc(5000);
+	char *p = site_malloc(5000);
 	free(p);
 	p[4000] = 'x';
 	/* Rounds, as in reuse_freed_48: the class's random array holds 32 entries, where
 	 * the slot stays past n frees with probability (31/32)^n; one CHURN is too few. */
 	for (int r = 0; r < 8; r++) {
-		for (int i = 0; i < CHURN; i++) v[i] = malloc(5000);
+		for (int i = 0; i < CHURN; i++) v[i] = site_malloc(5000);
 		for (int i = 0; i < CHURN; i++) free(v[i]);
 	}
-	for (int i = 0; i < FILL; i++) v[i] = malloc(5000);
+	for (int i = 0; i < FILL; i++) v[i] = site_malloc(5000);
 }
 
 /* Run fn(arg) on a new thread and wait for it. The harness itself starts no thread, so
@@ -384,7 +388,7 @@ static void canary_write_while_batched(void)
 	p[usable + 3] ^= 0x5a; /* the bug */
 	batch_holder_end(&h);
 	for (int r = 0; r < ROUNDS; r++) {
-		for (int i = 0; i < N; i++) v[i] = malloc(48);
+		for (int i = 0; i < N; i++) v[i] = site_malloc(48);
 		for (int i = 0; i < N; i++) free(v[i]);
 	}
 }

@@ -23,6 +23,7 @@
 #include "slab/sizeclass.h"
 #include "../all_arenas.h"
 #include "../profile.h"
+#include "../site.h"
 
 /* The byte past the request that each case writes (changed, whatever it was: a fixed
  * value could equal what is there). */
@@ -93,24 +94,24 @@ static void slack_realloc_grow(void)
 }
 
 /* A stale pointer writes into the freed slot past what its owner asked for: the
- * allocations that follow ask as much, so the slot's reuse scans only that far, and
+ * allocations that follow (at its call site: site.h) ask as much, so the slot's reuse scans only that far, and
  * the next owner's free finds the write. */
 static void slack_after_free(void)
 {
-	char *p = malloc(5000);
+	char *p = site_malloc(5000);
 	free(p);
 	poke(p, 5100);
-	for (int k = 0; k < 300000; k++) free(malloc(5000));
+	for (int k = 0; k < 300000; k++) free(site_malloc(5000));
 }
 
 /* The same write, and the next owner asks for more than the last one did: its
  * allocation scans what it takes in and finds it (the write-after-free check). */
 static void slack_after_free_bigger(void)
 {
-	char *p = malloc(4700);
+	char *p = site_malloc(4700);
 	free(p);
 	poke(p, 5000);
-	for (int k = 0; k < 300000; k++) free(malloc(5100));
+	for (int k = 0; k < 300000; k++) free(site_malloc(5100));
 }
 
 /* Controls: in every class, a block written to its request, one written to its usable

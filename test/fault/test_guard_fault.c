@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 
 #include "../harness.h"
+#include "../site.h"
 #include "fake_kernel.h"
 #include "guard/guard.h"
 #include "guard/place.h"
@@ -464,14 +465,16 @@ static void test_fixed_map_fails(void **state) { child_passed(in_child(fixed_map
 
 /* --- the slot quarantine without its cold part --- */
 
-/* Frees between a victim's free and its address coming back from malloc(n). */
+/* Frees between a victim's free and its address coming back from malloc(n), both made
+ * at one call site (site.h: with call-site partitions, only its own site takes it
+ * back). */
 static long frees_until_back(size_t n)
 {
-	void *victim = malloc(n);
+	void *victim = site_malloc(n);
 	CHECK(victim);
 	free(victim);
 	for (long k = 1; k < 10000000; k++) {
-		void *q = malloc(n);
+		void *q = site_malloc(n);
 		CHECK(q);
 		free(q);
 		if (q == victim) return k;

@@ -5,7 +5,9 @@
  *
  * The light variant picks the first free slot of a slab and has no slot quarantine,
  * so a freed slot between live neighbours is the next one handed out: the test
- * checks that it really got the dirtied slot back, or it would prove nothing.
+ * checks that it really got the dirtied slot back, or it would prove nothing. The
+ * victim and the callocs that take it back are made at one call site (site.h): with
+ * call-site partitions only its own site takes a freed slot back.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "rampart.h"
+#include "../site.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -37,7 +40,7 @@ static void dirty_then_calloc(size_t n)
 {
 	enum { LIVE = 8, TRIES = 64 };
 	unsigned char *live[LIVE], *got[TRIES];
-	for (int i = 0; i < LIVE; i++) live[i] = malloc(n);
+	for (int i = 0; i < LIVE; i++) live[i] = site_calloc(1, n);
 	unsigned char *victim = live[LIVE / 2];
 	size_t usable = malloc_usable_size(victim);
 	free(victim);
@@ -53,7 +56,7 @@ static void dirty_then_calloc(size_t n)
 	if (to > from) memset(victim + from, 0xa5, to - from);
 	int reused = -1;
 	for (int t = 0; t < TRIES; t++) {
-		got[t] = calloc(1, n);
+		got[t] = site_calloc(1, n);
 		CHECK(got[t] != NULL, "calloc(1, %zu) failed", n);
 		if (!got[t]) break;
 		size_t bad = 0;
@@ -78,10 +81,10 @@ int main(void)
 	static const size_t sizes[] = {1, 8, 24, 40, 100, 200, 1000, 4000, 20000};
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) dirty_then_calloc(sizes[i]);
 	/* calloc's product form, and a count that overflows. */
-	unsigned char *keep = malloc(88), *a = malloc(88); /* keep holds the slab open */
+	unsigned char *keep = malloc(88), *a = site_calloc(1, 88); /* keep holds the slab open */
 	free(a);
 	memset(a, 0xff, 88);
-	unsigned char *b = calloc(11, 8);
+	unsigned char *b = site_calloc(11, 8);
 	CHECK(b == a, "calloc(11, 8) did not reuse the dirtied slot");
 	for (int i = 0; i < 88; i++) CHECK(b[i] == 0, "calloc(11, 8) byte %d is %#x", i, b[i]);
 	free(b);

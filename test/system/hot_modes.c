@@ -13,6 +13,10 @@
  *   - write_after_free_check: a write into a freed slot (past the bytes the free of a
  *     neighbour checks in any profile) is fatal at the slot's next allocation when it
  *     is on, and goes unseen when it is off.
+ * With call-site partitions (the default) every class takes the copy that reads its
+ * choices: strong and light with partitions=1 are the ones that run the copies with
+ * constants, and the checks hold with partitions on too (the blocks whose reuse they
+ * watch come from one call site, site.h).
  */
 #include "../harness.h"
 
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "../profile.h"
+#include "../site.h"
 
 #define SIZE 200 /* a class no other call of this program uses */
 #define BLOCKS 64
@@ -35,6 +40,8 @@ struct mix {
 	bool random, quarantine, check;
 };
 static const struct mix mixes[] = {
+	{"profile=strong,partitions=1", true, true, true},
+	{"profile=light,partitions=1", false, false, false},
 	{"profile=strong", true, true, true},
 	{"profile=light", false, false, false},
 	{"profile=light,write_after_free_check=on", false, false, true},
@@ -80,13 +87,13 @@ static void check_order(const struct mix *m)
 static void check_reuse(const struct mix *m)
 {
 	char *keep[BLOCKS], *again[BLOCKS];
-	for (int i = 0; i < BLOCKS; i++) CHECK((keep[i] = malloc(SIZE)) != NULL);
+	for (int i = 0; i < BLOCKS; i++) CHECK((keep[i] = site_malloc(SIZE)) != NULL);
 	char *freed = keep[BLOCKS / 2];
 	free(freed);
 	keep[BLOCKS / 2] = NULL;
 	bool seen = false;
 	for (int i = 0; i < BLOCKS; i++) {
-		CHECK((again[i] = malloc(SIZE)) != NULL);
+		CHECK((again[i] = site_malloc(SIZE)) != NULL);
 		if (again[i] == freed) seen = true;
 	}
 	if (m->quarantine) CHECK(!seen);
@@ -98,12 +105,12 @@ static void check_reuse(const struct mix *m)
  * quarantine; with one, after enough frees): fatal with the check, unseen without. */
 static void write_after_free(const struct mix *m)
 {
-	char *p = malloc(SIZE);
+	char *p = site_malloc(SIZE);
 	CHECK(p != NULL);
 	free(p);
 	p[100] = 'x'; /* the bug; past the first 16 bytes, which a neighbour's free checks always */
 	for (int i = 0; i < 200000; i++) {
-		char *q = malloc(SIZE);
+		char *q = site_malloc(SIZE);
 		CHECK(q != NULL);
 		sink = q;
 		free(q);

@@ -56,6 +56,7 @@
 
 #include "../../include/rampart.h"
 #include "../harness.h"
+#include "../site.h"
 #include "slab/sizeclass.h"
 
 void free_sized(void *p, size_t size);
@@ -115,9 +116,9 @@ static int child(const char *scenario)
 	if (!strcmp(scenario, "profile")) {
 		/* The profile in effect, and what it does: under light a freed slot is the
 		 * next one its class hands out; under strong it waits in the quarantine. */
-		void *p = malloc(200);
+		void *p = site_malloc(200);
 		free(p);
-		void *q = malloc(200);
+		void *q = site_malloc(200);
 		int reused = p == q;
 		free(q);
 		char before[32];
@@ -132,9 +133,9 @@ static int child(const char *scenario)
 		(void)malloc_trim(0);
 		unsigned long sq = 12345;
 		int got = rampart_get_option("slot_quarantine_bytes", &sq);
-		void *a = malloc(200);
+		void *a = site_malloc(200);
 		free(a);
-		void *b = malloc(200);
+		void *b = site_malloc(200);
 		int reused_after = a == b;
 		free(b);
 		printf("profile=%s after=%s slot_q=%lu got=%d reused=%d reused_after=%d\n", before, rampart_profile(), sq, got,

@@ -6,7 +6,10 @@
  * a realloc that grows them in place; calloc), fill their whole usable size and are
  * freed (by their own thread, and by a thread of another arena); then blocks of the
  * same size are allocated and freed until the freed slot's address comes back, and
- * every byte of its usable size must be zero. The sizes cover classes with a dirty
+ * every byte of its usable size must be zero. The blocks come from one call site, and
+ * the calloc'ed ones from another, each taken back by its own (site.h: with call-site
+ * partitions nothing else takes a freed slot); calloc clears nothing it can prove zero
+ * (the write-after-free check's proof), and under light only what it was asked for. The sizes cover classes with a dirty
  * extent per slot (1,000 bytes up, and 105 in class 128) and without (24, 100). An
  * overflow into the slack without that right is fatal at the free: test/death/
  * slack_death.
@@ -22,6 +25,7 @@
 
 #include "../harness.h"
 #include "../all_arenas.h"
+#include "../site.h"
 #include "slab/sizeclass.h"
 
 enum { LIMIT = 300000 };
@@ -47,7 +51,7 @@ static char *dirty_slot(size_t n, enum how how)
 	size_t lo = sc_usable(sc_of(n) - 1) + 1; /* the smallest request in n's class */
 	switch (how) {
 	case REALLOC_GROW:
-		p = malloc(lo);
+		p = site_malloc(lo);
 		if (!p) return NULL;
 		memset(p, 0xa5, lo);
 		{
@@ -62,10 +66,10 @@ static char *dirty_slot(size_t n, enum how how)
 		free(p);
 		return p;
 	case CALLOC_USABLE:
-		p = calloc(1, n);
+		p = site_calloc(1, n);
 		break;
 	default:
-		p = malloc(n);
+		p = site_malloc(n);
 		break;
 	}
 	if (!p) return NULL;
@@ -82,12 +86,12 @@ static char *dirty_slot(size_t n, enum how how)
 	return p;
 }
 
-/* Allocate and free blocks of n bytes until one is at old; the bytes of its whole
- * usable size that are not zero, or -1 when it never came back. */
-static long dirty_bytes_at_reuse(const char *old, size_t n)
+/* Allocate and free blocks of n bytes (as `how` made old) until one is at old; the
+ * bytes of its whole usable size that are not zero, or -1 when it never came back. */
+static long dirty_bytes_at_reuse(const char *old, size_t n, enum how how)
 {
 	for (long k = 0; k < LIMIT; k++) {
-		volatile char *q = malloc(n);
+		volatile char *q = how == CALLOC_USABLE ? site_calloc(1, n) : site_malloc(n);
 		if (!q) return -1;
 		/* The slot's address: under arm64 memory tagging the new owner's pointer
 		 * carries another tag than the old one's (docs/mte.md). */
@@ -114,7 +118,7 @@ int main(int argc, char **argv)
 		size_t n = sizes[s];
 		for (int how = 0; how < HOW_COUNT; how++) {
 			char *old = dirty_slot(n, (enum how)how);
-			long dirty = old ? dirty_bytes_at_reuse(old, n) : -1;
+			long dirty = old ? dirty_bytes_at_reuse(old, n, (enum how)how) : -1;
 			bool bad = dirty != 0;
 			printf("%6zu bytes (usable %6zu), %-24s: ", n, sc_usable(sc_of(n)), how_name[how]);
 			if (dirty < 0) printf("FAIL: the slot never came back\n");

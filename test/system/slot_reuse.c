@@ -31,6 +31,7 @@
 
 #include "../harness.h"
 #include "../profile.h"
+#include "../site.h"
 #include "slab/slab_class.h"
 
 /* Trials per class: with 15 the median is the 8th count, which lies below the FIFO's
@@ -80,7 +81,7 @@ static long fifo_floor(unsigned c)
 static long frees_until(void *victim, size_t n, bool trim)
 {
 	for (long k = 1; k <= LIMIT; k++) {
-		void *q = malloc(n);
+		void *q = site_malloc(n);
 		if (!q) return -1;
 		free(q);
 		if (trim) malloc_trim(0);
@@ -94,7 +95,7 @@ static long frees_until(void *victim, size_t n, bool trim)
 
 static long frees_until_back(size_t n, bool trim)
 {
-	void *p = malloc(n);
+	void *p = site_malloc(n);
 	if (!p) return -1;
 	free(p);
 	if (trim) malloc_trim(0);
@@ -111,7 +112,7 @@ static void *free_and_exit(void *p)
  * that thread's batch), which exits at once: the batch enters the quarantine then. */
 static long frees_after_thread_exit(size_t n)
 {
-	void *p = malloc(n);
+	void *p = site_malloc(n);
 	pthread_t t;
 	if (!p || pthread_create(&t, NULL, free_and_exit, p) || pthread_join(t, NULL)) return -1;
 	return frees_until(p, n, false);
@@ -135,7 +136,7 @@ static int child_after_fork(unsigned c, void *victim)
 	size_t n = sc_usable(c);
 	long floor = fifo_floor(c), span = ROUNDS * (floor + floor / (1 << SLOT_Q_FIFO_SHIFT));
 	for (long k = 1; k <= span; k++) {
-		void *q = malloc(n);
+		void *q = site_malloc(n);
 		if (!q) return 2;
 		free(q);
 		if (((uintptr_t)q & (((uintptr_t)1 << 56) - 1)) == ((uintptr_t)victim & (((uintptr_t)1 << 56) - 1))) {
@@ -156,7 +157,7 @@ static int child_after_fork(unsigned c, void *victim)
 
 static bool fork_case(unsigned c)
 {
-	void *victim = malloc(sc_usable(c));
+	void *victim = site_malloc(sc_usable(c));
 	if (!victim) return false;
 	free(victim);
 	fflush(stdout);

@@ -86,7 +86,7 @@ static struct item *make_small(uint64_t *s)
 	/* A third each as the C functions, operator new and new[] allocate: the kinds of a
 	 * slab's slots change under its lock while other threads' batched frees read them. */
 	enum alloc_kind kind = (enum alloc_kind)(next(s) % KIND_COUNT);
-	unsigned char *p = slab_alloc(c, sc_usable(c), false, kind);
+	unsigned char *p = slab_alloc(c, sc_usable(c), false, kind, (uintptr_t)__builtin_return_address(0));
 	if (!p) {
 		fail("slab_alloc returned NULL", NULL);
 		return NULL;
@@ -159,7 +159,7 @@ static void fork_once(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* The child's allocator works: the fork handlers left its locks free. */
-		void *a = slab_alloc(3, sc_usable(3), false, KIND_MALLOC), *b = large_alloc(SC_MAX_REQUEST + 4096, 0, KIND_MALLOC);
+		void *a = slab_alloc(3, sc_usable(3), false, KIND_MALLOC, 0), *b = large_alloc(SC_MAX_REQUEST + 4096, 0, KIND_MALLOC);
 		if (!a || !b) _exit(2);
 		memset(a, 1, sc_usable(3));
 		slab_free(a, NULL, KIND_MALLOC);

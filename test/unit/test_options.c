@@ -281,6 +281,7 @@ START_TEST(test_profile)
 	ck_assert_uint_eq(o.slab_guard_interval_mprotect, CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT);
 	ck_assert_int_eq(o.large_quarantine, CONFIG_LIGHT_REGION_QUARANTINE);
 	ck_assert_uint_eq(o.large_guard_max_pages, CONFIG_LIGHT_GUARD_MAX_PAGES);
+	ck_assert_uint_eq(o.partitions, CONFIG_LIGHT_PARTITIONS);
 	/* What no profile sets keeps its default. */
 	ck_assert_uint_eq(o.large_cache_entries, strong.large_cache_entries);
 	ck_assert_int_eq(o.sized_free, strong.sized_free);
@@ -293,6 +294,7 @@ START_TEST(test_profile)
 	ck_assert_int_eq(o.write_after_free_check, CONFIG_WRITE_AFTER_FREE_CHECK && CONFIG_ZERO_ON_FREE);
 	ck_assert_int_eq(o.large_quarantine, CONFIG_REGION_QUARANTINE);
 	ck_assert_uint_eq(o.large_guard_max_pages, CONFIG_GUARD_MAX_PAGES);
+	ck_assert_uint_eq(o.partitions, CONFIG_PARTITIONS);
 
 	/* After the profile: the option wins; before it: the profile does. */
 	o = parse_all("profile=light,slot_quarantine_bytes=64k,slot_random=on", warn, sizeof warn);
@@ -316,6 +318,19 @@ START_TEST(test_profile)
 	ck_assert_msg(strstr(warn, "too big"), "%s", warn);
 	o = parse_all("large_quarantine=maybe", warn, sizeof warn);
 	ck_assert_msg(strstr(warn, "expected on or off"), "%s", warn);
+	/* Partitions are a power of two up to 16; 1 is none. */
+	o = parse_all("partitions=6", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "bad value '6' for partitions: expected a power of two"), "%s", warn);
+	ck_assert_uint_eq(o.partitions, strong.partitions);
+	o = parse_all("partitions=0", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "expected a power of two"), "%s", warn);
+	o = parse_all("partitions=32", warn, sizeof warn);
+	ck_assert_msg(strstr(warn, "too big (at most 16)"), "%s", warn);
+	o = parse_all("partitions=1", warn, sizeof warn);
+	ck_assert_str_eq(warn, "");
+	ck_assert_uint_eq(o.partitions, 1);
+	o = parse_all("partitions=8", warn, sizeof warn);
+	ck_assert_uint_eq(o.partitions, 8);
 	if (!CONFIG_ZERO_ON_FREE) {
 		o = parse_all("write_after_free_check=on", warn, sizeof warn);
 		ck_assert_msg(strstr(warn, "CONFIG_ZERO_ON_FREE=0"), "%s", warn);
@@ -329,7 +344,7 @@ START_TEST(test_profile)
 	options_say_profile(&w, &o);
 	ck_assert_msg(!strncmp(line, "profile light (RAMPART_OPTIONS: slot_random=on, write_after_free_check=off, "
 				    "slot_quarantine_bytes=0, ", 91), "%s", line);
-	ck_assert_msg(strstr(line, "large_quarantine=off, large_guard_max_pages=4)"), "%s", line);
+	ck_assert_msg(strstr(line, "large_quarantine=off, large_guard_max_pages=4, partitions=4)"), "%s", line);
 	unsigned long v = 99;
 	ck_assert_int_eq(options_value(&o, "profile", &v), 0);
 	ck_assert_uint_eq(v, PROFILE_LIGHT);

@@ -14,6 +14,7 @@
 #include "../all_arenas.h"
 #include "../check_main.h"
 #include "../harness.h"
+#include "../site.h"
 #include "rampart.h"
 #include "slab/sizeclass.h"
 #include "slab/slab.h"
@@ -171,12 +172,12 @@ START_TEST(quarantine_holds_freed_slot)
 	if (!roots.opt.slot_quarantine_bytes) return; /* profile light: none */
 	enum { OTHERS = 100, ALLOCS = 3000 };
 	void *others[OTHERS], *got[ALLOCS];
-	void *victim = malloc(100);
-	for (int i = 0; i < OTHERS; i++) others[i] = malloc(100);
+	void *victim = site_malloc(100);
+	for (int i = 0; i < OTHERS; i++) others[i] = site_malloc(100);
 	free(victim);
 	for (int i = 0; i < OTHERS; i++) free(others[i]);
 	for (int i = 0; i < ALLOCS; i++) {
-		got[i] = malloc(100);
+		got[i] = site_malloc(100);
 		ck_assert_ptr_ne(got[i], victim);
 		for (int j = 0; j < OTHERS; j++) ck_assert_ptr_ne(got[i], others[j]);
 	}
@@ -213,7 +214,7 @@ START_TEST(released_slot_goes_to_next_allocation)
 	 * the 21 rounds below take. */
 	enum { N = 8000 };
 	static void *v[N];
-	for (int i = 0; i < N; i++) v[i] = malloc(100);
+	for (int i = 0; i < N; i++) v[i] = site_malloc(100);
 	const struct area_span *span;
 	struct slab_class *k = class_at((uintptr_t)v[0], &span);
 	ck_assert_ptr_nonnull(k);
@@ -224,7 +225,7 @@ START_TEST(released_slot_goes_to_next_allocation)
 		ck_assert_ptr_nonnull(held);
 		ck_assert(free_is_fatal(held));
 		ck_assert(object_size_is_fatal(held));
-		char *q = malloc(100);
+		char *q = site_malloc(100);
 		ck_assert_ptr_eq(q, held);
 		ck_assert_ptr_null(released_slot(k));
 		memset(q, 0x5a, 100);
@@ -238,8 +239,13 @@ START_TEST(released_slot_goes_to_next_allocation)
 	uint32_t in_use = s->nused;
 	malloc_trim(0);
 	ck_assert_ptr_null(released_slot(k));
-	/* Free in its slab, or its slab emptied and closed by the trim. */
-	ck_assert(s->state != SLAB_ACTIVE || (!(s->bits[i >> 6].used >> (i & 63) & 1) && s->nused == in_use - 1));
+	/* Free in its slab (with partitions, its partition's: still used in the bits), or
+	 * its slab emptied and closed by the trim. */
+	if (k->parted)
+		ck_assert(s->state != SLAB_ACTIVE ||
+			  ((owners_of(k, s, pos)[i] & OWNER_FREE) && s->nused == in_use && s->nown));
+	else
+		ck_assert(s->state != SLAB_ACTIVE || (!(s->bits[i >> 6].used >> (i & 63) & 1) && s->nused == in_use - 1));
 	while (next < N) free(v[next++]);
 }
 END_TEST
@@ -328,7 +334,7 @@ START_TEST(freed_slots_keep_canary)
 	static const size_t sizes[] = {8, 24, 100};
 	for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
 		for (int i = 0; i < N; i++) {
-			v[i] = malloc(sizes[z]);
+			v[i] = site_malloc(sizes[z]);
 			ck_assert_ptr_nonnull(v[i]);
 			memset(v[i], 0xa5, sizes[z]);
 			memcpy(&canary[i], v[i] + malloc_usable_size(v[i]), 8);
@@ -346,7 +352,7 @@ START_TEST(freed_slots_keep_canary)
 		}
 		for (int i = 1; i < N; i += 2) free(v[i]);
 		/* Handed out again and freed in another order: the kept canaries stay valid. */
-		for (int i = 0; i < N; i++) v[i] = malloc(sizes[z]);
+		for (int i = 0; i < N; i++) v[i] = site_malloc(sizes[z]);
 		for (int i = N - 1; i >= 0; i--) free(v[i]);
 	}
 #endif
@@ -390,10 +396,10 @@ END_TEST
 START_TEST(calloc_is_zero)
 {
 	for (int round = 0; round < 2000; round++) {
-		unsigned char *p = malloc(200);
+		unsigned char *p = site_calloc(1, 200);
 		memset(p, 0xff, 200);
 		free(p);
-		unsigned char *z = calloc(1, 200);
+		unsigned char *z = site_calloc(1, 200);
 		for (int i = 0; i < 200; i++) ck_assert_uint_eq(z[i], 0);
 		free(z);
 	}
@@ -441,7 +447,7 @@ static unsigned char *get_slot_back(const void *want, size_t n, bool zeroed)
 	size_t first = 0, count = 0;
 	unsigned char *got = NULL;
 	for (int tries = 0; tries < TRIES && !got; tries++) {
-		unsigned char *q = zeroed ? calloc(1, n) : malloc(n);
+		unsigned char *q = zeroed ? site_calloc(1, n) : site_malloc(n);
 		ck_assert_ptr_nonnull(q);
 		if (q == want) got = q;
 		else held[count++] = q;
@@ -455,7 +461,7 @@ static unsigned char *get_slot_back(const void *want, size_t n, bool zeroed)
  * (an overflow into the slot's slack instead is fatal at the free: death/slack_death). */
 START_TEST(extent_wipe_and_calloc)
 {
-	unsigned char *p = malloc(5000); /* class 5120: usable 5112 */
+	unsigned char *p = site_calloc(1, 5000); /* class 5120: usable 5112 */
 	ck_assert_uint_eq(malloc_usable_size(p) >= 5000, 1);
 	unsigned char *q = malloc(3000), *keep = malloc(5000); /* keep the slab open */
 	memset(p, 0xab, 5000);
@@ -465,7 +471,7 @@ START_TEST(extent_wipe_and_calloc)
 	ck_assert_ptr_nonnull(z);
 	for (size_t i = 0; i < 5100; i++) ck_assert_uint_eq(z[i], 0);
 	/* Now the whole usable size, written after asking for it. */
-	unsigned char *r = malloc(4800);
+	unsigned char *r = site_calloc(1, 4800);
 	ck_assert_ptr_nonnull(r);
 	free(z);
 	memset(r, 0x5a, malloc_usable_size(r));
@@ -483,14 +489,14 @@ END_TEST
 START_TEST(extent_grows)
 {
 	for (int round = 0; round < 50; round++) {
-		unsigned char *p = malloc(3000); /* class 3072 */
+		unsigned char *p = site_calloc(1, 3000); /* class 3072 */
 		size_t u = malloc_usable_size(p);
 		memset(p, 1, u);
-		unsigned char *q = malloc(2400); /* class 2560 */
+		unsigned char *q = site_calloc(1, 2400); /* class 2560 */
 		unsigned char *q2 = realloc(q, 2500);
 		ck_assert_ptr_eq(q2, q);
 		memset(q2, 2, 2500);
-		unsigned char *o = malloc(10000); /* class 10240 */
+		unsigned char *o = site_calloc(1, 10000); /* class 10240 */
 		size_t left = malloc_object_size(o + 100);
 		memset(o + 100, 3, left);
 		free(p);
@@ -499,7 +505,7 @@ START_TEST(extent_grows)
 	}
 	/* Every slot freed above is handed out again without a false alarm, zero. */
 	for (int i = 0; i < 3000; i++) {
-		unsigned char *a = calloc(1, 3000), *b = calloc(1, 2500), *c = calloc(1, 10000);
+		unsigned char *a = site_calloc(1, 3000), *b = site_calloc(1, 2500), *c = site_calloc(1, 10000);
 		ck_assert(a[2999] == 0 && b[2499] == 0 && c[9999] == 0 && c[5000] == 0);
 		free(a);
 		free(b);

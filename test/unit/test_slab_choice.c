@@ -12,6 +12,7 @@
 
 #include "../check_main.h"
 #include "../harness.h"
+#include "../site.h"
 #include "rampart.h"
 #include "slab/slab_class.h"
 #include "slab/slab_sets.h"
@@ -71,7 +72,7 @@ START_TEST(lowest_slab_first)
 	uint32_t pos, lo = UINT32_MAX, hi = 0;
 	struct slab_class *k = NULL;
 	for (int i = 0; i < COUNT; i++) {
-		ck_assert_ptr_nonnull(blocks[i] = malloc(SIZE));
+		ck_assert_ptr_nonnull(blocks[i] = site_malloc(SIZE));
 		memset(blocks[i], 1, SIZE);
 		k = class_of(blocks[i], &pos);
 		lo = pos < lo ? pos : lo;
@@ -83,7 +84,7 @@ START_TEST(lowest_slab_first)
 	uint32_t tenth = lo + (hi - lo) / 10, above = 0;
 	static void *fresh[100];
 	for (int i = 0; i < 100; i++) {
-		ck_assert_ptr_nonnull(fresh[i] = malloc(SIZE));
+		ck_assert_ptr_nonnull(fresh[i] = site_malloc(SIZE));
 		class_of(fresh[i], &pos);
 		above += pos > tenth;
 	}
@@ -106,7 +107,7 @@ START_TEST(fragmented_class_drains)
 {
 	srand(11);
 	for (int i = 0; i < COUNT; i++) {
-		ck_assert_ptr_nonnull(blocks[i] = malloc(SIZE));
+		ck_assert_ptr_nonnull(blocks[i] = site_malloc(SIZE));
 		memset(blocks[i], 1, SIZE);
 	}
 	uint32_t pos;
@@ -120,7 +121,7 @@ START_TEST(fragmented_class_drains)
 	for (int r = 0; r < 20 * live; r++) {
 		int i = rand() % live;
 		free(blocks[i]);
-		ck_assert_ptr_nonnull(blocks[i] = malloc(SIZE));
+		ck_assert_ptr_nonnull(blocks[i] = site_malloc(SIZE));
 		memset(blocks[i], 2, SIZE);
 	}
 	check_sets(k);

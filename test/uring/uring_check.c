@@ -36,6 +36,7 @@
 
 #include "../harness.h"
 #include "../profile.h"
+#include "../site.h"
 #include "rampart.h"
 
 #define KiB ((size_t)1 << 10)
@@ -285,7 +286,7 @@ static void churn_class(void)
 	for (int round = 0; round < 2000; round++) {
 		unsigned char *c[128];
 		for (int i = 0; i < 128; i++) {
-			c[i] = malloc(SLAB_N);
+			c[i] = site_malloc(SLAB_N);
 			if (!c[i]) _exit(2);
 			if (c[i] == slab_freed) {
 				fprintf(stderr, "the slot the kernel wrote into was handed out\n");
@@ -298,7 +299,7 @@ static void churn_class(void)
 
 static void freed_slab(void)
 {
-	unsigned char *S = malloc(SLAB_N);
+	unsigned char *S = site_malloc(SLAB_N); /* the churn's site: with partitions, only it takes the slot back */
 	CHECK(S != NULL);
 	fill(S, SLAB_N, 41);
 	struct iovec iov = {S, SLAB_N};
