@@ -88,7 +88,10 @@ static inline __attribute__((always_inline)) void own_taken(struct slab_class *k
 	uint64_t bit = (uint64_t)1 << (i & 63);
 	invariant(s->state == SLAB_ACTIVE && s->nown);
 	owned_clear(k, map, i, p);
-	if (owned_slot(k, map, p, 0) == UINT32_MAX) slab_leave_part(k, pos, s, p);
+	/* Where p alone owns free slots here (the common case: a slab's frees mostly come
+	 * from one site), the count says whether this was its last; else its bits do. */
+	if (s->psets == 1u << p ? s->nown == 1 : owned_slot(k, map, p, 0) == UINT32_MAX)
+		slab_leave_part(k, pos, s, p);
 	s->nown--;
 	bits_write(&s->bits[i >> 6].quar, s->bits[i >> 6].quar & ~bit);
 	*fresh = s->bits[i >> 6].fresh & bit;
