@@ -398,7 +398,7 @@ API int malloc_info(int options, FILE *fp)
 	}
 	int saved = errno;
 	struct stats_figures f;
-	stats_gather_report(&f);
+	stats_gather_report(&f, NULL);
 	stats_report_xml(fp, &f);
 	errno = saved;
 	return 0;

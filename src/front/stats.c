@@ -64,7 +64,40 @@ __attribute__((visibility("default"))) int rampart_get_counter(const char *name,
 
 void stats_gather(struct rampart_heap_stats *h) { stats_gather_totals(h, NULL); }
 
-void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t)
+/* Class c's figures into h and t, summed into their totals; with part, its blocks by
+ * partition too (NULL: not asked). */
+static void gather_class(unsigned c, struct rampart_heap_stats *h, struct heap_totals *t,
+			 struct slab_part_figures *part)
+{
+	struct slab_class_figures f;
+	slab_class_figures(c, &f, part);
+	struct rampart_class_stats *k = &h->size_class[c];
+	*k = (struct rampart_class_stats){
+		.slot_size = f.slot_size, .usable = f.usable, .slab_bytes = f.slab_bytes,
+		.live = f.live, .quarantined = f.quarantined, .free = f.free,
+		.slabs_active = f.slabs_active, .slabs_empty = f.slabs_empty, .slabs_closed = f.slabs_closed,
+		.bytes_open = (f.slabs_active + f.slabs_empty) * f.slab_bytes,
+		.bytes_live = f.live * f.slot_size,
+	};
+	t->size_class[c] = (struct class_totals){.allocated = f.allocs, .freed = f.frees};
+	t->allocated_blocks += f.allocs;
+	t->allocated_bytes += f.allocs * f.slot_size;
+	t->freed_blocks += f.frees;
+	t->freed_bytes += f.frees * f.slot_size;
+	h->slab_live += k->live;
+	h->slab_live_bytes += k->bytes_live;
+	h->slab_quarantined += k->quarantined;
+	/* The zero-size class holds no memory: its slots cost nothing. */
+	h->slab_quarantined_bytes += f.slab_bytes ? k->quarantined * k->slot_size : 0;
+	h->slab_open_bytes += k->bytes_open;
+	h->slabs_active += k->slabs_active;
+	h->slabs_empty += k->slabs_empty;
+	h->slabs_closed += k->slabs_closed;
+}
+
+/* stats_gather_totals, and with part (an entry a class; NULL: not asked) each class's
+ * blocks by partition. */
+static void gather(struct rampart_heap_stats *h, struct heap_totals *t, struct slab_part_figures *part)
 {
 	*h = (struct rampart_heap_stats){.version = RAMPART_VERSION, .guard_backend = guard_backend_name()};
 	struct heap_totals unused;
@@ -72,32 +105,7 @@ void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t)
 	*t = (struct heap_totals){0};
 	_Static_assert(SC_COUNT <= RAMPART_STATS_CLASSES, "RAMPART_STATS_CLASSES too small");
 	h->classes = SC_COUNT;
-	for (unsigned c = 0; c < SC_COUNT; c++) {
-		struct slab_class_figures f;
-		slab_class_figures(c, &f);
-		struct rampart_class_stats *k = &h->size_class[c];
-		*k = (struct rampart_class_stats){
-			.slot_size = f.slot_size, .usable = f.usable, .slab_bytes = f.slab_bytes,
-			.live = f.live, .quarantined = f.quarantined, .free = f.free,
-			.slabs_active = f.slabs_active, .slabs_empty = f.slabs_empty, .slabs_closed = f.slabs_closed,
-			.bytes_open = (f.slabs_active + f.slabs_empty) * f.slab_bytes,
-			.bytes_live = f.live * f.slot_size,
-		};
-		t->size_class[c] = (struct class_totals){.allocated = f.allocs, .freed = f.frees};
-		t->allocated_blocks += f.allocs;
-		t->allocated_bytes += f.allocs * f.slot_size;
-		t->freed_blocks += f.frees;
-		t->freed_bytes += f.frees * f.slot_size;
-		h->slab_live += k->live;
-		h->slab_live_bytes += k->bytes_live;
-		h->slab_quarantined += k->quarantined;
-		/* The zero-size class holds no memory: its slots cost nothing. */
-		h->slab_quarantined_bytes += f.slab_bytes ? k->quarantined * k->slot_size : 0;
-		h->slab_open_bytes += k->bytes_open;
-		h->slabs_active += k->slabs_active;
-		h->slabs_empty += k->slabs_empty;
-		h->slabs_closed += k->slabs_closed;
-	}
+	for (unsigned c = 0; c < SC_COUNT; c++) gather_class(c, h, t, part ? &part[c] : NULL);
 	h->slab_free_bytes = h->slab_open_bytes - MIN(h->slab_open_bytes, h->slab_live_bytes + h->slab_quarantined_bytes);
 	struct large_figures l;
 	large_figures(&l);
@@ -128,9 +136,12 @@ void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t)
 #undef IN_HEAP
 }
 
-void stats_gather_report(struct stats_figures *f)
+void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t) { gather(h, t, NULL); }
+
+void stats_gather_report(struct stats_figures *f, struct slab_part_figures *part)
 {
-	stats_gather_totals(&f->h, &f->t);
+	gather(&f->h, &f->t, part);
+	f->part = part;
 	size_t resident[SC_COUNT];
 	_Static_assert(SC_COUNT <= sizeof f->resident / sizeof f->resident[0], "a resident figure per class");
 	memset(f->resident, 0, sizeof f->resident);
@@ -194,6 +205,8 @@ static unsigned long stats_hit_permille(const struct rampart_heap_stats *h)
 }
 static unsigned long stats_arenas_open(void) { return slab_arenas_open(); }
 static unsigned long stats_arenas(void) { return roots.slab.arenas; }
+/* The option partitions: 1 says none (no class then has partition_live arrays). */
+static unsigned long stats_partitions(void) { return roots.opt.partitions; }
 static unsigned long stats_guards_omitted(void) { return vma_omitted(); }
 static long stats_vmas(void) { return vma_count(); }
 static unsigned long stats_pages_returned(void) { return stat_read(STAT_SLAB_PAGES_RETURNED); }
@@ -291,6 +304,22 @@ static void json_group(struct out *o, const char *lead, enum stat_group g, const
 	}
 }
 
+/* ,"key":[n,...] for each figure of RAMPART_PARTITION_FIGURES, an entry a partition;
+ * nothing for a class that keeps no partitions. */
+static void json_partitions(struct out *o, const struct slab_part_figures *pf)
+{
+	if (!pf->partitions) return;
+#define PART_JSON(value, json)                                  \
+	out_str(o, ",\"" json "\":");                           \
+	for (unsigned p = 0; p < pf->partitions; p++) {         \
+		out_str(o, p ? "," : "[");                      \
+		out_num(o, value);                              \
+	}                                                       \
+	out_str(o, "]");
+	RAMPART_PARTITION_FIGURES(PART_JSON)
+#undef PART_JSON
+}
+
 static void report_json(struct out *o, const struct stats_figures *f)
 {
 	const struct rampart_heap_stats *h = &f->h;
@@ -313,6 +342,7 @@ static void report_json(struct out *o, const struct stats_figures *f)
 #define CLASS_JSON(value, json, xml, text) kv(o, ",", json, value);
 		RAMPART_CLASS_FIGURES(CLASS_JSON)
 #undef CLASS_JSON
+		if (f->part) json_partitions(o, &f->part[c]);
 		out_str(o, "}");
 	}
 	out_str(o, "]");
@@ -426,15 +456,31 @@ void stats_report_xml(FILE *fp, const struct stats_figures *f)
 		h->slab_open_bytes + h->large_live_bytes);
 }
 
-void stats_report(int fd, int json)
+/* A report's figures gathered (with part, by partition too: room for SC_COUNT classes),
+ * then written to fd with no lock held. */
+static void report_to(int fd, bool json, struct slab_part_figures *part)
 {
 	struct stats_figures f;
-	stats_gather_report(&f);
+	stats_gather_report(&f, part);
 	char space[2048];
 	struct out o = out_fd(fd, space, sizeof space);
 	if (json) report_json(&o, &f);
 	else report_text(&o, &f);
 	out_flush(&o);
+}
+
+/* The JSON report, with each class's blocks by partition: out of line, so that their
+ * room is on the JSON report's stack alone, not on malloc_stats' (any thread's). */
+static noinline void report_json_by_partition(int fd)
+{
+	struct slab_part_figures part[SC_COUNT];
+	report_to(fd, true, part);
+}
+
+void stats_report(int fd, int json)
+{
+	if (json) report_json_by_partition(fd);
+	else report_to(fd, false, NULL);
 }
 
 /* stats_file's descriptor for the report at exit: a regular file only. The file is

@@ -2,10 +2,10 @@
  * stats.h — the heap's figures and the reports of them (text, JSON, malloc_info's XML).
  *
  * Invariants:
- *  - RAMPART_CLASS_FIGURES and RAMPART_HEAP_FIGURES are the one list of what the reports
- *    show, in the order they show it: every report is generated from them, so a figure
- *    is added, renamed or dropped in one line. The counters themselves are listed once,
- *    in base/counters.h.
+ *  - RAMPART_CLASS_FIGURES, RAMPART_PARTITION_FIGURES and RAMPART_HEAP_FIGURES are the
+ *    one list of what the reports show, in the order they show it: every report is
+ *    generated from them, so a figure is added, renamed or dropped in one line. The
+ *    counters themselves are listed once, in base/counters.h.
  *  - Figures are gathered under the allocator's locks, one lock at a time; reports are
  *    written after, with no lock held.
  */
@@ -18,6 +18,7 @@
 #include "base/common.h"
 #include "base/counters.h"
 #include "rampart.h"
+#include "slab/slab.h"
 
 /* What the reports show beyond struct rampart_heap_stats, whose layout is 1.0's and
  * stays so (include/rampart.h: a field added there would be written past the end of the
@@ -46,6 +47,10 @@ struct stats_figures {
 	 * /proc/self/smaps, so only for the reports; 0 where it cannot be read). */
 	size_t resident[RAMPART_STATS_CLASSES];
 	size_t slab_resident;
+	/* Each class's blocks by call-site partition, an entry a class: gathered for the JSON
+	 * report alone (NULL: not gathered). Not held here: some 15 KiB that malloc_info and
+	 * malloc_stats, on any thread's stack, would carry for nothing. */
+	const struct slab_part_figures *part;
 };
 
 /* A size class's figures, as the reports show them: X(value, JSON key, XML attribute,
@@ -68,6 +73,16 @@ struct stats_figures {
 	X(k->bytes_open, "bytes_open", "bytes_open", COL_BYTES(13, "open memory"))            \
 	X(f->resident[c], "bytes_resident", "bytes_resident", COL_BYTES(12, "resident"))      \
 	X(k->bytes_live, "bytes_live", "bytes_live", NO_COL)
+
+/* A size class's blocks by call-site partition (struct slab_part_figures), in the JSON
+ * report alone: X(value, JSON key) is an array there with an entry a partition, in each
+ * class that keeps partitions (none with partitions=1). value is an expression of pf
+ * (const struct slab_part_figures *) and p (the partition's number). Not in the text
+ * report or malloc_info's XML, whose rows would grow by up to 16 columns or elements a
+ * class. */
+#define RAMPART_PARTITION_FIGURES(X)       \
+	X(pf->live[p], "partition_live")   \
+	X(pf->owned[p], "partition_owned")
 
 /* The groups of the heap's figures: X(GROUP, JSON object, start of its text line). */
 #define RAMPART_STAT_GROUPS(X)            \
@@ -98,7 +113,8 @@ struct stats_figures {
 	X(SLAB, NUM, stats_pages_returned(), "pages_returned", " pages of free slots given back; arenas open: ", \
 	  "slab", "pages_returned")                                                                             \
 	X(SLAB, NUM, stats_arenas_open(), "arenas_open", " of ", NULL, NULL)                                    \
-	X(SLAB, NUM, stats_arenas(), "arenas", "\n", NULL, NULL)                                                \
+	X(SLAB, NUM, stats_arenas(), "arenas", "; call-site partitions: ", NULL, NULL)                          \
+	X(SLAB, NUM, stats_partitions(), "partitions", "\n", "slab", "partitions")                              \
 	X(LARGE, NUM, h->large_live, "live", " live (", "large", "live")                                        \
 	X(LARGE, BYTES, h->large_live_bytes, "live_bytes", "), ", "large", "bytes")                             \
 	X(LARGE, NUM, t->large_allocated, "allocated", " allocated, ", "large", "allocated")                    \
@@ -133,8 +149,10 @@ struct stats_figures {
  * public struct alone, or with the totals too (t: NULL for none). */
 void stats_gather(struct rampart_heap_stats *h);
 void stats_gather_totals(struct rampart_heap_stats *h, struct heap_totals *t);
-/* Gather the figures of a report: stats_gather_totals', then the resident memory. */
-void stats_gather_report(struct stats_figures *f);
+/* Gather the figures of a report: stats_gather_totals', then the resident memory; with
+ * part (room for SC_COUNT classes; NULL: none), each class's blocks by partition too,
+ * in the same pass (a look at every slot of the open slabs: the JSON report's alone). */
+void stats_gather_report(struct stats_figures *f, struct slab_part_figures *part);
 /* The report of RAMPART_OPTIONS=stats=text|json, and of malloc_stats(), written to fd. */
 void stats_report(int fd, int json);
 /* RAMPART_OPTIONS=stats=...: the report at exit, appended to stats_file when one is set

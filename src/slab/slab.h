@@ -68,6 +68,7 @@
 
 #include "base/alloc_kind.h"
 #include "base/common.h"
+#include "base/option_table.h"
 #include "slab/sizeclass.h"
 
 struct slab_class;
@@ -121,8 +122,22 @@ struct slab_class_figures {
 	size_t slabs_active, slabs_empty, slabs_closed;
 	size_t allocs, frees; /* slots handed out, and freed by the program, so far */
 };
-/* The figures of class c, summed over the arenas. */
-void slab_class_figures(unsigned c, struct slab_class_figures *f);
+/* A class's blocks by call-site partition (docs/slab.md, "Call-site partitions"),
+ * indexed by the partition's number (0 to partitions - 1, in an order the secret draws:
+ * which sites or malloc_partition ids share a number is not told here). */
+struct slab_part_figures {
+	unsigned partitions;                 /* the class keeps this many; 0: none (partitions=1,
+					      * or the zero class, whose slots are never accessible) */
+	size_t live[OPTION_PARTITIONS_MAX];  /* live slots the partition took */
+	size_t owned[OPTION_PARTITIONS_MAX]; /* free slots the partition alone may take (freed,
+					      * out of the slot quarantine, their slab open) */
+};
+/* The figures of class c, summed over the arenas; with parts (NULL: none), its blocks by
+ * partition too, gathered in the same pass under the same locks (the partitions' live
+ * slots add up to f->live). The partitions cost a look at every slot of the class's open
+ * slabs, which the allocation and free paths never pay: for the reports, not for
+ * mallinfo2. */
+void slab_class_figures(unsigned c, struct slab_class_figures *f, struct slab_part_figures *parts);
 /* The bytes of each class's memory in RAM (summed over the arenas) as the kernel counts
  * them for VmRSS, into resident[SC_COUNT]; false when /proc/self/smaps cannot be read.
  * One pass over the process's mappings: for the reports, not for mallinfo2. */

@@ -239,6 +239,9 @@ _Static_assert(SET_CHUNK_BYTES <= CHUNK_HEAD_BYTES, "a chunk's bitmaps fit its h
 /* Several partitions (the option partitions): every class but the zero one keeps its
  * slots' owners, and the partition sets. Read from the sealed options. */
 static inline bool slab_parted(void) { return roots.opt.partitions > 1; }
+/* Class c keeps its slots' owners (k->parted once it is set up): every class but the
+ * zero one, whose slots are never accessible, so nothing in them can be reclaimed. */
+static inline bool class_parted(unsigned c) { return slab_parted() && c; }
 /* The sets in use: the four above, and one a partition. */
 static inline unsigned sets_in_use(void) { return SET_COUNT + (slab_parted() ? (unsigned)roots.opt.partitions : 0); }
 static inline unsigned set_of_part(unsigned p) { return SET_COUNT + p; }

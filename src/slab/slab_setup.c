@@ -209,7 +209,7 @@ static void class_metadata(struct slab_class *k, unsigned a, const struct sc_geo
 	k->set_words = (DIR_START + 63) / 64;
 	k->set_sum = (uint64_t *)(k->dir + DIR_START);
 	k->sq = (uint32_t *)(control + dir_bytes(DIR_START));
-	k->parted = slab_parted() && c; /* the zero class's slots are never accessible */
+	k->parted = class_parted(c);
 	k->owner_words = (uint8_t)(owner_map_bytes(g->slots) / 8);
 	if (k->parted) {
 		invariant(g->slots <= sc_slots_most(c, os_page)); /* its owner maps' columns */

@@ -2,7 +2,9 @@
  * slab_stats.c — the figures of each class (statistics, malloc_info) and malloc_trim's
  * closing of empty slabs. Read (and, for trim, closed) under each class lock, like any
  * slow path: every figure is derived from the descriptors, but the allocations, which
- * the fast paths count in the class's tally (class_tally.h).
+ * the fast paths count in the class's tally (class_tally.h), and the blocks by call-site
+ * partition, from the owner maps (slab_class.h): nothing is counted for them as blocks
+ * come and go.
  */
 #include "slab/slab_class.h"
 
@@ -14,7 +16,34 @@
 #include "slab/slab_life.h"
 #include "slab/slot_quarantine.h"
 
-static void class_figures_locked(const struct slab_class *k, struct slab_class_figures *f)
+/* Slab pos's blocks by partition (class lock held; an open slab of a parted class): a
+ * live slot (used, not quarantined: a slot waiting in a thread's free batch too, as the
+ * class's live figure counts it) by its owner byte, written at its hand-out; a free slot
+ * its partition owns by its bit in the owner map. An empty slab holds owned slots only. */
+static void slab_part_figures(const struct slab_class *k, const struct slab *s, uint32_t pos,
+			      struct slab_part_figures *parts)
+{
+	const uint64_t *map = owner_map(k, s, pos);
+	const uint8_t *own = owners_of(k, s, pos);
+	for (uint32_t w = 0; w < k->nwords; w++) {
+		/* The used bits past the slab's last slot are set: not slots. */
+		uint64_t live = s->state == SLAB_ACTIVE ? s->bits[w].used & ~s->bits[w].quar & ~tail_word(k, w) : 0;
+		for (; live; live &= live - 1) {
+			unsigned p = own[w * 64 + (uint32_t)__builtin_ctzll(live)];
+			invariant(p < parts->partitions);
+			parts->live[p]++;
+		}
+		for (uint64_t m = map[w]; m; m &= m - 1) {
+			unsigned p = own[w * 64 + (uint32_t)__builtin_ctzll(m)] & ~OWNER_FREE;
+			invariant(p < parts->partitions);
+			parts->owned[p]++;
+		}
+	}
+}
+
+/* Class k's figures added to *f, and with parts (a parted class) its blocks by partition. */
+static void class_figures_locked(const struct slab_class *k, struct slab_class_figures *f,
+				 struct slab_part_figures *parts)
 {
 	for (uint32_t pos = 0; pos < k->hwm; pos++) {
 		if (!desc_exists(k, pos)) { /* a chunk holding only a guard position */
@@ -37,10 +66,11 @@ static void class_figures_locked(const struct slab_class *k, struct slab_class_f
 		} else if (s->state == SLAB_CLOSED) {
 			f->slabs_closed++;
 		}
+		if (parts && (s->state == SLAB_ACTIVE || s->state == SLAB_EMPTY)) slab_part_figures(k, s, pos, parts);
 	}
 }
 
-void slab_class_figures(unsigned c, struct slab_class_figures *f)
+void slab_class_figures(unsigned c, struct slab_class_figures *f, struct slab_part_figures *parts)
 {
 	*f = (struct slab_class_figures){0};
 	struct sc_geometry g; /* every class's, set up yet or not */
@@ -48,11 +78,12 @@ void slab_class_figures(unsigned c, struct slab_class_figures *f)
 	f->slot_size = g.size;
 	f->usable = g.usable;
 	f->slab_bytes = c ? (size_t)g.pages * os_page : 0;
+	if (parts) *parts = (struct slab_part_figures){.partitions = class_parted(c) ? (unsigned)roots.opt.partitions : 0};
 	for (unsigned a = 0; a < roots.slab.arenas; a++) {
 		if (!class_is_set_up(a * SC_COUNT + c)) continue; /* no slab yet */
 		struct slab_class *k = &roots.slab.classes[a * SC_COUNT + c];
 		class_lock(k);
-		class_figures_locked(k, f);
+		class_figures_locked(k, f, parts && k->parted ? parts : NULL);
 		f->allocs += tally_of(k)->allocs;
 		class_unlock(k);
 	}

@@ -653,7 +653,7 @@ START_TEST(nursery_holds_first_slabs)
 		sc_geometry(k, pg, &g);
 		size_t slab = (size_t)g.pages * pg;
 		struct slab_class_figures f; /* the test runner may have used the class */
-		slab_class_figures(k, &f);
+		slab_class_figures(k, &f, NULL);
 		bool fresh = f.slabs_active + f.slabs_empty + f.slabs_closed == 0;
 		first[k] = malloc(sc_usable(k));
 		ck_assert_ptr_nonnull(first[k]);
@@ -715,7 +715,7 @@ START_TEST(nursery_cell_taken)
 	size_t slot = (size_t)1 << roots.slab.slot_shift, pg = (size_t)sysconf(_SC_PAGESIZE);
 	unsigned c = sc_of(20000); /* no class this size is used before (a fresh child) */
 	struct slab_class_figures f;
-	slab_class_figures(c, &f);
+	slab_class_figures(c, &f, NULL);
 	ck_assert_uint_eq(f.slabs_active + f.slabs_empty + f.slabs_closed, 0);
 	char *at = (char *)(roots.slab.nursery + (place_of(c) << roots.slab.slot_shift));
 	char *m = mmap(at, slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -789,7 +789,7 @@ START_TEST(classes_set_up_on_first_use)
 	unsigned c = sc_of(100000); /* no class this size is used before (a fresh child) */
 	char *stray = (char *)(region_of(c) + region / 2);
 	struct slab_class_figures f;
-	slab_class_figures(c, &f);
+	slab_class_figures(c, &f, NULL);
 	ck_assert_uint_eq(f.slot_size, sc_size(c));
 	ck_assert_uint_eq(f.usable, sc_usable(c));
 	ck_assert_uint_eq(f.slabs_active + f.slabs_empty + f.slabs_closed, 0);
@@ -799,7 +799,7 @@ START_TEST(classes_set_up_on_first_use)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq(malloc_usable_size(p), sc_usable(c));
 	memset(p, 0x33, 100000);
-	slab_class_figures(c, &f);
+	slab_class_figures(c, &f, NULL);
 	ck_assert_uint_eq(f.live, 1);
 	ck_assert_uint_eq(f.slabs_active, 1);
 	ck_assert_uint_eq(malloc_object_size(stray), 0);
@@ -836,7 +836,7 @@ START_TEST(descriptors_on_both_sides_of_the_shared_block)
 	for (int round = 0; round < 2; round++) {
 		for (unsigned c = 1; c < SC_COUNT; c++) {
 			struct slab_class_figures f;
-			slab_class_figures(c, &f);
+			slab_class_figures(c, &f, NULL);
 			before[c] = f.live;
 			n[c] = SLABS * MIN(f.slab_bytes / f.slot_size, (size_t)SLAB_MAX_SLOTS);
 			char **v = pool + (size_t)c * PER_CLASS;
@@ -848,7 +848,7 @@ START_TEST(descriptors_on_both_sides_of_the_shared_block)
 		}
 		for (unsigned c = 1; c < SC_COUNT; c++) {
 			struct slab_class_figures f;
-			slab_class_figures(c, &f);
+			slab_class_figures(c, &f, NULL);
 			ck_assert_uint_eq(f.live, before[c] + n[c]);
 			ck_assert_uint_ge(f.slabs_active, SLABS);
 			char **v = pool + (size_t)c * PER_CLASS;
@@ -871,7 +871,7 @@ START_TEST(descriptors_on_both_sides_of_the_shared_block)
 				ck_assert(free_is_fatal(v[n[c] - 1]));
 			}
 			struct slab_class_figures f;
-			slab_class_figures(c, &f);
+			slab_class_figures(c, &f, NULL);
 			ck_assert_uint_eq(f.live, before[c]);
 		}
 	}
@@ -899,20 +899,20 @@ START_TEST(empty_slabs_follow_peak)
 	unsigned c = sc_of(SIZE);
 	struct slab_class_figures f;
 	free(malloc(SIZE));
-	slab_class_figures(c, &f);
+	slab_class_figures(c, &f, NULL);
 	size_t slots = MIN(f.slab_bytes / f.slot_size, (size_t)SLAB_MAX_SLOTS);
 	size_t floor = MAX(1, CONFIG_SLAB_EMPTY_CACHE_BYTES / f.slab_bytes);
 	size_t slabs = 4 * floor + 64, n = slabs * slots;
 	void **v = malloc(n * sizeof *v);
 	ck_assert_ptr_nonnull(v);
 	churn_class(v, n, SIZE);
-	slab_class_figures(c, &f);
+	slab_class_figures(c, &f, NULL);
 	size_t open = f.slabs_active + f.slabs_empty;
 	ck_assert_uint_ge(open, slabs);
 	ck_assert_uint_eq(f.slabs_closed, 0);       /* nothing closed by freeing everything */
 	ck_assert_uint_gt(f.slabs_empty, 3 * floor); /* beyond the floor: back to the peak */
 	for (int round = 0; round < 3; round++) churn_class(v, n, SIZE);
-	slab_class_figures(c, &f);
+	slab_class_figures(c, &f, NULL);
 	ck_assert_uint_eq(f.slabs_closed, 0);
 	/* The same slabs again, and as many more as the slots the quarantine holds back fill
 	 * (they are not there for the next build). */
@@ -929,7 +929,7 @@ START_TEST(empty_slabs_follow_peak)
 	unsigned other = sc_of(100);
 	ck_assert_uint_ne(other, c);
 	struct slab_class_figures o;
-	slab_class_figures(other, &o);
+	slab_class_figures(other, &o, NULL);
 	size_t other_n = 4 * (o.slab_bytes / o.slot_size) + 4096;
 	void **w = malloc(other_n * sizeof *w);
 	ck_assert_ptr_nonnull(w);
@@ -937,7 +937,7 @@ START_TEST(empty_slabs_follow_peak)
 		usleep((CONFIG_SLAB_EMPTY_DECAY_MS + 100) * 1000);
 		churn_class(w, other_n, 100);
 	}
-	slab_class_figures(c, &f);
+	slab_class_figures(c, &f, NULL);
 	ck_assert_uint_le(f.slabs_empty, floor);
 	ck_assert_uint_gt(f.slabs_closed, 0);
 	free(w);

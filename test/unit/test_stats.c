@@ -1,7 +1,8 @@
 /* test_stats — the cumulative and peak figures (issue 51): allocations and frees per size
  * class and in all, their bytes, the most blocks and bytes live at once; by name through
- * rampart_get_counter, and in the text, JSON and malloc_info reports. Each check is a
- * difference over what the test itself did, in classes it alone uses. */
+ * rampart_get_counter, and in the text, JSON and malloc_info reports; the JSON report's
+ * blocks by call-site partition (issue 49), and its shape with partitions=1. Each check
+ * is a difference over what the test itself did, or a count, in classes it alone uses. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -10,19 +11,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../all_arenas.h"
 #include "../check_main.h"
 #include "rampart.h"
+#include "base/partition.h"
 #include "front/stats.h"
 #include "slab/class_tally.h"
 #include "slab/sizeclass.h"
+#include "slab/slab_class.h"
 
 /* Sizes no other code of this process asks for: 3,000 bytes (the 3,072-byte class),
- * 20,000 bytes (a class of 20,480) and 1 MiB blocks (large). */
+ * 20,000 bytes (a class of 20,480), 6,000 bytes (the 6,144-byte class, by partition)
+ * and 1 MiB blocks (large). */
 #define SMALL 3000
 #define MID 20000
+#define PARTED 6000
 #define LARGE ((size_t)1 << 20)
 
 static struct rampart_heap_stats h;
@@ -299,9 +305,163 @@ START_TEST(test_reports)
 }
 END_TEST
 
+/* --- blocks by call-site partition in the JSON report ------------------------------ */
+
+/* The row of class c in a JSON report (text_out), up to its closing brace. */
+static char row_out[4096];
+static const char *class_row(unsigned c)
+{
+	char want[32];
+	snprintf(want, sizeof want, "{\"class\":%u,", c);
+	const char *at = strstr(text_out, want);
+	ck_assert_msg(at != NULL, "no row of class %u in '%.300s'", c, text_out);
+	size_t n = strcspn(at, "}");
+	ck_assert_uint_lt(n, sizeof row_out);
+	memcpy(row_out, at, n);
+	row_out[n] = 0;
+	return row_out;
+}
+
+/* The number after "key": in json; -1 when the key is not there. */
+static long json_num(const char *json, const char *key)
+{
+	char want[64];
+	snprintf(want, sizeof want, "\"%s\":", key);
+	const char *at = strstr(json, want);
+	return at ? strtol(at + strlen(want), NULL, 10) : -1;
+}
+
+/* The array of numbers after "key": in row, into v (at most `most`); its length, -1 when
+ * the key is not there. */
+static int json_array(const char *row, const char *key, size_t *v, int most)
+{
+	char want[64];
+	snprintf(want, sizeof want, "\"%s\":[", key);
+	const char *at = strstr(row, want);
+	if (!at) return -1;
+	at += strlen(want);
+	int n = 0;
+	for (char *end = NULL; *at != ']'; at = *end == ',' ? end + 1 : end) {
+		ck_assert_int_lt(n, most);
+		v[n++] = strtoul(at, &end, 10);
+		ck_assert_msg(end != at && (*end == ',' || *end == ']'), "'%s' of '%s'", key, row);
+	}
+	return n;
+}
+
+/* The most slots class k's slot quarantine holds: its random array, its ring, and the
+ * slot held for the next allocation (slab_class.h). */
+static size_t quarantine_most(const struct slab_class *k)
+{
+	return k->qmask ? ((size_t)k->qmask + 1) * (1 + (1u << SLOT_Q_FIFO_SHIFT)) + 1 : 0;
+}
+
+/* Ids 0 and 1 of malloc_partition (distinct partitions whenever there are several, whose
+ * numbers this test reads from inside: base/partition.h) allocate ALLOC blocks each, in
+ * turn, so that every slab of the class holds blocks of both and none empties; id 0 frees
+ * every other one of its blocks. The report's arrays: id 0's live blocks and id 1's under
+ * their partitions' numbers, none under another; id 0's freed blocks owned by its
+ * partition or still in the slot quarantine, which holds fewer of them than were freed
+ * (97 of 6,144-byte slots by default: some are owned under strong too; all under light,
+ * which has no quarantine). */
+START_TEST(test_partition_counts)
+{
+	enum { ALLOC = 300, FREED = ALLOC / 2 };
+	static void *mine[2][ALLOC];
+	unsigned c = sc_of(PARTED), n = (unsigned)roots.opt.partitions;
+	for (int i = 0; i < ALLOC; i++)
+		for (unsigned id = 0; id < 2; id++) QUIET_CHECK(mine[id][i] = malloc_partition(PARTED, id));
+	for (int i = 0; i < ALLOC; i += 2) free(mine[0][i]);
+	text_report(1);
+	QUIET_DONE();
+	ck_assert_int_eq(json_num(text_out, "partitions"), n);
+	/* The zero class keeps no owners: its slots are never accessible. */
+	ck_assert_ptr_null(strstr(class_row(0), "\"partition_live\""));
+	const char *row = class_row(c);
+	size_t live[OPTION_PARTITIONS_MAX], owned[OPTION_PARTITIONS_MAX];
+	if (n < 2) { /* partitions=1 (a build or run without them): no arrays */
+		ck_assert_int_eq(json_array(row, "partition_live", live, OPTION_PARTITIONS_MAX), -1);
+		ck_assert_int_eq(json_array(row, "partition_owned", owned, OPTION_PARTITIONS_MAX), -1);
+		return;
+	}
+	ck_assert_int_eq(json_array(row, "partition_live", live, OPTION_PARTITIONS_MAX), n);
+	ck_assert_int_eq(json_array(row, "partition_owned", owned, OPTION_PARTITIONS_MAX), n);
+	unsigned p0 = site_partition(partition_named(0)), p1 = site_partition(partition_named(1));
+	ck_assert_uint_ne(p0, p1);
+	size_t live_sum = 0;
+	for (unsigned p = 0; p < n; p++) {
+		size_t want_live = p == p0 ? ALLOC - FREED : p == p1 ? ALLOC : 0;
+		ck_assert_msg(live[p] == want_live, "partition %u: %zu live, want %zu ('%s')", p, live[p], want_live, row);
+		if (p != p0) ck_assert_msg(!owned[p], "partition %u: %zu owned ('%s')", p, owned[p], row);
+		live_sum += live[p];
+	}
+	ck_assert_uint_eq(live_sum, json_num(row, "live"));
+	long quarantined = json_num(row, "quarantined");
+	ck_assert_msg(owned[p0] + (size_t)quarantined == FREED, "%zu owned, %ld quarantined, %d freed ('%s')", owned[p0],
+		      quarantined, FREED, row);
+	const struct area_span *span;
+	size_t held = quarantine_most(class_at((uintptr_t)mine[1][0], &span));
+	ck_assert_msg(owned[p0] + held >= FREED, "%zu owned, the quarantine holds %zu, %d freed", owned[p0], held, FREED);
+	for (int i = 0; i < ALLOC; i++) {
+		if (i % 2) free(mine[0][i]);
+		free(mine[1][i]);
+	}
+}
+END_TEST
+
+/* The child of test_partitions_off_report: blocks of two ids, then the JSON report on
+ * stdout. */
+static int json_report_child(void)
+{
+	static void *keep[2][10];
+	for (int i = 0; i < 10; i++)
+		for (unsigned id = 0; id < 2; id++)
+			if (!(keep[id][i] = malloc_partition(PARTED, id))) return 1;
+	stats_report(STDOUT_FILENO, 1);
+	return 0;
+}
+
+/* partitions=1 (this program again, with it last in RAMPART_OPTIONS): the report says
+ * "partitions":1 and no class has arrays by partition. */
+START_TEST(test_partitions_off_report)
+{
+	if (access("/proc/self/exe", X_OK)) return; /* cannot run itself again (an emulator) */
+	char opts[512];
+	const char *own = getenv("RAMPART_OPTIONS");
+	snprintf(opts, sizeof opts, "%s%spartitions=1", own ? own : "", own && *own ? "," : "");
+	int fds[2];
+	ck_assert_int_eq(pipe(fds), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		setenv("RAMPART_OPTIONS", opts, 1);
+		execl("/proc/self/exe", "test_stats", "--json-report", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	size_t len = 0;
+	for (ssize_t r; len < sizeof text_out - 1 && (r = read(fds[0], text_out + len, sizeof text_out - 1 - len));)
+		if (r > 0) len += (size_t)r;
+		else if (errno != EINTR) break;
+	text_out[len] = 0;
+	close(fds[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "the child: status %#x", st);
+	ck_assert_msg(json_num(text_out, "partitions") == 1, "'%.400s'", text_out);
+	ck_assert_msg(!strstr(text_out, "partition_live") && !strstr(text_out, "partition_owned"), "'%s'",
+		      text_out);
+	/* Its blocks are there all the same. */
+	ck_assert_int_eq(json_num(class_row(sc_of(PARTED)), "live"), 20);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
-	(void)argc;
+	if (argc > 1 && !strcmp(argv[1], "--json-report")) return json_report_child();
 	all_arenas(argv); /* test_cross_thread_frees crosses arenas */
 	free(malloc(1));   /* rampart started */
 	Suite *s = suite_create("stats");
@@ -313,6 +473,8 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_cross_thread_frees);
 	tcase_add_test(tc, test_by_name);
 	tcase_add_test(tc, test_reports);
+	tcase_add_test(tc, test_partition_counts);
+	tcase_add_test(tc, test_partitions_off_report);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
