@@ -301,14 +301,31 @@ static int stale_data(void)
 	return 0;
 }
 
-/* Exposure across call sites (issue 49): site A allocates 2,000 blocks of 64 bytes and
- * frees them, site B then churns that size (100,000 allocations, each freeing the block
- * allocated 64 before). In how many of CROSS_PROCS processes does B get one of A's freed
- * slots? Each process is this program run again (a new process, a new secret where the
- * allocator draws one). Blocks of a third site stay live among A's, so that no run of
- * A's slots is wholly free (an allocator may hand a wholly free page to anyone). */
-enum { CROSS_PROCS = 32, CROSS_N = 2000, CROSS_LIVE = 64, CROSS_CHURN = 100000 };
+/* Exposure across call sites (issue 49): site A allocates blocks of one size and frees
+ * them, site B then churns that size (each allocation freeing the block allocated
+ * `live` before). In how many of CROSS_PROCS processes does B get a block that overlaps
+ * one of A's freed ones? Each process is this program run again (a new process, a new
+ * secret where the allocator draws one). Blocks of a third site stay live among A's, so
+ * that no run of A's slots is wholly free (an allocator may hand a wholly free page to
+ * anyone). For 64 B: 2,000 blocks, then 100,000 allocations with 64 live. For 64 KiB (a
+ * small block under rampart) and the large sizes: 128 blocks, every page written (so
+ * that an allocator keeping freed pages keeps them), then 4,000 allocations with 8
+ * live: enough frees to push A's regions through rampart's region quarantine (1,024
+ * frees and a random number more) into its reuse cache. */
+enum { CROSS_PROCS = 32 };
 static char *self;
+
+struct cross {
+	size_t size;
+	int n, live, churn;
+};
+static const struct cross crosses[] = {
+	{64, 2000, 64, 100000},
+	{64 << 10, 128, 8, 4000},
+	{256 << 10, 128, 8, 4000},
+	{1 << 20, 128, 8, 4000},
+};
+enum { CROSS_MAX_N = 2000, CROSS_MAX_LIVE = 64 };
 
 static __attribute__((noinline)) void *site_a(size_t n) { return malloc(n); }
 static __attribute__((noinline)) void *site_b(size_t n) { return malloc(n); }
@@ -320,35 +337,58 @@ static int cmp_addr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One process: 1 when B got one of A's slots, 0 when not. */
-static int cross_site_once(void)
+/* Does [q, q + size) overlap one of the n blocks of size bytes starting at sorted[]? */
+static int overlaps(const uintptr_t *sorted, int n, uintptr_t q, size_t size)
 {
-	static uintptr_t freed[CROSS_N];
-	static void *a[CROSS_N], *live[CROSS_LIVE];
-	for (int i = 0; i < CROSS_N; i++) {
-		if (i % 4 == 0) sink = site_pin(64);
-		a[i] = site_a(64);
+	int lo = 0, hi = n; /* the first start above q */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (sorted[mid] <= q) lo = mid + 1;
+		else hi = mid;
+	}
+	return (lo > 0 && sorted[lo - 1] + size > q) || (lo < n && sorted[lo] < q + size);
+}
+
+static void write_pages(char *p, size_t size)
+{
+	for (size_t i = 0; size >= 4096 && i < size; i += 4096) p[i] = 1;
+}
+
+/* One process, for crosses[which]: 1 when B got one of A's blocks, 0 when not. */
+static int cross_site_once(int which)
+{
+	const struct cross *c = &crosses[which];
+	static uintptr_t freed[CROSS_MAX_N];
+	static void *a[CROSS_MAX_N], *live[CROSS_MAX_LIVE];
+	for (int i = 0; i < c->n; i++) {
+		if (i % 4 == 0) sink = site_pin(c->size);
+		a[i] = site_a(c->size);
+		if (!a[i]) return 2;
+		write_pages(a[i], c->size);
 		freed[i] = (uintptr_t)a[i];
 	}
-	qsort(freed, CROSS_N, sizeof *freed, cmp_addr);
-	for (int i = 0; i < CROSS_N; i++) free(a[i]);
-	for (int r = 0; r < CROSS_CHURN; r++) {
-		free(live[r % CROSS_LIVE]);
-		uintptr_t q = (uintptr_t)(live[r % CROSS_LIVE] = site_b(64));
-		if (bsearch(&q, freed, CROSS_N, sizeof *freed, cmp_addr)) return 1;
+	qsort(freed, (size_t)c->n, sizeof *freed, cmp_addr);
+	for (int i = 0; i < c->n; i++) free(a[i]);
+	for (int r = 0; r < c->churn; r++) {
+		free(live[r % c->live]);
+		uintptr_t q = (uintptr_t)(live[r % c->live] = site_b(c->size));
+		if (!q) return 2;
+		if (overlaps(freed, c->n, q, c->size)) return 1;
 	}
 	return 0;
 }
 
-/* The processes where B got A's slots (the exit status). */
-static int cross_site(void)
+/* The processes where B got A's blocks (the exit status), for crosses[which]. */
+static int cross_site_of(int which)
 {
 	int seen = 0;
+	char arg[16];
+	snprintf(arg, sizeof arg, "%d", which);
 	for (int i = 0; i < CROSS_PROCS; i++) {
 		pid_t pid = fork();
 		if (pid < 0) _exit(100);
 		if (pid == 0) {
-			execl(self, self, "--cross-site-once", (char *)NULL);
+			execl(self, self, "--cross-site-once", arg, (char *)NULL);
 			_exit(127);
 		}
 		int st;
@@ -356,6 +396,16 @@ static int cross_site(void)
 		seen += WEXITSTATUS(st);
 	}
 	return seen;
+}
+
+static int cross_site(void) { return cross_site_of(0); }
+static int cross_site_64k(void) { return cross_site_of(1); }
+static int cross_site_256k(void) { return cross_site_of(2); }
+static int cross_site_1m(void) { return cross_site_of(3); }
+
+static int counts_processes(int (*run)(void))
+{
+	return run == cross_site || run == cross_site_64k || run == cross_site_256k || run == cross_site_1m;
 }
 
 static const struct scenario {
@@ -386,12 +436,16 @@ static const struct scenario {
 	{"write through malloc(0)", zero_size_access},
 	{"stale data: a freed block's bytes in a later block", stale_data},
 	{"a block freed at one call site, then taken by an allocation from another site", cross_site},
+	{"the same with 64 KiB blocks", cross_site_64k},
+	{"the same with 256 KiB blocks (large)", cross_site_256k},
+	{"the same with 1 MiB blocks (large)", cross_site_1m},
 };
 
 int main(int argc, char **argv)
 {
 	self = argv[0];
-	if (argc > 1 && !strcmp(argv[1], "--cross-site-once")) return cross_site_once();
+	if (argc > 2 && !strcmp(argv[1], "--cross-site-once"))
+		return cross_site_once(atoi(argv[2]) % (int)(sizeof crosses / sizeof crosses[0]));
 	const char *only = argc > 1 ? argv[1] : NULL;
 	for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
 		const struct scenario *s = &scenarios[i];
@@ -415,7 +469,7 @@ int main(int argc, char **argv)
 			snprintf(buf, sizeof buf, "%s (%s)", sig == SIGALRM ? "timeout" : "stopped",
 				 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 			verdict = buf;
-		} else if (s->run == cross_site && WEXITSTATUS(status) <= CROSS_PROCS) {
+		} else if (counts_processes(s->run) && WEXITSTATUS(status) <= CROSS_PROCS) {
 			snprintf(buf, sizeof buf, "in %d of %d processes", WEXITSTATUS(status), CROSS_PROCS);
 			verdict = buf;
 		} else if (WEXITSTATUS(status) == 0) {

@@ -5,8 +5,11 @@
  * size repeat until a new block overlaps one of the victim's pages (whoever put it there:
  * the allocator's reuse or the kernel placing a fresh mapping in the hole). The distance
  * is the number of that malloc, counting from the first one after the victim's free, so 1
- * means the very next block of the size got the victim's address. Each size runs in a
- * child of its own (no sizes mixed in one quarantine); trials follow each other there.
+ * means the very next block of the size got the victim's address. The victim and the
+ * blocks after it come from one call site: an allocator that partitions by site, as
+ * rampart does, hands another site's freed region to none of them; this measures how
+ * long a site's own region is held. Each size runs in a child of its own (no sizes
+ * mixed in one quarantine); trials follow each other there.
  * Any allocator works under LD_PRELOAD:
  *
  *   cc -O2 -o region_reuse_distance bench/region_reuse_distance.c
@@ -31,6 +34,15 @@
 
 static size_t page;
 
+/* malloc at one call site, whoever calls it. The empty asm keeps the call from being a
+ * tail call, whose return address would be the caller's. */
+static __attribute__((noinline)) void *site_malloc(size_t n)
+{
+	void *p = malloc(n);
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
 static int overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen)
 {
 	uintptr_t a0 = a & ~(page - 1), a1 = (a + alen + page - 1) & ~(page - 1);
@@ -49,7 +61,7 @@ static void one_size(size_t size, int trials, long cap)
 	long *d = calloc((size_t)trials, sizeof *d);
 	int capped = 0;
 	for (int t = 0; t < trials; t++) {
-		void *victim = malloc(size);
+		void *victim = site_malloc(size);
 		if (!victim) {
 			printf("%zu malloc failed\n", size);
 			return;
@@ -58,7 +70,7 @@ static void one_size(size_t size, int trials, long cap)
 		free(victim);
 		long i;
 		for (i = 1; i <= cap; i++) {
-			void *q = malloc(size);
+			void *q = site_malloc(size);
 			if (!q) {
 				printf("%zu malloc failed after %ld\n", size, i);
 				return;

@@ -45,9 +45,10 @@ size_t malloc_object_size(const void *ptr) RAMPART_POINTER_ONLY_(1);
  * its call site gives (RAMPART_OPTIONS=partitions, rampart(3)): for a program whose
  * allocations all go through a wrapper of its own (xmalloc), which would otherwise make
  * them one site. A small block freed in one partition is never handed to an allocation
- * of another while its slab stays open. Ids 0 to partitions - 1 take distinct
- * partitions, in an order drawn at start-up; other ids spread over them as call sites
- * do. Large blocks and a process with one partition ignore the id. */
+ * of another while its slab stays open, nor a large block's region to a large block of
+ * another. Ids 0 to partitions - 1 take distinct partitions, in an order drawn at
+ * start-up; other ids spread over them as call sites do. A process with one partition
+ * ignores the id. */
 void *malloc_partition(size_t size, unsigned long id);
 
 /* The guard backend in use: "madvise" or "mprotect"; "passthrough" when the policy

@@ -1,10 +1,11 @@
 /*
  * site.h — one call site for a test's allocations. With call-site partitions (rampart's
  * option partitions, on by default) a freed small block is handed out again only to an
- * allocation of its own partition, chosen from where the allocation returns to: a test
- * that frees a block and expects a later allocation to get its slot back (to see a
- * check fire at the reuse, or the quarantine's wait) makes both through site_malloc.
- * Whether a slot goes to another site is system/partitions' business.
+ * allocation of its own partition, chosen from where the allocation returns to, and a
+ * freed large block's region only to a large one of its own: a test that frees a block
+ * and expects a later allocation to get its slot or region back (to see a check fire at
+ * the reuse, or the quarantine's wait) makes both through site_malloc. Whether a block
+ * goes to another site is system/partitions' and system/large_partitions' business.
  */
 #ifndef RAMPART_TEST_SITE_H
 #define RAMPART_TEST_SITE_H

@@ -68,8 +68,8 @@ enum profile { PROFILE_STRONG, PROFILE_LIGHT };
 	X(large_guard_max_pages, COUNT, CONFIG_GUARD_MAX_PAGES, 65536,                                     \
 	  "most random pages of guard on each side of a large block, beyond the first")                    \
 	X(partitions, COUNT, CONFIG_PARTITIONS, OPTION_PARTITIONS_MAX,                                     \
-	  "call-site partitions of small blocks, a power of two: a slot freed by one is never taken "      \
-	  "by another while its slab is open (1: none)")                                                    \
+	  "call-site partitions, a power of two: a slot freed by one is never taken by another while "     \
+	  "its slab is open, nor a large block's region (1: none)")                                         \
 	X(large_resident_bytes, SIZE, CONFIG_CACHE_RESIDENT_BYTES, (size_t)1 << 46,                         \
 	  "with large_quarantine off: most bytes of freed large blocks kept with their pages")             \
 	X(guard, GUARD, GUARD_AUTO, 0, "guard backend; auto probes for madvise guards, else mprotect")     \

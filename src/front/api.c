@@ -106,7 +106,7 @@ static inline __attribute__((always_inline)) void *alloc_as(size_t size, size_t 
 	kind = kind_in_effect(kind);
 	unsigned c = class_for(size, align);
 	if (likely(c < SC_COUNT)) return slab_alloc(c, size, zero, kind, site);
-	return large_alloc(size, align > os_page ? align : 0, kind);
+	return large_alloc(size, align > os_page ? align : 0, kind, site);
 }
 
 static void *alloc(size_t size, size_t align, bool zero, uintptr_t site)
@@ -219,7 +219,7 @@ static void *realloc_at(void *p, size_t size, uintptr_t site)
 		 * process at its RLIMIT_MEMLOCK): a shrink still succeeds, in place. */
 		errno = saved;
 	}
-	void *q = large_realloc(p, size);
+	void *q = large_realloc(p, size, site);
 	if (unlikely(!q)) errno = ENOMEM;
 	return q;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "base/partition.h"
 #include "base/report.h"
 #include "large/reuse_cache.h"
 #include "large/resident_cache.h"
@@ -39,7 +40,8 @@ struct large_entry {
 	uint8_t kind;        /* how it was allocated (enum alloc_kind) */
 	uint8_t vmas;        /* what it costs in VMAs while it lives (block_count) ... */
 	uint8_t guard_vmas;  /* ... of which its guards' own */
-	uint32_t align_log2; /* alignment asked for, for free_aligned_sized */
+	uint8_t align_log2;  /* alignment asked for, for free_aligned_sized */
+	uint8_t partition;   /* its call-site partition (large.h): who may reuse its region */
 	size_t populated;    /* bytes from data + populated_off that populate_block filled */
 	size_t populated_off; /* (populate.h) */
 	struct guard_region region;
@@ -154,11 +156,18 @@ static size_t random_guard(struct large_state *s, size_t len)
 
 static size_t lead_of(const struct large_entry *e) { return e->data - e->region.base; }
 
-/* A closed region that has left the table for good: kept for reuse, or unmapped where
- * it may carry what a program did to it (reuse_cache_put). */
-static void retire_region(struct large_state *s, struct guard_region *r)
+/* The call-site partition of a block allocated (or moved by a realloc) at site; 0 for
+ * all with one partition, where site_partition must not be asked. */
+static unsigned partition_of(uintptr_t site)
 {
-	reuse_cache_put(&s->cache, r, os_now_ms());
+	return roots.opt.partitions > 1 ? site_partition(site) : 0;
+}
+
+/* A closed region that has left the table for good: kept for reuse by its block's
+ * partition, or unmapped where it may carry what a program did to it (reuse_cache_put). */
+static void retire_region(struct large_state *s, struct guard_region *r, unsigned partition)
+{
+	reuse_cache_put(&s->cache, r, partition, os_now_ms());
 }
 
 /* The live bytes changed by a block's allocation, free or resize: counted, and told at
@@ -187,10 +196,11 @@ static void leave_quarantine(struct large_state *s, struct region_quarantine_ite
 	struct large_entry *old = lookup(s, out.key);
 	if (!old || old->state != ENTRY_QUARANTINED) report_fatal(OP_INTERNAL, ERR_LARGE_METADATA, (void *)out.key);
 	struct guard_region gone = old->region;
+	unsigned partition = old->partition;
 	stat_dec(STAT_QUARANTINE_NOW);
 	stat_add(STAT_QUARANTINE_BYTES_NOW, -(long)out.bytes);
 	remove_entry(s, old);
-	if (reusable) retire_region(s, &gone);
+	if (reusable) retire_region(s, &gone, partition);
 	else (void)guard_unmap(&gone);
 }
 
@@ -348,19 +358,21 @@ struct large_state *large_init(void)
 	return s;
 }
 
-/* Reuse a cached region for [lead | len | trail]. The trail guard takes what the region
- * has beyond lead + len: anything from one page up to the largest random trail a fresh
- * mapping could get counts as guard; beyond that it is waste, at most
+/* Reuse a cached region of partition for [lead | len | trail]. The trail guard takes what
+ * the region has beyond lead + len: anything from one page up to the largest random trail
+ * a fresh mapping could get counts as guard; beyond that it is waste, at most
  * CONFIG_CACHE_MAX_WASTE_PERCENT of the request. One madvise or mprotect, never an mmap.
  * Aligned requests are not served here. */
-static bool take_cached(struct large_state *s, struct guard_region *r, size_t lead, size_t len, size_t align)
+static bool take_cached(struct large_state *s, unsigned partition, struct guard_region *r, size_t lead, size_t len,
+			size_t align)
 {
 	reuse_cache_decay(&s->cache, os_now_ms());
 	if (align > os_page) return false;
 	size_t trail_max = max_guard(len);
 	size_t waste_max = len / 100 * CONFIG_CACHE_MAX_WASTE_PERCENT;
 	size_t trail = random_guard(s, len);
-	if (!reuse_cache_take(&s->cache, lead + len + os_page, trail_max - os_page + waste_max, lead + len + trail, r))
+	if (!reuse_cache_take(&s->cache, partition, lead + len + os_page, trail_max - os_page + waste_max,
+			      lead + len + trail, r))
 		return false;
 	size_t waste = r->size - MIN(r->size, lead + len + trail_max);
 	stat_add(STAT_CACHE_WASTE_BYTES, (long)waste);
@@ -369,7 +381,7 @@ static bool take_cached(struct large_state *s, struct guard_region *r, size_t le
 	return false;
 }
 
-void *large_alloc(size_t size, size_t align, enum alloc_kind kind)
+void *large_alloc(size_t size, size_t align, enum alloc_kind kind, uintptr_t site)
 {
 	struct large_state *s = roots.large;
 	size_t len;
@@ -379,15 +391,16 @@ void *large_alloc(size_t size, size_t align, enum alloc_kind kind)
 	lock_take(&s->lock);
 	if (reserve_slot(s)) {
 		struct large_entry e = {.usable = len, .requested = size, .state = ENTRY_LIVE, .kind = (uint8_t)kind,
-					.align_log2 = align ? (uint32_t)__builtin_ctzl(align) : 0};
+					.align_log2 = align ? (uint8_t)__builtin_ctzl(align) : 0,
+					.partition = (uint8_t)partition_of(site)};
 		size_t lead = random_guard(s, len), trail = random_guard(s, len);
 		/* Near the VMA limit (mprotect scheme), a block comes without guards rather
 		 * than not at all; a cached region would open a block inside closed space. */
 		bool guarded = guards_room();
-		bool resident = guarded && resident_cache_take(&s->resident, &e.region, &lead, len, align);
+		bool resident = guarded && resident_cache_take(&s->resident, e.partition, &e.region, &lead, len, align);
 		/* Out of address space or memory: what the cache holds is the first thing to
 		 * give back before failing. */
-		if (resident || (guarded && take_cached(s, &e.region, lead, len, align)) ||
+		if (resident || (guarded && take_cached(s, e.partition, &e.region, lead, len, align)) ||
 		    map_or_give_back(s, &e.region, &lead, len, &trail, align, guarded ? MAP_GUARDED : MAP_BARE)) {
 			e.data = e.region.base + lead;
 			live_count(s, 1);
@@ -474,8 +487,9 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 {
 	if (!roots.opt.large_quarantine) { /* large_quarantine=off (profile light) */
 		struct guard_region r = e->region;
+		unsigned partition = e->partition;
 		remove_entry(s, e);
-		retire_region(s, &r);
+		retire_region(s, &r, partition);
 		return;
 	}
 	/* A region beyond the byte bound (RLIMIT_AS/16 under a limit, or a bound set to 0)
@@ -485,9 +499,10 @@ static void quarantine_region(struct large_state *s, struct large_entry *e)
 	 * (unless the user turned the minimum stay off). */
 	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP && e->region.size > s->quarantine.bytes_max) {
 		struct guard_region r = e->region;
+		unsigned partition = e->partition;
 		remove_entry(s, e);
 		if (s->quarantine.min_stay) (void)guard_unmap(&r);
-		else retire_region(s, &r);
+		else retire_region(s, &r, partition);
 		return;
 	}
 	if (e->region.size < CONFIG_REGION_QUARANTINE_SKIP) {
@@ -519,7 +534,7 @@ void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind 
 		/* The exact size asked for (C23 free_sized), not just its pages. Alignments up
 		 * to a page need no special placement and are not recorded: any of them
 		 * matches an allocation made without one. */
-		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (uint32_t)__builtin_ctzl(align) == e->align_log2
+		bool align_ok = !align || (is_pow2(align) && (e->align_log2 ? (unsigned)__builtin_ctzl(align) == e->align_log2
 									   : align <= os_page));
 		if (unlikely(size != e->requested || !align_ok)) wrong_size_at(s, e, size, align);
 	}
@@ -532,7 +547,8 @@ void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind 
 		populate_freed(&s->populate, (const void *)e->data, e->usable, e->populated_off, e->populated, NULL);
 	} else {
 		struct resident_freed b = {.region = e->region, .lead = lead_of(e), .len = e->usable,
-					   .populated_off = e->populated_off, .populated = e->populated};
+					   .populated_off = e->populated_off, .populated = e->populated,
+					   .partition = e->partition};
 		if (resident_cache_keep(&s->resident, &s->live, &s->populate, &b, s->resident_vec)) {
 			remove_entry(s, e);
 			lock_give(&s->lock);
@@ -580,8 +596,9 @@ size_t large_usable_size(const void *p, enum report_op op)
  * pages move into the open span of a fresh region between new guards. The old region
  * stays whole and closed, and goes through the quarantine like a freed one: a stale
  * pointer faults, a free of it is a double free, and its address space is reused
- * instead of leaving a hole. */
-static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_t len)
+ * instead of leaving a hole, by the old block's partition; the moved block takes
+ * partition (the realloc's site's). */
+static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_t len, unsigned partition)
 {
 	uintptr_t key = e->data;
 	if (!reserve_slot(s)) return 0;
@@ -603,6 +620,7 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	}
 	n.data = n.region.base + lead;
 	n.usable = len;
+	n.partition = (uint8_t)partition;
 	live_change(s, e->usable, len);
 	block_uncount(e); /* the old block is closed */
 	block_count(&n, guarded, whole ? 1 : 2);
@@ -614,7 +632,7 @@ static uintptr_t move_region(struct large_state *s, struct large_entry *e, size_
 	return n.data;
 }
 
-void *large_realloc(void *p, size_t size)
+void *large_realloc(void *p, size_t size, uintptr_t site)
 {
 	struct large_state *s = roots.large;
 	size_t len;
@@ -638,7 +656,7 @@ void *large_realloc(void *p, size_t size)
 		e->usable = len;
 		stat_inc(STAT_REALLOC_IN_PLACE);
 	} else {
-		result = move_region(s, e, len);
+		result = move_region(s, e, len, partition_of(site));
 	}
 	if (result) lookup(s, result)->requested = size;
 	lock_give(&s->lock);

@@ -19,6 +19,10 @@
  *  - Lookups are by exact start address: any other pointer is not an allocation.
  *  - A live entry records how its block was allocated (kind, base/alloc_kind.h): a free
  *    or realloc by another kind of call is a mismatch.
+ *  - A live entry records its block's call-site partition (base/partition.h): that of
+ *    the allocation's site, or of the realloc that moved it. The region keeps it through
+ *    the quarantine and the caches, and only an allocation of that partition gets it
+ *    back from them.
  *  - All state is guarded by one lock; the meta lock nests inside it.
  */
 #ifndef RAMPART_LARGE_H
@@ -32,16 +36,18 @@ struct large_state;
 /* The large allocator's state (the root init.c keeps), or NULL without memory. */
 must_check struct large_state *large_init(void);
 /* NULL on failure (the caller sets errno). align is 0 or a power of two; kind is how
- * the block is allocated (base/alloc_kind.h), recorded with it. */
-void *large_alloc(size_t size, size_t align, enum alloc_kind kind);
+ * the block is allocated (base/alloc_kind.h), recorded with it; site is the
+ * allocation's call site (base/partition.h), whose partition the block takes. */
+void *large_alloc(size_t size, size_t align, enum alloc_kind kind, uintptr_t site);
 /* Free a live allocation; sized is nonzero to check the size (free_sized), with
  * size the claimed byte count and align the claimed alignment (0 = unchecked); kind is
  * how the caller's deallocation says it was allocated (a mismatch is fatal, or under
  * on_error=report reported and freed all the same). */
 void large_free(void *p, bool sized, size_t size, size_t align, enum alloc_kind kind);
 /* Resize; NULL on failure with p still valid. A block of operator new or new[] is a
- * mismatch, as large_free says. */
-void *large_realloc(void *p, size_t size);
+ * mismatch, as large_free says. A block that moves takes site's partition (the realloc
+ * call's); one resized in place keeps its own. */
+void *large_realloc(void *p, size_t size, uintptr_t site);
 /* Usable bytes of a live allocation; any other p is fatal, reported as op. For
  * OP_REALLOC (a realloc about to move the block into a slot) the block's kind is
  * checked as large_realloc does. */

@@ -16,14 +16,15 @@ void resident_cache_init(struct resident_cache *c, size_t max_bytes, uint64_t de
 	c->reuse = reuse;
 }
 
-/* Index of the block whose sealed span fits len with the least excess, at most
+/* Index of partition's block whose sealed span fits len with the least excess, at most
  * max_excess; -1 when none does. */
-static long fit(const struct resident_cache *c, size_t len, size_t max_excess)
+static long fit(const struct resident_cache *c, unsigned partition, size_t len, size_t max_excess)
 {
 	long best = -1;
 	for (size_t i = 0; i < c->count; i++) {
 		size_t have = c->blocks[i].len;
-		if (have >= len && have - len <= max_excess && (best < 0 || have < c->blocks[best].len)) best = (long)i;
+		if (c->blocks[i].partition != partition || have < len || have - len > max_excess) continue;
+		if (best < 0 || have < c->blocks[best].len) best = (long)i;
 	}
 	return best;
 }
@@ -48,11 +49,12 @@ static struct resident_block remove_at(struct resident_cache *c, size_t i)
 }
 
 /* A kept block leaves: its pages go back (guard_close maps the region afresh, as a free
- * does) and its region joins the reuse cache, closed like any other. */
+ * does) and its region joins the reuse cache, closed like any other and still its
+ * partition's. */
 static void drop(struct resident_cache *c, size_t i)
 {
 	struct resident_block b = remove_at(c, i);
-	if (guard_close(&b.region, 0, b.region.size)) reuse_cache_put(c->reuse, &b.region, os_now_ms());
+	if (guard_close(&b.region, 0, b.region.size)) reuse_cache_put(c->reuse, &b.region, b.partition, os_now_ms());
 	else (void)guard_unmap(&b.region);
 }
 
@@ -77,11 +79,12 @@ static size_t budget(const struct resident_cache *c, struct live_level *live)
 	return MIN(c->max_bytes, MAX(c->max_bytes / RESIDENT_FLOOR_PART, room));
 }
 
-bool resident_cache_take(struct resident_cache *c, struct guard_region *r, size_t *lead, size_t len, size_t align)
+bool resident_cache_take(struct resident_cache *c, unsigned partition, struct guard_region *r, size_t *lead,
+			 size_t len, size_t align)
 {
 	if (!c->count) return false;
 	decay(c, os_now_ms());
-	long i = fit(c, len, len);
+	long i = fit(c, partition, len, len);
 	if (i < 0) return false;
 	struct resident_block *b = &c->blocks[i];
 	if (align > os_page && (b->region.base + b->lead) % align) return false;
@@ -130,7 +133,8 @@ static bool keep(struct resident_cache *c, struct live_level *live, struct popul
 	size_t resident = vec ? os_resident_counted(vec, b->len, 0, 0, NULL) : os_resident(data, b->len, b->len / 2);
 	if (resident < b->len / 2) return false;
 	while (c->count == RESIDENT_SLOTS || c->bytes + b->len > most) drop(c, oldest(c));
-	struct resident_block k = {.region = b->region, .lead = b->lead, .len = b->len, .since_ms = os_now_ms()};
+	struct resident_block k = {.region = b->region, .lead = b->lead, .len = b->len, .since_ms = os_now_ms(),
+				   .partition = b->partition};
 	if (!guard_seal(&k.region, k.lead, k.len, vec)) return false;
 	c->blocks[c->count++] = k;
 	c->bytes += k.len;

@@ -14,10 +14,11 @@
  *    reached), but always an eighth of max_bytes. Under the madvise backend each sealed
  *    span is a VMA between two (its region's open neighbours), so the slot bound is also
  *    a bound on the VMAs this adds.
- *  - A block leaves by being taken (reopened at its own place, for a block no bigger
- *    than the request's double) or dropped: closed by guard_close, which maps it afresh,
- *    and handed to the reuse cache like any closed region (or unmapped where the close
- *    is refused). Blocks idle longer than the decay interval are dropped.
+ *  - A block leaves by being taken (reopened at its own place for a request of at least
+ *    half its size, made by its block's call-site partition, base/partition.h) or
+ *    dropped: closed by guard_close, which maps it afresh, and handed to the reuse cache
+ *    like any closed region, still its partition's (or unmapped where the close is
+ *    refused). Blocks idle longer than the decay interval are dropped.
  *  - It is entered from large.c at take-on-allocate (resident_cache_take, and
  *    resident_cache_shrink once the live bytes have grown) and keep-on-free
  *    (resident_cache_keep); trim and running out of memory flush it; the large lock
@@ -55,14 +56,16 @@ struct resident_block {
 	struct guard_region region;
 	size_t lead, len; /* the sealed span: [region.base + lead, + len) */
 	uint64_t since_ms;
+	unsigned partition; /* its block's call-site partition: only that one takes it */
 };
 
-/* A block being freed: its region, the open span [region.base + lead, + len), and the
- * part of it populate_block filled (populate.h). */
+/* A block being freed: its region, the open span [region.base + lead, + len), the
+ * part of it populate_block filled (populate.h), and its call-site partition. */
 struct resident_freed {
 	struct guard_region region;
 	size_t lead, len;
 	size_t populated_off, populated;
+	unsigned partition;
 };
 
 struct resident_cache {
@@ -74,10 +77,12 @@ struct resident_cache {
 
 /* max_bytes 0: the cache keeps nothing. decay_ms is the idle bound (the reuse cache's). */
 void resident_cache_init(struct resident_cache *c, size_t max_bytes, uint64_t decay_ms, struct reuse_cache *reuse);
-/* Take-on-allocate: a kept block for len bytes (align 0 or a power of two), reopened at
- * its own place, its pages there and zero; what it has beyond len is closed and joins
- * its trail guard. False when none fits; blocks idle too long are dropped first. */
-bool resident_cache_take(struct resident_cache *c, struct guard_region *r, size_t *lead, size_t len, size_t align);
+/* Take-on-allocate: a kept block of partition for len bytes (align 0 or a power of two),
+ * reopened at its own place, its pages there and zero; what it has beyond len is closed
+ * and joins its trail guard. False when none fits; blocks idle too long are dropped
+ * first. */
+bool resident_cache_take(struct resident_cache *c, unsigned partition, struct guard_region *r, size_t *lead,
+			 size_t len, size_t align);
 /* The live bytes grew (an allocation): the oldest blocks beyond the budget are dropped. */
 void resident_cache_shrink(struct resident_cache *c, struct live_level *live);
 /* Keep-on-free, for a block freed without the region quarantine (live already without

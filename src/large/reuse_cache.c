@@ -22,13 +22,20 @@ void reuse_cache_init(struct reuse_cache *c, struct reuse_cache_entry *storage, 
 				   .decay_ms = decay_ms};
 }
 
-/* First index whose region is at least size bytes. */
-static size_t lower_bound(const struct reuse_cache *c, size_t size)
+/* Is entry e ordered before (partition, size)? Partitions first: each partition's
+ * entries are one run, sorted by size, which one binary search finds. */
+static bool before(const struct reuse_cache_entry *e, unsigned partition, size_t size)
+{
+	return e->partition != partition ? e->partition < partition : e->region.size < size;
+}
+
+/* First index whose entry is at least (partition, size). */
+static size_t lower_bound(const struct reuse_cache *c, unsigned partition, size_t size)
 {
 	size_t lo = 0, hi = c->count;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (c->entries[mid].region.size < size) lo = mid + 1;
+		if (before(&c->entries[mid], partition, size)) lo = mid + 1;
 		else hi = mid;
 	}
 	return lo;
@@ -60,26 +67,30 @@ static size_t oldest(const struct reuse_cache *c)
 	return best;
 }
 
-/* Insert keeping the size order; the caller has made room. */
-static void insert(struct reuse_cache *c, const struct guard_region *r, uint64_t idle_since_ms)
+/* Insert keeping the (partition, size) order; the caller has made room. */
+static void insert(struct reuse_cache *c, const struct guard_region *r, unsigned partition, uint64_t idle_since_ms)
 {
 	invariant(c->count < c->max_entries);
-	size_t i = lower_bound(c, r->size);
+	size_t i = lower_bound(c, partition, r->size);
 	memmove(&c->entries[i + 1], &c->entries[i], (c->count - i) * sizeof c->entries[0]);
-	c->entries[i] = (struct reuse_cache_entry){*r, idle_since_ms};
+	c->entries[i] = (struct reuse_cache_entry){*r, idle_since_ms, partition};
 	c->count++;
 	c->bytes += r->size;
 	stat_inc(STAT_CACHE_NOW);
 	stat_add(STAT_CACHE_BYTES_NOW, (long)r->size);
 }
 
-/* Join r with cached regions that touch it: fewer, larger entries, and address space
- * handed back later as one piece instead of leaving holes between neighbours. */
-static void coalesce(struct reuse_cache *c, struct guard_region *r)
+/* Join r with cached regions of its partition that touch it: fewer, larger entries, and
+ * address space handed back later as one piece instead of leaving holes between
+ * neighbours. Never with another partition's: the joined region, and every piece later
+ * cut from it, would be handed to one partition only, so the other's freed addresses
+ * would go to it. */
+static void coalesce(struct reuse_cache *c, struct guard_region *r, unsigned partition)
 {
 	for (size_t i = 0; i < c->count;) {
 		const struct guard_region *n = &c->entries[i].region;
-		if (n->base + n->size == r->base || r->base + r->size == n->base) {
+		bool touches = n->base + n->size == r->base || r->base + r->size == n->base;
+		if (touches && c->entries[i].partition == partition) {
 			struct guard_region m = remove_at(c, i);
 			r->base = MIN(r->base, m.base);
 			r->size += m.size;
@@ -91,28 +102,29 @@ static void coalesce(struct reuse_cache *c, struct guard_region *r)
 	}
 }
 
-void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, uint64_t now_ms)
+void reuse_cache_put(struct reuse_cache *c, const struct guard_region *r, unsigned partition, uint64_t now_ms)
 {
 	struct guard_region joined = *r;
 	if (joined.flags & (REGION_RESIDUE | REGION_STALE)) { /* it may carry the last owner's doings */
 		(void)guard_unmap(&joined);
 		return;
 	}
-	coalesce(c, &joined);
+	coalesce(c, &joined, partition);
 	if (joined.size > c->max_bytes || !c->max_entries) {
 		(void)guard_unmap(&joined);
 		return;
 	}
 	while (c->count && (c->count == c->max_entries || c->bytes + joined.size > c->max_bytes))
 		evict_at(c, oldest(c));
-	insert(c, &joined, now_ms);
+	insert(c, &joined, partition, now_ms);
 	invariant(c->count <= c->max_entries && c->bytes <= c->max_bytes);
 }
 
-bool reuse_cache_take(struct reuse_cache *c, size_t need, size_t slack, size_t split, struct guard_region *out)
+bool reuse_cache_take(struct reuse_cache *c, unsigned partition, size_t need, size_t slack, size_t split,
+		      struct guard_region *out)
 {
-	size_t i = lower_bound(c, need);
-	if (i == c->count) {
+	size_t i = lower_bound(c, partition, need);
+	if (i == c->count || c->entries[i].partition != partition) { /* past the partition's run */
 		stat_inc(STAT_CACHE_MISSES);
 		return false;
 	}
@@ -127,7 +139,7 @@ bool reuse_cache_take(struct reuse_cache *c, size_t need, size_t slack, size_t s
 		rest.size -= split;
 		invariant(split >= need && split - need <= slack);
 		out->size = split;
-		insert(c, &rest, idle_since);
+		insert(c, &rest, partition, idle_since);
 	}
 	invariant(out->size >= need && out->size - need <= slack); /* the hard bound */
 	return true;

@@ -4,7 +4,9 @@
  * The region quarantine holds 1,024 frees and more, and lets regions out in random
  * order, so no number of frees puts a given region in the cache: the cache cases run in
  * a re-execution with the quarantine turned off (large_quarantine_bytes=0), where a
- * freed region goes straight to the cache. The realloc cases run with it on. */
+ * freed region goes straight to the cache. The realloc cases run with it on. The blocks
+ * that fill the cache and those that take from it are made at one call site
+ * (test/site.h): a cached region goes only to its block's call-site partition. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "rampart.h"
 #include "../harness.h"
+#include "../site.h"
 
 #define SIZE (1 << 20)
 #define OTHERS 200
@@ -22,8 +25,8 @@
 static char *freed_into_cache(void)
 {
 	static char *others[OTHERS];
-	for (int i = 0; i < OTHERS; i++) others[i] = malloc(SIZE);
-	char *victim = malloc(SIZE);
+	for (int i = 0; i < OTHERS; i++) others[i] = site_malloc(SIZE);
+	char *victim = site_malloc(SIZE);
 	memset(victim, 0xa5, SIZE);
 	char *volatile stale = victim;
 	free(victim);
@@ -47,7 +50,7 @@ static void reuse_reads_zero(void)
 	struct rampart_stats before, after;
 	rampart_get_stats(&before);
 	for (int i = 0; i < OTHERS; i++) {
-		unsigned char *p = malloc(SIZE);
+		unsigned char *p = site_malloc(SIZE);
 		for (size_t off = 0; off < SIZE; off++)
 			if (p[off]) {
 				fprintf(stderr, "old contents at %p+%zu\n", (void *)p, off);

@@ -13,7 +13,9 @@
  *    blocks of many sizes are freed; and malloc_trim gives them all back.
  * Under the mprotect backend a sealed block would be a VMA of its own whatever the
  * program did to it, so nothing is kept: the test then asserts that (no resident bytes)
- * and that the block still comes back zeroed.
+ * and that the block still comes back zeroed. A block expected back is asked for at the
+ * call site that allocated the freed one (test/site.h): a kept block goes only to its
+ * own call-site partition (system/large_partitions).
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -25,6 +27,7 @@
 #include "rampart.h"
 #include "../harness.h"
 #include "../profile.h"
+#include "../site.h"
 
 #define SIZE (256u << 10)
 /* The option large_resident_bytes and the eighth of it kept whatever the live blocks do
@@ -81,7 +84,7 @@ int main(void)
 	bool markers = !strcmp(rampart_guard_backend(), "madvise");
 	printf("guard backend: %s\n", rampart_guard_backend());
 
-	unsigned char *a = malloc(SIZE);
+	unsigned char *a = site_malloc(SIZE);
 	EXPECT(a, "malloc(%u)", SIZE);
 	if (!a) return 1;
 	fill(a, SIZE, 0xa5);
@@ -94,7 +97,7 @@ int main(void)
 		EXPECT(kept == 0, "the mprotect backend kept %lu bytes with their pages", kept);
 	}
 
-	unsigned char *b = malloc(SIZE);
+	unsigned char *b = site_malloc(SIZE);
 	EXPECT(b, "malloc(%u) again", SIZE);
 	if (!b) return 1;
 	if (markers) EXPECT(b == a, "the kept block did not come back (%p, then %p)", (void *)a, (void *)b);
@@ -108,9 +111,15 @@ int main(void)
 	/* After the faults are counted: a fork makes the parent's pages copy-on-write. */
 	if (markers) EXPECT(child_access(b, false) == SIGSEGV, "a fork child reads the kept block without a fault");
 
-	unsigned char *c = calloc(1, SIZE);
+	/* calloc's own block, written and freed, then calloc again at the same site. */
+	unsigned char *d = site_calloc(1, SIZE);
+	EXPECT(d, "calloc(1, %u)", SIZE);
+	if (!d) return 1;
+	fill(d, SIZE, 0xc3);
+	free(d);
+	unsigned char *c = site_calloc(1, SIZE);
 	EXPECT(c && all_zero(c, SIZE), "calloc of a kept block is not zero");
-	if (markers) EXPECT(c == a, "calloc did not get the kept block back");
+	if (markers) EXPECT(c == d, "calloc did not get the kept block back");
 	free(c);
 
 	/* Many sizes, all written: the bound holds at every step (nothing is live between). */

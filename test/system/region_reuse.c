@@ -4,7 +4,9 @@
  * until a new block overlaps a page of the victim, whoever put it there: rampart reusing
  * the region or the kernel placing a new mapping in its hole. The distance is the number
  * of that malloc after the victim's free (1: the very next block). 15 trials a size, each
- * size in a child of its own.
+ * size in a child of its own. The victim and the blocks after it come from one call site
+ * (site_malloc): another site's allocation would not get the region back from rampart at
+ * all while the two sites' partitions differ (system/large_partitions).
  *
  * Without a limit: for 200,000 B, 1 MiB, 4 MiB and 32 MiB, the smallest distance is at
  * least CONFIG_REGION_QUARANTINE_MIN + 1 (a region leaves the quarantine at the earliest
@@ -29,6 +31,7 @@
 
 #include "../harness.h"
 #include "../profile.h"
+#include "../site.h"
 #include "rampart.h"
 
 #define TRIALS 15
@@ -60,13 +63,13 @@ static int measure(size_t size, long want_min, long want_median, long cap)
 {
 	long d[TRIALS];
 	for (int t = 0; t < TRIALS; t++) {
-		void *victim = malloc(size);
+		void *victim = site_malloc(size);
 		CHECK(victim != NULL);
 		uintptr_t v = (uintptr_t)victim;
 		free(victim);
 		long i;
 		for (i = 1; i < cap; i++) {
-			void *q = malloc(size);
+			void *q = site_malloc(size);
 			CHECK(q != NULL);
 			bool hit = overlaps((uintptr_t)q, v, size);
 			free(q);

@@ -105,7 +105,7 @@ static struct item *make_large(uint64_t *s)
 {
 	size_t size = SC_MAX_REQUEST + 1 + next(s) % LARGE_MAX;
 	size_t align = next(s) % 4 ? 0 : (size_t)os_page << (next(s) % 6);
-	unsigned char *p = large_alloc(size, align > os_page ? align : 0, KIND_MALLOC); /* resize reallocs it */
+	unsigned char *p = large_alloc(size, align > os_page ? align : 0, KIND_MALLOC, 0); /* resize reallocs it */
 	if (!p) {
 		fail("large_alloc returned NULL", NULL);
 		return NULL;
@@ -136,7 +136,7 @@ static void resize(struct item *it, uint64_t *s)
 {
 	check(it);
 	size_t size = SC_MAX_REQUEST + 1 + next(s) % (2 * LARGE_MAX);
-	unsigned char *q = large_realloc(it->p, size);
+	unsigned char *q = large_realloc(it->p, size, 0);
 	if (!q) {
 		fail("large_realloc returned NULL", it->p);
 		return;
@@ -159,7 +159,8 @@ static void fork_once(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* The child's allocator works: the fork handlers left its locks free. */
-		void *a = slab_alloc(3, sc_usable(3), false, KIND_MALLOC, 0), *b = large_alloc(SC_MAX_REQUEST + 4096, 0, KIND_MALLOC);
+		void *a = slab_alloc(3, sc_usable(3), false, KIND_MALLOC, 0);
+		void *b = large_alloc(SC_MAX_REQUEST + 4096, 0, KIND_MALLOC, 0);
 		if (!a || !b) _exit(2);
 		memset(a, 1, sc_usable(3));
 		slab_free(a, NULL, KIND_MALLOC);
