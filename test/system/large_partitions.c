@@ -32,6 +32,7 @@
 
 #include "../harness.h"
 #include "rampart.h"
+#include "reexec_run.h"
 
 enum { N = 64, PIN_EVERY = 4, LIVE = 8, CHURN = 3000, PIN_ID = 2 };
 static const size_t sizes[] = {256 << 10, 1 << 20};
@@ -147,70 +148,6 @@ static int child(char **argv)
 
 /* --- the parent ----------------------------------------------------------------- */
 
-enum { LINES = 2 };
-struct outcome {
-	int status;
-	int lines;
-	long hits[LINES], first[LINES];
-};
-
-/* This program again with the run's options and extra ones after them, the experiment
- * in its arguments. */
-static struct outcome run(const char *extra, char *const args[])
-{
-	struct outcome o = {0};
-	char options[512];
-	const char *own = getenv("RAMPART_OPTIONS");
-	snprintf(options, sizeof options, "%s%s%s", own ? own : "", own && *own ? "," : "", extra);
-	int pfd[2];
-	CHECK(pipe(pfd) == 0);
-	fflush(stdout);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		dup2(pfd[1], STDOUT_FILENO);
-		setenv("RAMPART_OPTIONS", options, 1);
-		execv("/proc/self/exe", args);
-		_exit(127);
-	}
-	close(pfd[1]);
-	FILE *f = fdopen(pfd[0], "r");
-	CHECK(f != NULL);
-	char line[128];
-	while (fgets(line, sizeof line, f) && o.lines < LINES)
-		if (sscanf(line, "hits %ld first %ld", &o.hits[o.lines], &o.first[o.lines]) == 2) o.lines++;
-	fclose(f);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-	o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	return o;
-}
-
-static int failed;
-
-/* One experiment in `procs` processes, the sizes taken in turn: each must pass check. */
-static void each(const char *options, const char *what, int procs, char *const tail[],
-		 bool (*check)(const struct outcome *))
-{
-	int bad = 0;
-	struct outcome last = {0};
-	for (int i = 0; i < procs; i++) {
-		char idx[16];
-		snprintf(idx, sizeof idx, "%d", i);
-		char *args[8] = {"large_partitions", tail[0], idx};
-		for (int j = 1; tail[j] && j < 5; j++) args[2 + j] = tail[j];
-		struct outcome o = run(options, args);
-		if (o.status || !check(&o)) bad++, last = o;
-	}
-	printf("%s  %s: %s (%d of %d processes wrong)\n", bad ? "FAIL" : "ok  ", options, what, bad, procs);
-	failed += bad > 0;
-	if (bad) {
-		printf("      last wrong: status %d, %d lines:", last.status, last.lines);
-		for (int l = 0; l < last.lines; l++) printf(" (hits %ld, first %ld)", last.hits[l], last.first[l]);
-		printf("\n");
-	}
-}
 
 static bool never(const struct outcome *o) { return o->lines == 1 && o->hits[0] == 0; }
 static bool reused(const struct outcome *o) { return o->lines == 1 && o->hits[0] > 0; }
