@@ -186,17 +186,35 @@ static void watch_one(void *slot, const struct side *b, size_t n)
  *   2. moved: the new block is the realloc site's (realloc(NULL) there takes its slot
  *      back); the old slot, freed by the realloc, is id 0's (id 1 never takes it, id 0
  *      does). */
+/* Live blocks of s, one in the page of x if it can be had, so that x's slab stays open
+ * (a slab wholly free may close, and a closed slab's slots forget their partition: a
+ * build without canaries lost the watched slot so in 1 process of 3). Blocks that miss
+ * are kept too: freed, they would be s's own slots for the next try to take. Under
+ * light, whose own slots come lowest first, the page may have none left: the blocks
+ * kept are then the slab's best chance. */
+static void *page_neighbour(const struct side *s, const void *x, void **missed, int most)
+{
+	for (int i = 0; i < most; i++) {
+		void *q = make(s, 64);
+		if ((uintptr_t)q >> 12 == (uintptr_t)x >> 12) return q;
+		missed[i] = q;
+	}
+	return NULL;
+}
+
 static int realloc_experiment(void)
 {
 	const struct side named0 = {NULL, 0}, named1 = {NULL, 1};
+	static void *missed[2][256];
 	void *p = make(&named0, 64);
-	void *keep = make(&named0, 64); /* its slab stays open */
+	void *keep = page_neighbour(&named0, p, missed[0], 256); /* its slab stays open */
 	CHECK(site_realloc(p, 60) == p);
 	free(p);
 	watch_one(p, &named1, 64);
 	watch_one(p, &named0, 64);
 
 	void *old = make(&named0, 64);
+	void *keep_old = page_neighbour(&named0, old, missed[1], 256);
 	void *moved = site_realloc(old, 3000);
 	CHECK(moved != NULL && moved != old);
 	void *keep3000 = make(&named0, 3000); /* its slab stays open */
@@ -216,7 +234,10 @@ static int realloc_experiment(void)
 	watch_one(old, &named1, 64);
 	watch_one(old, &named0, 64);
 	free(keep);
+	free(keep_old);
 	free(keep3000);
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 256; i++) free(missed[k][i]);
 	return 0;
 }
 
