@@ -10,6 +10,7 @@
  */
 #include "../harness.h"
 #include "../profile.h"
+#include "../site.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -41,7 +42,9 @@ static void write_after_free(void)
 	enum { N = 64, ROUNDS = 4, CHURN = 20000, FILL = 200000 };
 	static char *v[N];
 	static void *fill[FILL];
-	for (int i = 0; i < N; i++) v[i] = malloc(48);
+	/* Every allocation from one site: with call-site partitions a slot freed by one
+	 * site's block goes back only to its own partition (test/site.h). */
+	for (int i = 0; i < N; i++) v[i] = site_malloc(48);
 	char *p = v[N / 2];
 	free(p);
 	p[5] = 'x'; /* the bug */
@@ -49,10 +52,10 @@ static void write_after_free(void)
 		if (i != N / 2) free(v[i]);
 	/* Push the slot out of the quarantine, then allocate until it comes back. */
 	for (int r = 0; r < ROUNDS; r++) {
-		for (int i = 0; i < CHURN; i++) fill[i] = malloc(48);
+		for (int i = 0; i < CHURN; i++) fill[i] = site_malloc(48);
 		for (int i = 0; i < CHURN; i++) free(fill[i]);
 	}
-	for (int i = 0; i < FILL; i++) fill[i] = malloc(48);
+	for (int i = 0; i < FILL; i++) fill[i] = site_malloc(48);
 }
 
 /* Runs in the child, stderr captured. */
