@@ -517,26 +517,33 @@ bool guard_grow(struct guard_region *r, size_t size, const char *name)
 	return grow_closed(r, p, len, size, name);
 }
 
-/* The first growth of a region behind markers with [open_off, open_off + open_len)
- * open at once: mapped read-write, markers only around the span, so neither the span
- * nor the rest needs a call of its own. A class's first slab costs three calls (mmap
- * and a madvise for each side) where closed-then-opened takes four, and every process
- * pays that for every class it uses. Under mlockall(MCL_FUTURE) the mapping is
- * populated before the kernel refuses the markers (EINVAL): it is given back and the
- * region starts again closed, unmarked, as guard_grow makes it; the refusal latches
- * the backend off, so a process pays that once. A tagged region (arm64) grows closed
- * and opens PROT_MTE (guard_extend): a read-write mmap would leave its slabs untagged. */
+/* A growth of a region behind markers with [open_off, open_off + open_len) of the new
+ * space open at once: mapped read-write, markers only around the span, so neither the
+ * span nor the rest needs a call of its own. A class's first slab costs three calls
+ * (mmap and a madvise for each side) where closed-then-opened takes four, and every
+ * process pays that for every class it uses; a later growth whose slab starts where the
+ * region ended (the guard below it is the region's closed top) costs two, mmap and the
+ * markers above the slab, where a marked growth and then opening the slab take three.
+ * Named before the markers, as map_growth_marked names: it joins the VMA below.
+ * Under mlockall(MCL_FUTURE) the mapping is populated before the kernel refuses the
+ * markers (EINVAL): it is given back and the growth made closed, unmarked, as guard_grow
+ * makes it; the refusal latches the backend off, so a process pays that once. A tagged
+ * region (arm64) grows closed and opens PROT_MTE (guard_extend): a read-write mmap would
+ * leave its slabs untagged. */
 bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size_t open_off, size_t open_len,
 		     bool *opened)
 {
 	*opened = false;
-	if (r->size || !open_len || open_off + open_len > size || !may_grow_marked(r, size))
+	if (!open_len || open_off < r->size || open_off + open_len > size || !may_grow_marked(r, size))
 		return guard_grow(r, size, name);
 	size_t len;
 	void *p = growth_of(r, size, &len);
+	long vmas = growth_vmas(r, false);
 	/* Refused read-write (the commit limit, a memlock limit under mlockall): the
 	 * closed way, which charges only what it opens. */
 	if (os_map(&p, len, OS_READ_WRITE, OS_NOREPLACE)) return grow_closed(r, p, len, size, name);
+	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
+	label(&piece, name);
 	uintptr_t open = r->base + open_off, end = (uintptr_t)p + len;
 	struct os_span sides[2] = {{p, open - (uintptr_t)p}, {(void *)(open + open_len), end - open - open_len}};
 	int err = os_advise_spans(sides, 2, MADV_GUARD_INSTALL);
@@ -544,9 +551,7 @@ bool guard_grow_open(struct guard_region *r, size_t size, const char *name, size
 		give_back_refused(r, err, p, len);
 		return grow_closed(r, p, len, size, name);
 	}
-	struct guard_region piece = {(uintptr_t)p, len, 0, 0};
-	label(&piece, name);
-	vma_add(growth_vmas(r, false));
+	vma_add(vmas);
 	r->marked_pages = (uint32_t)(size / os_page);
 	r->size = size;
 	*opened = true;

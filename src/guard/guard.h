@@ -79,9 +79,10 @@ void guard_start(struct guard_region *r, uintptr_t base);
  * page, so two) they mostly share the page-table pages of the slabs opened there. */
 #define GUARD_MARKED_GROWTH_MAX ((size_t)2 << 20)
 must_check bool guard_grow(struct guard_region *r, size_t size, const char *label);
-/* guard_grow of a region not yet grown, opening [open_off, open_off + open_len) in the
- * same set-up where the growth is behind markers (*opened then true); otherwise as
- * guard_grow, and the span is left for guard_extend. */
+/* guard_grow, opening [open_off, open_off + open_len) of the new space (at or past the
+ * region's old end) in the same set-up where the growth is behind markers (*opened then
+ * true): the rest of the growth is closed, so a span below the open one (a guard slab)
+ * needs nothing more. Otherwise as guard_grow, and the span is left for guard_extend. */
 must_check bool guard_grow_open(struct guard_region *r, size_t size, const char *label, size_t open_off,
 				size_t open_len, bool *opened);
 /* Is [off, off + len) of a growing region space grown behind markers? Then opening part

@@ -20,7 +20,10 @@
  *    first slab of each class under one page table and shares those above; the
  *    nursery is wide (at least 2^CONFIG_SLAB_NURSERY_SHIFT), so one class's address
  *    tells little of another's. Positions count from each area's base (pos * slab_bytes): the
- *    region never opens the nursery's positions, the cell holds no others.
+ *    region never opens the nursery's positions, the cell holds no others. A cell is
+ *    mapped as its positions are taken, never past them but for a growth step and its
+ *    closed page; where it cannot grow its positions end there (nursery_bytes shrinks
+ *    to what it mapped, before any position above is taken).
  *  - Each region's slab area starts at a random page offset (the guard area below
  *    it is never mapped), each cell's at a random lead of up to a quarter of the cell,
  *    with a closed page below and another above its last position. Guard slabs are

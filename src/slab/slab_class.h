@@ -66,8 +66,11 @@
  * reach, for cells up to one), so the first slabs of two classes are as far apart as
  * the nursery is wide (2^CONFIG_SLAB_NURSERY_SHIFT bytes or more) and one class's
  * address tells little of another's. Positions below nursery_bytes / slab_bytes are the
- * cell's, mapped all at once at the class's first slab (closed until opened); the
- * region takes over from there, its own first positions never opened. Each class would
+ * cell's, mapped as the class takes them (grow_for: a closed page above the highest, the
+ * rest of the cell not mapped at all, so that a class using a slab or two maps a
+ * quarter of its cell or less); the region takes over from there, its own first
+ * positions never opened. A cell that cannot grow (another mapping above it) ends where
+ * it is mapped, and the region takes over from there (cell_ends). Each class would
  * otherwise need page tables of its own from its very first slab and the tables above
  * them (regions are far apart), which every fork copies and every exit frees: in the
  * nursery a class in use costs one table of the lowest level, and the few above it are
@@ -885,7 +888,7 @@ static inline void spans_update(struct slab_class *k)
 {
 	size_t nb = k->nursery_bytes;
 	span_write(&k->span[AREA_REGION], k->region.base, nb, MAX(k->region.size, nb));
-	span_write(&k->span[AREA_NURSERY], k->nursery.base, 0, k->nursery.size ? nb : 0);
+	span_write(&k->span[AREA_NURSERY], k->nursery.base, 0, MIN(k->nursery.size, nb));
 }
 
 /* A word of slot bits (used, quar) as the lock holder writes it. A batched free reads a

@@ -190,29 +190,54 @@ static bool have_desc(struct slab_class *k, uint32_t pos)
 	return true;
 }
 
-/* Map a region (the class's own or a spill region) at least up to end, never past
- * window: by a quarter more each time, so that a class in use costs a few mmap calls in
- * all and its mapped but unused tail stays a quarter of what it uses (plus one step of
- * CONFIG_SLAB_GROW_MIN). False when out of address space (RLIMIT_AS) or when another
- * mapping sits where the region would grow. */
-static bool grow_area(struct guard_region *g, size_t end, size_t window, size_t slab_bytes)
+/* Map an area (the class's own region, its nursery cell or a spill region) at least up
+ * to end, never past window, by step more than it has (at least CONFIG_SLAB_GROW_MIN),
+ * so that a class in use costs a few mmap calls in all and its mapped but unused tail
+ * stays bounded. The slab ending at end opens in the same set-up where the growth is
+ * behind markers and starts at or below it (*opened; guard_grow_open), when open. False
+ * when out of address space (RLIMIT_AS) or when another mapping sits where the area
+ * would grow. */
+static bool grow_area(struct guard_region *g, size_t end, size_t window, size_t slab_bytes, size_t step, bool open,
+		      bool *opened)
 {
+	*opened = false;
 	/* A closed page past the highest slab (guard_grow maps one below the first): the
-	 * window around a region is only set aside, and another mapping could otherwise
+	 * window around an area is only set aside, and another mapping could otherwise
 	 * lie right against a slab. */
 	size_t need = MIN(end + os_page, window);
 	size_t have = g->size;
 	if (need <= have) return true;
-	size_t want = MAX(need, have + MAX(have / 4, (size_t)CONFIG_SLAB_GROW_MIN));
+	size_t want = MAX(need, have + MAX(step, (size_t)CONFIG_SLAB_GROW_MIN));
 	want = MIN((want + slab_bytes - 1) / slab_bytes * slab_bytes, window);
+	size_t open_len = open ? slab_bytes : 0;
 	/* Short of address space, the exact need may still fit. */
-	return guard_grow(g, want, "rampart:slab") || guard_grow(g, need, "rampart:slab");
+	return guard_grow_open(g, want, "rampart:slab", end - slab_bytes, open_len, opened) ||
+	       guard_grow_open(g, need, "rampart:slab", end - slab_bytes, open_len, opened);
 }
 
-/* Map the area of position pos up to its end (off: its offset there). The spans that
- * decode pointers follow what is mapped, bounded by the area's own positions. */
-static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
+/* The cell could not grow (another mapping lies where it would, or no memory): its
+ * positions end below the closed page at the top of what it mapped (none if it mapped
+ * nothing), and the class goes on in its region, whose positions from there were never
+ * opened. Every position taken so far lies below that page (grow_area maps one past
+ * each slab), so no slab changes its area; the spans only widen the region's. */
+static void cell_ends(struct slab_class *k)
 {
+	size_t room = k->nursery.size > os_page ? k->nursery.size - os_page : 0;
+	k->nursery_bytes = room / k->slab_bytes * k->slab_bytes;
+	invariant(k->nursery_bytes >= (size_t)k->hwm * k->slab_bytes);
+	spans_update(k);
+}
+
+/* Map the area of position pos up to its end, opening pos there when open and the
+ * growth allows (*opened). The spans that decode pointers follow what is mapped, bounded
+ * by the area's own positions. A class's nursery cell is mapped as it is used, as a
+ * region is, not whole at its first slab: a process that uses one or two slabs of a
+ * class maps a quarter of its cell or less, and everything mapped counts against
+ * RLIMIT_MEMLOCK under an unprivileged mlockall (system/mlock_unpriv). */
+static bool grow_for(struct slab_class *k, uint32_t pos, bool open, bool *opened)
+{
+	size_t off;
+	struct guard_region *a = area_of(k, pos, &off);
 	size_t end = off + k->slab_bytes;
 	if (pos >= k->home_pos) {
 		/* A spill region has room for a closed page past its last position. The
@@ -221,33 +246,22 @@ static bool grow_for(struct slab_class *k, uint32_t pos, size_t off)
 		 * page index would wrap. */
 		struct slab_spill *sp = spill_of(k, pos);
 		size_t positions = MIN((size_t)k->seg_pos * k->slab_bytes, (size_t)k->max_pos * k->slab_bytes - sp->span.lo);
-		bool grown = grow_area(&sp->region, end, positions + os_page, k->slab_bytes);
+		bool grown = grow_area(a, end, positions + os_page, k->slab_bytes, a->size / 4, open, opened);
 		span_write(&sp->span, sp->span.base, sp->span.lo, sp->span.lo + MIN(sp->region.size, positions));
 		return grown;
 	}
-	if (end <= k->nursery_bytes) return true; /* the cell was mapped whole (map_nursery) */
-	bool grown = grow_area(&k->region, end, (size_t)k->home_pos * k->slab_bytes, k->slab_bytes);
+	if (a == &k->nursery) {
+		/* Doubling: a cell is at most CONFIG_SLAB_NURSERY_PAGES, so a class that fills
+		 * it grows it three times, not six, and maps at most twice what it uses. */
+		bool grown = grow_area(a, end, k->nursery_bytes + os_page, k->slab_bytes, a->size, open, opened);
+		spans_update(k);
+		if (grown) return true;
+		cell_ends(k);
+	}
+	bool grown = grow_area(&k->region, end, (size_t)k->home_pos * k->slab_bytes, k->slab_bytes, k->region.size / 4,
+			       open, opened);
 	spans_update(k);
 	return grown;
-}
-
-/* Map the class's nursery cell, all of its positions and a closed page above them, at
- * its first slab (closed address space costs nothing until opened). If that fails
- * (address space, a foreign mapping there) the class does without: nothing was placed
- * there yet, so its positions all move to the region. */
-static void map_nursery(struct slab_class *k, uint32_t first, bool *opened)
-{
-	*opened = false;
-	if (k->nursery_bytes && !k->nursery.size) {
-		/* The first slab opens with the cell (guard_grow_open): one system call fewer
-		 * for each class a process starts using. */
-		size_t off = (size_t)first * k->slab_bytes;
-		bool in = k->open_slabs && first < k->home_pos && off + k->slab_bytes <= k->nursery_bytes;
-		if (!guard_grow_open(&k->nursery, k->nursery_bytes + os_page, "rampart:slab", in ? off : 0,
-				     in ? k->slab_bytes : 0, opened))
-			k->nursery_bytes = 0;
-	}
-	spans_update(k);
 }
 
 /* Open positions [from, to) taken fresh into use: one call per area they lie in (a
@@ -284,10 +298,9 @@ static bool fresh_slab(struct slab_class *k, uint32_t *out)
 	}
 	if (!have_desc(k, k->hwm) || !have_desc(k, pos)) return false;
 	bool opened = false;
-	if (!k->hwm) map_nursery(k, pos, &opened);
+	if (!grow_for(k, pos, k->open_slabs, &opened)) return false;
 	size_t off, hwm_off;
-	struct guard_region *area = area_of(k, pos, &off);
-	if (!grow_for(k, pos, off)) return false;
+	struct guard_region *area = area_of(k, pos, &off); /* after grow_for: a cell may end */
 	if (k->open_slabs && !opened) {
 		struct guard_region *hwm_area = area_of(k, k->hwm, &hwm_off);
 		if (pos >= k->home_pos && hwm_area != area) {

@@ -26,6 +26,12 @@
 
 #define NOBODY 65534
 #define MEMLOCK ((rlim_t)8 << 20)
+/* What rampart may lock beyond glibc in the probe: its metadata, the large block kept
+ * closed in the region quarantine, each class's area as far as the class uses it.
+ * Measured 2026-11-29 as root, 11 runs (bench/results/2026-11-29-nursery-cell.md): 3.0 to
+ * 3.9 MiB beyond glibc's 2.8 now, 4.1 to 5.0 MiB when each class's nursery cell was
+ * mapped whole at its first slab (docs/slab.md, "The nursery"). */
+#define LOCKED_MORE_KIB 4352
 /* check-ubsan's build (TEST_SANITIZED): clang links the sanitizer's runtime with libm
  * into the probe, 0.9 MiB of the 8 MiB its glibc run has too, and a hard limit of 8 MiB
  * (containers) cannot be raised to make up for it: rampart's own mappings are then left
@@ -49,12 +55,18 @@ static bool copy_file(const char *from, const char *to, mode_t mode)
 }
 
 /* Run the probe with flags, preloading lib unless it is NULL: its exit status, 77 when
- * no unprivileged identity could be taken. */
-static int run_probe(const char *probe, const char *lib, int flags)
+ * no unprivileged identity could be taken. *locked_kib: the VmLck its line printed (-1
+ * where it printed none); the line is passed on to stdout. */
+static int run_probe(const char *probe, const char *lib, int flags, long *locked_kib)
 {
 	fflush(stdout);
+	int pfd[2];
+	CHECK(pipe(pfd) == 0);
 	pid_t pid = fork();
 	if (pid == 0) {
+		close(pfd[0]);
+		dup2(pfd[1], STDOUT_FILENO);
+		close(pfd[1]);
 		struct rlimit rl = {MEMLOCK, MEMLOCK};
 		struct rlimit now;
 		if (getrlimit(RLIMIT_MEMLOCK, &now) == 0 && now.rlim_max != RLIM_INFINITY && now.rlim_max < MEMLOCK)
@@ -70,6 +82,17 @@ static int run_probe(const char *probe, const char *lib, int flags)
 		execl(probe, probe, arg, (char *)NULL);
 		_exit(4);
 	}
+	close(pfd[1]);
+	char line[512];
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(pfd[0], line + len, sizeof line - 1 - len)) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0) len += (size_t)n;
+	close(pfd[0]);
+	line[len] = 0;
+	const char *lck = strstr(line, "VmLck ");
+	*locked_kib = lck ? atol(lck + 6) : -1;
+	if (len) printf("      %s%s", line, line[len - 1] == '\n' ? "" : "\n");
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -116,8 +139,9 @@ int main(void)
 	};
 	int failed = 0, skipped = 0;
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		int g = run_probe(probe, NULL, cases[i].flags);
-		int r = g == 77 ? 77 : run_probe(probe, lib, cases[i].flags);
+		long g_kib = -1, r_kib = -1;
+		int g = run_probe(probe, NULL, cases[i].flags, &g_kib);
+		int r = g == 77 ? 77 : run_probe(probe, lib, cases[i].flags, &r_kib);
 		if (g == 77 || r == 77) {
 			printf("SKIPPED  %s: cannot become uid %d (setresuid refused)\n", cases[i].name, NOBODY);
 			skipped++;
@@ -128,6 +152,14 @@ int main(void)
 			printf("%s  %s, uid %d, RLIMIT_MEMLOCK 8 MiB: glibc succeeds, rampart %s\n", r ? "FAIL" : "ok  ",
 			       cases[i].name, geteuid() == 0 ? NOBODY : (int)geteuid(), r ? "fails" : "succeeds too");
 			failed += r != 0;
+			/* What rampart locks beyond glibc (LOCKED_MORE_KIB): a class's cell
+			 * mapped whole cost about 128 KiB for each of the probe's classes. */
+			bool within = !r && g_kib >= 0 && r_kib >= 0 && r_kib - g_kib <= LOCKED_MORE_KIB;
+			if (!r && !within) {
+				printf("FAIL  %s: rampart locks %ld KiB, glibc %ld KiB: more than %d KiB beyond\n",
+				       cases[i].name, r_kib, g_kib, LOCKED_MORE_KIB);
+				failed++;
+			}
 		}
 	}
 	if (copied) {

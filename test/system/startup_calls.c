@@ -9,8 +9,8 @@
  *  - the set-up (rampart with one class, less passthrough) stays within SETUP_MAX calls:
  *    one getrandom for every key and window place, the policy file, the backend's probe,
  *    the window checks and the metadata (docs/slab.md, "What a process pays at start-up");
- *  - each class more costs at most CLASS_MAX calls on average: its nursery cell mapped
- *    read-write with its first slab open in the same set-up (guard_grow_open: mmap and a
+ *  - each class more costs at most CLASS_MAX calls on average: the first growth of its
+ *    nursery cell mapped read-write with its first slab open in the same set-up (guard_grow_open: mmap and a
  *    madvise for the markers on each side; under the mprotect backend mmap and mprotect),
  *    and now and then a growth of a metadata block.
  * Counts, not times: the bounds hold under both guard backends (the mprotect one opens

@@ -736,6 +736,110 @@ START_TEST(nursery_cell_taken)
 }
 END_TEST
 
+/* A one-page class (up to 128 bytes) no test has used in this process, or 0. */
+static unsigned fresh_small_class(unsigned after)
+{
+	for (unsigned c = after + 1; c < SC_COUNT && sc_size(c) <= 128; c++) {
+		struct slab_class_figures f;
+		slab_class_figures(c, &f, NULL);
+		if (f.slabs_active + f.slabs_empty + f.slabs_closed == 0) return c;
+	}
+	return 0;
+}
+
+/* A class's nursery cell is mapped as the class uses it, not whole at its first slab:
+ * the first slab maps one growth (CONFIG_SLAB_GROW_MIN, with the closed page below and
+ * the one above the first slab), so an unprivileged mlockall, which counts every mapped
+ * byte, is charged for what a class uses. Each growth at most doubles it, and the class
+ * still moves on to its region only once its cell is mapped whole. Past what the cell
+ * mapped lies nothing: the mapping's last page is closed. */
+START_TEST(nursery_cell_grows_with_use)
+{
+	free(malloc(16)); /* started */
+	if (!roots.slab.slot_shift) return; /* built without one */
+	unsigned c = fresh_small_class(0);
+	if (!c) return; /* the runner used them all */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = sc_usable(c);
+	char *p = malloc(n);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(nursery_class(p), c);
+	const struct area_span *span;
+	struct slab_class *k = class_at((uintptr_t)p, &span);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq(k->nursery.size, CONFIG_SLAB_GROW_MIN);
+	ck_assert_uint_lt(k->nursery.size, k->nursery_bytes);
+	uintptr_t lo = mapped_start((uintptr_t)p), hi = mapped_end((uintptr_t)p);
+	ck_assert_uint_eq(hi - lo, CONFIG_SLAB_GROW_MIN + pg); /* with the closed page below */
+	ck_assert_uint_eq(malloc_object_size((void *)hi), 0); /* not rampart's */
+	static char *v[1 << 14];
+	size_t count = 0, mapped = k->nursery.size;
+	for (;;) {
+		ck_assert(count < sizeof v / sizeof *v);
+		char *q = malloc(n);
+		ck_assert_ptr_nonnull(q);
+		v[count++] = q;
+		if (!in_nursery(q)) break;
+		uintptr_t top = (((uintptr_t)q - k->nursery.base) | (pg - 1)) + 1; /* past q's slab */
+		ck_assert_uint_ge(k->nursery.size, top + pg);
+		ck_assert_uint_le(k->nursery.size, MAX(2 * mapped, (size_t)CONFIG_SLAB_GROW_MIN));
+		mapped = k->nursery.size;
+	}
+	ck_assert_uint_eq(k->nursery.size, k->nursery_bytes + pg); /* whole, before the region */
+	ck_assert_uint_eq(mapped_end((uintptr_t)p) - mapped_start((uintptr_t)p), k->nursery_bytes + 2 * pg);
+	for (size_t i = 0; i < count; i++) free(v[i]);
+	free(p);
+}
+END_TEST
+
+/* A mapping laid right above what a class's cell has mapped (an address hint: the
+ * window is only set aside) ends the cell there: the class goes on in its region, the
+ * mapping is left alone and is not rampart's, and blocks on both sides keep their
+ * contents and free. */
+START_TEST(nursery_cell_ends_at_a_mapping)
+{
+	free(malloc(16)); /* started */
+	if (!roots.slab.slot_shift) return;
+	unsigned c = fresh_small_class(0);
+	if (!c) return;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = sc_usable(c);
+	unsigned char *p = malloc(n);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(nursery_class(p), c);
+	char *wall = (char *)mapped_end((uintptr_t)p);
+	ck_assert(mmap(wall, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == wall);
+	wall[0] = 9;
+	memset(p, tag_of(p), n);
+	static unsigned char *v[1 << 14];
+	size_t count = 0;
+	for (;;) {
+		ck_assert(count < sizeof v / sizeof *v);
+		unsigned char *q = malloc(n);
+		ck_assert_ptr_nonnull(q);
+		memset(q, tag_of(q), n);
+		v[count++] = q;
+		if (!in_nursery(q)) break;
+		ck_assert((uintptr_t)q + n <= (uintptr_t)wall - pg); /* below the closed top page */
+	}
+	ck_assert_uint_gt(count, 8); /* the region took over and goes on */
+	for (unsigned i = 0; i < 64; i++) {
+		unsigned char *q = malloc(n);
+		ck_assert_ptr_nonnull(q);
+		ck_assert(!in_nursery(q));
+		free(q);
+	}
+	ck_assert_int_eq(wall[0], 9);
+	ck_assert_uint_eq(malloc_object_size(wall), 0);
+	ck_assert(object_size_is_fatal(wall - pg)); /* the cell's closed top page */
+	for (size_t i = 0; i < count; i++) {
+		for (size_t j = 0; j < n; j++) ck_assert_uint_eq(v[i][j], tag_of(v[i]));
+		free(v[i]);
+	}
+	for (size_t j = 0; j < n; j++) ck_assert_uint_eq(p[j], tag_of(p));
+	free(p);
+	ck_assert_int_eq(munmap(wall, pg), 0);
+}
+END_TEST
+
 static void *alloc_in_new_thread(void *arg)
 {
 	(void)arg;
@@ -1114,6 +1218,8 @@ int main(int argc, char **argv)
 	tcase_add_test(t, classes_set_up_on_first_use);
 	tcase_add_test(t, nursery_holds_first_slabs);
 	tcase_add_test(t, nursery_cell_taken);
+	tcase_add_test(t, nursery_cell_grows_with_use);
+	tcase_add_test(t, nursery_cell_ends_at_a_mapping);
 	tcase_add_test(t, empty_slabs_follow_peak);
 	tcase_add_test(t, fork_child_draws_its_own_stream);
 	tcase_add_test(t, slack_zero_matches_bytes);

@@ -1,0 +1,93 @@
+/*
+ * cell_edge_death — past the slabs a size class has mapped, every access faults: a
+ * class's area (its nursery cell, else its region) is mapped as the class takes slabs,
+ * with a closed page past the highest, and nothing is mapped beyond (docs/slab.md, "The
+ * nursery"). Under both guard backends (markers, PROT_NONE).
+ *
+ *   one block of 100 bytes (a class of one-page slabs few programs touch first), then a
+ *   write to the first byte past its slab (the guard slab after it)   -> SIGSEGV
+ *   200 blocks of it (several slabs, a growth of the area), then a write to the last
+ *   byte of the run of mappings that holds the highest block (the closed page past the
+ *   highest slab)                                                       -> SIGSEGV
+ *   the same, a read of the first byte past that run (nothing mapped)   -> SIGSEGV
+ *
+ * Control: the same blocks written whole, and the run checked to end in a gap: exit 0.
+ */
+#include "../harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define SIZE 100
+#define MANY 200
+
+/* The end of the run of back-to-back mappings holding a: the first address past it,
+ * where /proc/self/maps shows a gap. 0 when a is not mapped. */
+static uintptr_t run_end(uintptr_t a)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f) _exit(4);
+	char line[512];
+	uintptr_t end = 0;
+	while (fgets(line, sizeof line, f)) {
+		char *dash;
+		uintptr_t lo = strtoul(line, &dash, 16), hi = strtoul(dash + 1, NULL, 16);
+		if ((lo <= a && a < hi) || (end && lo == end)) end = hi;
+		else if (end) break;
+	}
+	fclose(f);
+	return end;
+}
+
+/* MANY blocks of SIZE, each written whole; the highest. */
+static char *highest_of_many(void)
+{
+	static char *v[MANY];
+	char *top = NULL;
+	for (int i = 0; i < MANY; i++) {
+		if (!(v[i] = malloc(SIZE))) _exit(3);
+		memset(v[i], 'x', SIZE);
+		if (v[i] > top) top = v[i];
+	}
+	return top;
+}
+
+static void past_first_slab(void)
+{
+	char *p = malloc(SIZE);
+	if (!p) _exit(3);
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	volatile char *past = (char *)(((uintptr_t)p | (page - 1)) + 1);
+	*past = 1;
+}
+
+static void last_mapped_byte(void)
+{
+	uintptr_t end = run_end((uintptr_t)highest_of_many());
+	if (!end) _exit(4);
+	*(volatile char *)(end - 1) = 1;
+}
+
+static void past_mapped(void)
+{
+	uintptr_t end = run_end((uintptr_t)highest_of_many());
+	if (!end) _exit(4);
+	(void)*(volatile char *)end;
+}
+
+static void control(void)
+{
+	char *top = highest_of_many();
+	uintptr_t end = run_end((uintptr_t)top);
+	if (!end || end <= (uintptr_t)top + SIZE) _exit(5);
+	if (run_end(end)) _exit(6); /* a gap follows: nothing of anyone's there */
+}
+
+static struct death_case cases[] = {
+	{"a write one byte past a class's first slab (its guard slab)", past_first_slab, DIE_FAULT, NULL},
+	{"a write to the last byte a class has mapped past its highest slab", last_mapped_byte, DIE_FAULT, NULL},
+	{"a read of the first byte past what a class has mapped", past_mapped, DIE_FAULT, NULL},
+	{"the same blocks written whole", control, DIE_NOT, NULL},
+};
+
+int main(void) { return death_run_all(cases, sizeof cases / sizeof *cases); }
