@@ -61,7 +61,7 @@ bench: $(BENCH_LIB_DEPS) bench-build
 
 bench-build: $(BENCH_PROGS)
 
-$(BENCH_PROGS): $(BENCH_OUT)/%: bench/%.c bench/common.h
+$(BENCH_PROGS): $(BENCH_OUT)/%: bench/%.c bench/common.h bench/clock.h
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -pthread -o $@ $<
 

@@ -11,23 +11,9 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static long minor_faults(void)
-{
-	struct rusage u;
-	getrusage(RUSAGE_SELF, &u);
-	return u.ru_minflt;
-}
+#include "clock.h"
 
 int main(int argc, char **argv)
 {

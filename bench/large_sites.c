@@ -13,9 +13,9 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 /* One call site each: the empty asm keeps the call from being a tail call, whose return
  * address would be the caller's. */
@@ -33,20 +33,6 @@ SITE(site3)
 static void *(*const sites[])(size_t) = {site0, site1, site2, site3};
 
 enum { MAX_BLOCKS = 64 };
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static long minor_faults(void)
-{
-	struct rusage u;
-	getrusage(RUSAGE_SELF, &u);
-	return u.ru_minflt;
-}
 
 int main(int argc, char **argv)
 {

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define BLOCKS 256
 
 /* Called through a volatile pointer: the compiler may not fold or hoist the call. */
@@ -49,13 +51,6 @@ static void *asleep(void *arg)
 	return NULL;
 }
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "timed") || !strcmp(argv[3], "threaded")))) {
@@ -67,7 +62,7 @@ int main(int argc, char **argv)
 	size_t sum = 0;
 	pthread_t t;
 	if (argc == 4 && !strcmp(argv[3], "threaded") && pthread_create(&t, NULL, asleep, NULL)) return 1;
-	double t0 = now();
+	double t0 = (double)now_ns();
 	if (!strcmp(kind, "redis") || !strcmp(kind, "plain")) {
 		int ask = !strcmp(kind, "redis");
 		void *keep[BLOCKS] = {0};
@@ -88,7 +83,7 @@ int main(int argc, char **argv)
 		for (unsigned long r = 0; r < n; r++) sum += usable(b[r % nb]);
 		for (unsigned j = 0; j < nb; j++) free(b[j]);
 	}
-	if (argc == 4) fprintf(stderr, "%.2f ns a round\n", (now() - t0) / (double)n);
+	if (argc == 4) fprintf(stderr, "%.2f ns a round\n", ((double)now_ns() - t0) / (double)n);
 	printf("%zu\n", sum);
 	return 0;
 }
