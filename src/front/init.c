@@ -89,10 +89,6 @@ static void say_choices(void)
 	options_say_profile(&o, &roots.opt);
 	out_str(&o, "; slab arenas ");
 	out_num(&o, roots.slab.arenas);
-	static const char *const large[] = {"large_quarantine_entries", "large_quarantine_bytes", "large_cache_entries",
-					    "large_cache_bytes", "large_cache_decay_ms", "large_refill_bytes", NULL};
-	out_str(&o, "; ");
-	options_say(&o, &roots.opt, large);
 	char num[24];
 	out_str(&o, "; stats ");
 	out_str(&o, option_value_text(OPTION_STATS, &roots.opt.stats, num));
@@ -105,9 +101,13 @@ static void say_choices(void)
 		out_str(&o, " on stderr at exit (none if the program closes stderr first, as ls and sort do: "
 			    "stats_file=PATH)");
 	}
-	static const char *const checks[] = {"check_at_exit", "sized_free", "dealloc_kind", "on_error", NULL};
+	/* Every other option, as the table spells it; these are said above in words of their
+	 * own (arenas: the count chosen, not the option's 0 for "one per core"), or say
+	 * nothing of this process (help, verbose). */
+	static const char *const said[] = {"profile", "guard", "mte", "arenas", "stats", "stats_file",
+					   "verbose", "help", NULL};
 	out_str(&o, "; ");
-	options_say(&o, &roots.opt, checks);
+	options_say_rest(&o, &roots.opt, said);
 	if (cxx_replaced) out_str(&o, " (dealloc_kind off: the program replaces operator new or delete)");
 	out_str(&o, "\n");
 	out_flush(&o);

@@ -242,16 +242,34 @@ void options_say_profile(struct out *w, const struct options *o)
 	out_str(w, ")");
 }
 
-void options_say(struct out *w, const struct options *o, const char *const *names)
+static bool set_by_profile(const char *name)
+{
+#define OPTION_IN_PROFILE(opt, value) \
+	if (!strcmp(name, #opt)) return true;
+	RAMPART_PROFILE_LIGHT(OPTION_IN_PROFILE)
+#undef OPTION_IN_PROFILE
+	return false;
+}
+
+static bool named_in(const char *name, const char *const *names)
+{
+	for (size_t i = 0; names[i]; i++)
+		if (!strcmp(names[i], name)) return true;
+	return false;
+}
+
+void options_say_rest(struct out *w, const struct options *o, const char *const *elsewhere)
 {
 	char num[24];
-	for (size_t i = 0; names[i]; i++) {
-		const struct key *k = key_named(names[i]);
-		if (!k) continue;
-		if (i) out_str(w, ", ");
+	const char *sep = "";
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const struct key *k = &keys[i];
+		if (set_by_profile(k->name) || named_in(k->name, elsewhere)) continue;
+		out_str(w, sep);
 		out_str(w, k->name);
 		out_str(w, "=");
 		out_str(w, option_value_text(k->kind, (const char *)o + k->offset, num));
+		sep = ", ";
 	}
 }
 

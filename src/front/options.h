@@ -37,9 +37,11 @@ void options_read(struct options *o);
  * and the values of the options a profile sets, as they are now (an option given after
  * the profile may have changed one). */
 void options_say_profile(struct out *w, const struct options *o);
-/* "key=value, ..." for the options names lists (NULL-terminated), as the table spells
- * their values. */
-void options_say(struct out *w, const struct options *o, const char *const *names);
+/* "key=value, ..." for every option of the table, in its order, but those a profile sets
+ * (options_say_profile says them) and those named in elsewhere (NULL-terminated: said
+ * another way on the same line), as the table spells their values. An option added to
+ * the table is said without a word here. */
+void options_say_rest(struct out *w, const struct options *o, const char *const *elsewhere);
 /* The value of option name in o as a number (a word option: its place in its list of
  * words, as OPTION_VALUES_ gives them); -1 for an unknown name or a PATH option. */
 int options_value(const struct options *o, const char *name, unsigned long *value);

@@ -353,7 +353,8 @@ static void test_exit_reports(const char *self)
 	st = rerun(self, "--workload", "stats=1,verbose=1", out, sizeof out);
 	CHECK(st == 0 &&
 		      strstr(out, "; stats text on stderr at exit (none if the program closes stderr first, as ls and sort "
-				  "do: stats_file=PATH); check_at_exit=") &&
+				  "do: stats_file=PATH); ") &&
+		      strstr(out, ", slab_return_ms=") && strstr(out, ", check_at_exit=") &&
 		      strstr(out, "large blocks: 5 live (15.0 MiB)"),
 	      "stats on stderr under verbose=1: status %d, '%s'", st, out);
 	snprintf(extra, sizeof extra, "stats=json,verbose=1,stats_file=%s", path);

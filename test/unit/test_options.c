@@ -416,14 +416,56 @@ START_TEST(test_help)
 	ssize_t n = read(pfd[0], out, sizeof out - 1);
 	out[n > 0 ? n : 0] = 0;
 	close(pfd[0]);
-	static const char *const keys[] = {"guard=", "check_at_exit=", "stats=", "verbose=", "help=",
-					   "large_quarantine_bytes=", "large_quarantine_entries=",
-					   "large_cache_bytes=", "large_cache_entries=", "large_cache_decay_ms=",
-					   "arenas=", "stats_file=", "passthrough=", "sized_free=", "dealloc_kind=",
-					   "on_error="};
+	/* Every option of the table, by the table's own list. */
+#define OPTION_KEY_EQ(key, kind, def, most, doc) "  " #key "=",
+	static const char *const keys[] = {RAMPART_OPTION_TABLE(OPTION_KEY_EQ)};
+#undef OPTION_KEY_EQ
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
 		ck_assert_msg(strstr(out, keys[i]), "help lacks %s: '%s'", keys[i], out);
 	ck_assert_msg(strstr(out, "(default 256, at most 256)"), "'%s'", out);
+}
+END_TEST
+
+/* Does the list "k=v, k=v" hold an entry for key? */
+static bool says(const char *list, const char *key)
+{
+	size_t n = strlen(key);
+	for (const char *p = list; (p = strstr(p, key)); p += n)
+		if ((p == list || (p - list >= 2 && !strncmp(p - 2, ", ", 2))) && p[n] == '=') return true;
+	return false;
+}
+
+/* verbose=1's line: every option of the table is said with its value, but those a
+ * profile sets (said with the profile) and those said in words of their own. */
+START_TEST(test_say_rest)
+{
+	struct options o;
+	options_default(&o);
+	o.slab_return_ms = 4321;
+	char path[] = "/tmp/rampart-say-XXXXXX", space[256], out[4096];
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	struct out w = out_fd(fd, space, sizeof space); /* smaller than the line: flushed on the way */
+	static const char *const elsewhere[] = {"guard", "stats_file", NULL};
+	options_say_rest(&w, &o, elsewhere);
+	out_flush(&w);
+	ssize_t n = pread(fd, out, sizeof out - 1, 0);
+	close(fd);
+	out[n > 0 ? n : 0] = 0;
+#define OPTION_IS_PROFILES(key, value) #key,
+	static const char *const profiles[] = {RAMPART_PROFILE_LIGHT(OPTION_IS_PROFILES)};
+#undef OPTION_IS_PROFILES
+#define OPTION_KEY(key, kind, def, most, doc) #key,
+	static const char *const keys[] = {RAMPART_OPTION_TABLE(OPTION_KEY)};
+#undef OPTION_KEY
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		bool unsaid = !strcmp(keys[i], "guard") || !strcmp(keys[i], "stats_file");
+		for (size_t j = 0; j < sizeof profiles / sizeof *profiles; j++) unsaid |= !strcmp(keys[i], profiles[j]);
+		ck_assert_msg(says(out, keys[i]) != unsaid, "%s: %s in '%s'", keys[i], unsaid ? "said" : "not said", out);
+	}
+	ck_assert_msg(strstr(out, "slab_return_ms=4321"), "'%s'", out); /* the value, not the default */
+	ck_assert_msg(out[strlen(out) - 1] != ' ' && strncmp(out, ", ", 2), "'%s'", out);
 }
 END_TEST
 
@@ -503,6 +545,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_profile);
 	tcase_add_test(t, test_stats_file);
 	tcase_add_test(t, test_help);
+	tcase_add_test(t, test_say_rest);
 	tcase_add_test(t, test_read_env);
 	tcase_add_test(t, test_at_secure_ignores_env);
 	suite_add_tcase(s, t);
