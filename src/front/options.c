@@ -142,74 +142,74 @@ static const char *refused_number(const struct key *key, size_t num)
 	return NULL;
 }
 
+/* A PATH value into its field. */
+static void set_path(struct options *o, const struct key *key, const char *v, size_t vlen, const char *src)
+{
+	char what[96];
+	struct out w = out_string(what, sizeof what);
+	out_str(&w, " for ");
+	out_str(&w, key->name);
+	if (vlen >= OPTIONS_PATH_MAX || memchr(v, 0, vlen)) {
+		out_str(&w, ": too long (at most ");
+		return complain(src, "bad value ", v, vlen, what, OPTIONS_PATH_MAX - 1);
+	}
+	char *field = (char *)o + key->offset;
+	memcpy(field, v, vlen);
+	field[vlen] = 0;
+	/* A file for the report asks for one: stats_file alone turns it on, as stats=1 (a
+	 * later stats=0 turns it off again), except where the file is ignored. */
+	if (key->offset == offsetof(struct options, stats_file) && vlen && o->stats == STATS_OFF && !getauxval(AT_SECURE))
+		o->stats = STATS_TEXT;
+}
+
+/* A SIZE or COUNT value into its field, within the table's bound. */
+static void set_number(struct options *o, const struct key *key, const char *v, size_t vlen, const char *src)
+{
+	char what[96];
+	struct out w = out_string(what, sizeof what);
+	out_str(&w, " for ");
+	out_str(&w, key->name);
+	size_t num;
+	if (!parse_number(v, vlen, key->kind == OPTION_SIZE, &num)) {
+		out_str(&w, key->kind == OPTION_SIZE ? ": expected a byte count, optionally with k, m or g"
+					: ": expected a whole number");
+		return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
+	}
+	if (num > key->most) {
+		out_str(&w, ": too big (at most ");
+		return complain(src, "bad value ", v, vlen, what, key->most);
+	}
+	const char *refused = refused_number(key, num);
+	if (refused) return complain(src, "bad value ", v, vlen, refused, SIZE_MAX);
+	memcpy((char *)o + key->offset, &num, sizeof num);
+}
+
+/* A value of one of the word kinds (the table's words for that kind). */
+static void set_word(struct options *o, const struct key *key, const char *v, size_t vlen, const char *src)
+{
+	int w;
+	if (!parse_word(key, v, vlen, src, &w)) return;
+	const char *refused = refused_word(key, w);
+	if (refused) return complain(src, "bad value ", v, vlen, refused, SIZE_MAX);
+	if (key->kind == OPTION_PROFILE) {
+		/* Its options set where it stands; where it came from, for the reports. */
+		options_set_profile(o, (enum profile)w);
+		struct out from = out_string(o->profile_from, sizeof o->profile_from);
+		out_str(&from, src);
+		return;
+	}
+	store_word(key->kind, (char *)o + key->offset, w);
+}
+
 static void parse_entry(struct options *o, const char *k, size_t klen, const char *v, size_t vlen, const char *src)
 {
 	const struct key *key = NULL;
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		if (word_is(k, klen, keys[i].name)) key = &keys[i];
-	if (!key) {
-		complain(src, "unknown key ", k, klen, "; RAMPART_OPTIONS=help=1 lists the keys", SIZE_MAX);
-		return;
-	}
-	char *field = (char *)o + key->offset;
-	size_t num;
-	if (option_words(key->kind)->word) {
-		int w;
-		if (!parse_word(key, v, vlen, src, &w)) return;
-		const char *refused = refused_word(key, w);
-		if (refused) return complain(src, "bad value ", v, vlen, refused, SIZE_MAX);
-		if (key->kind == OPTION_PROFILE) {
-			/* Its options set where it stands; where it came from, for the reports. */
-			options_set_profile(o, (enum profile)w);
-			struct out from = out_string(o->profile_from, sizeof o->profile_from);
-			out_str(&from, src);
-			return;
-		}
-		store_word(key->kind, field, w);
-		return;
-	}
-	switch (key->kind) {
-	case OPTION_PATH: {
-		char what[96];
-		struct out w = out_string(what, sizeof what);
-		out_str(&w, " for ");
-		out_str(&w, key->name);
-		if (vlen >= OPTIONS_PATH_MAX || memchr(v, 0, vlen)) {
-			out_str(&w, ": too long (at most ");
-			return complain(src, "bad value ", v, vlen, what, OPTIONS_PATH_MAX - 1);
-		}
-		memcpy(field, v, vlen);
-		field[vlen] = 0;
-		/* A file for the report asks for one: stats_file alone turns it on, as stats=1
-		 * (a later stats=0 turns it off again), except where the file is ignored. */
-		if (key->offset == offsetof(struct options, stats_file) && vlen && o->stats == STATS_OFF &&
-		    !getauxval(AT_SECURE))
-			o->stats = STATS_TEXT;
-		return;
-	}
-	default: /* the kinds with words, above */
-		return;
-	case OPTION_SIZE:
-	case OPTION_COUNT: {
-		char what[96];
-		struct out w = out_string(what, sizeof what);
-		out_str(&w, " for ");
-		out_str(&w, key->name);
-		if (!parse_number(v, vlen, key->kind == OPTION_SIZE, &num)) {
-			out_str(&w, key->kind == OPTION_SIZE ? ": expected a byte count, optionally with k, m or g"
-						: ": expected a whole number");
-			return complain(src, "bad value ", v, vlen, what, SIZE_MAX);
-		}
-		if (num > key->most) {
-			out_str(&w, ": too big (at most ");
-			return complain(src, "bad value ", v, vlen, what, key->most);
-		}
-		const char *refused = refused_number(key, num);
-		if (refused) return complain(src, "bad value ", v, vlen, refused, SIZE_MAX);
-		memcpy(field, &num, sizeof num);
-		return;
-	}
-	}
+	if (!key) complain(src, "unknown key ", k, klen, "; RAMPART_OPTIONS=help=1 lists the keys", SIZE_MAX);
+	else if (option_words(key->kind)->word) set_word(o, key, v, vlen, src);
+	else if (key->kind == OPTION_PATH) set_path(o, key, v, vlen, src);
+	else set_number(o, key, v, vlen, src);
 }
 
 /* The key named name, or NULL. */
