@@ -97,13 +97,15 @@ static void say_choices(void)
 	out_str(&o, "; stats ");
 	out_str(&o, option_value_text(OPTION_STATS, &roots.opt.stats, num));
 	/* Where the report will go. On stderr it is lost when the program closes stderr
-	 * before it exits, which nothing can tell at exit any more: said now, once. */
+	 * before it exits, and anywhere when it ends with _exit, which runs no destructor:
+	 * nothing can tell either at exit any more, so it is said now, once. */
 	if (roots.opt.stats && roots.opt.stats_file[0] && !getauxval(AT_SECURE)) {
 		out_str(&o, " to ");
 		out_str(&o, roots.opt.stats_file);
+		out_str(&o, " at exit (none if the program ends with _exit, as dash does)");
 	} else if (roots.opt.stats) {
 		out_str(&o, " on stderr at exit (none if the program closes stderr first, as ls and sort do: "
-			    "stats_file=PATH)");
+			    "stats_file=PATH; nor if it ends with _exit, as dash does)");
 	}
 	static const char *const checks[] = {"check_at_exit", "sized_free", "dealloc_kind", "on_error", NULL};
 	out_str(&o, "; ");
