@@ -177,9 +177,10 @@ check-man: lib man $(OUT)/demo
 	sh test/packaging/man_check.sh "$$tmp/usr/share/man/man5/rampart.conf.5" "$$tmp/usr/lib/$(SONAME)" $(OUT)/demo
 
 # uninstall removes the files, then, where they are left empty, the directories below
-# the usual ones that install made for them (pkgconfig, man1, man3, man5: on a fresh
-# Debian /usr/local has lib, include, bin and share/man, but none of these); the usual
-# ones stay. Then ldconfig, as at install.
+# the usual ones that install may have made for them (pkgconfig, man1, man3, man5: on a
+# fresh Debian /usr/local has lib, include, bin and share/man, but none of these),
+# whoever made them: nothing tells which install made; the usual ones stay. Then
+# ldconfig, as at install.
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/librampart.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/librampart.so $(DESTDIR)$(LIBDIR)/librampart.a \

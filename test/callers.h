@@ -7,7 +7,9 @@
  *    bias (0 where it is linked at a fixed address);
  *  - callers_where: what addr2line says of a frame: its function, file and line;
  *  - callers_own: whether a frame lies in rampart's own code;
- *  - callers_child: a function run in a child whose stderr (the report) is kept.
+ *  - callers_child: a function run in a child whose stderr (the report) is kept;
+ *  - callers_libc_names, callers_named: whether the C library's frames can carry their
+ *    function's name here, and the frame that carries a given one, checked.
  *
  * Self-contained and valid C++, so that the C++ tests use it too.
  */
@@ -17,6 +19,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <signal.h>
@@ -34,6 +37,8 @@
 struct callers_frame {
 	char module[512];
 	unsigned long off;
+	char symbol[128];        /* the name beside the frame, "" for none */
+	unsigned long symbol_off; /* the frame's distance from the symbol's start */
 	bool scanned;
 };
 
@@ -50,6 +55,12 @@ static CALLERS_UNUSED int callers_parse(const char *report, struct callers_frame
 		if (sscanf(p + 1, "rampart:   #%d %511[^+]+0x%lx", &idx, one.module, &one.off) != 3 || idx != n) return -1;
 		const char *eol = strchr(p + 1, '\n'), *mark = strstr(p + 1, " [scanned]");
 		one.scanned = mark && (!eol || mark < eol);
+		const char *name = strstr(p + 1, " (");
+		one.symbol[0] = 0;
+		one.symbol_off = 0;
+		if (name && (!eol || name < eol) &&
+		    sscanf(name, " (%127[^+)]+0x%lx)", one.symbol, &one.symbol_off) != 2)
+			return -1;
 		if (n < max) f[n] = one;
 		n++;
 	}
@@ -143,6 +154,73 @@ static CALLERS_UNUSED bool callers_own(const struct callers_frame *f, const char
 	uintptr_t a = bias + f->off;
 	return (a >= (uintptr_t)__start_rampart_text && a < (uintptr_t)__stop_rampart_text) ||
 	       (a >= (uintptr_t)__start_rampart_text_cold && a < (uintptr_t)__stop_rampart_text_cold);
+}
+
+static CALLERS_UNUSED int callers_find_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	const char *base = strrchr(info->dlpi_name, '/');
+	if (strncmp(base ? base + 1 : info->dlpi_name, "libc.so", 7) != 0) return 0;
+	*(bool *)data = true;
+	return 1;
+}
+
+/* Can a frame in one of the C library's exported functions carry its name here? The
+ * names come from a module's dynamic symbol table: a C library linked statically (the
+ * tests' static set, which check-musl and check-arm64 run) has none, and then no frame
+ * can. The functions the tests name are glibc's start-up and exit paths. False, with
+ * *why, where a test should not ask. */
+static CALLERS_UNUSED bool callers_libc_names(const char **why)
+{
+	bool shared = false;
+	dl_iterate_phdr(callers_find_libc, &shared);
+	if (!shared) {
+		*why = "the C library is linked statically: no dynamic symbol table names its functions";
+		return false;
+	}
+#ifndef __GLIBC__
+	*why = "not glibc: the frames looked for are those of glibc's start-up and exit code";
+	return false;
+#else
+	return true;
+#endif
+}
+
+struct callers_object {
+	uintptr_t addr, bias;
+	bool found;
+};
+
+static CALLERS_UNUSED int callers_find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct callers_object *o = (struct callers_object *)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && o->addr >= start && o->addr - start < ph->p_memsz) {
+			o->bias = (uintptr_t)info->dlpi_addr;
+			o->found = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The index of the frame among f[0..n) that names fn, an exported function of a shared
+ * object, where its name and offset agree with the loader's: the frame's address is fn's
+ * (dlsym) plus the offset printed, in fn's module. -1 where no frame does. */
+static CALLERS_UNUSED int callers_named(const struct callers_frame *f, int n, const char *fn)
+{
+	struct callers_object o = {(uintptr_t)dlsym(RTLD_DEFAULT, fn), 0, false};
+	if (!o.addr || !dl_iterate_phdr(callers_find_object, &o) || !o.found) return -1;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(f[i].symbol, fn) != 0) continue;
+		if (o.bias + f[i].off - f[i].symbol_off == o.addr) return i;
+		printf("      #%d %s+0x%lx (%s+0x%lx): %s is at +0x%lx of the module that holds it\n", i, f[i].module,
+		       f[i].off, f[i].symbol, f[i].symbol_off, fn, (unsigned long)(o.addr - o.bias));
+	}
+	return -1;
 }
 
 /* Run fn(arg) in a child (no core file, SIGABRT's default action, 30 s at most) with its

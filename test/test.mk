@@ -112,10 +112,14 @@ $(TEST_OUT)/death/cxx_death: test/cxx/cxx_death.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
 # Blocks freed otherwise than they were allocated: the operators are the program's own
-# (static) or the shared library's, which libstdc++'s calls reach by interposition.
+# (static) or the shared library's, which libstdc++'s calls reach by interposition; with
+# -static-libstdc++ libstdc++'s own calls are linked to the program's operators.
 $(TEST_OUT)/death/cxx_kind_death: test/cxx/cxx_kind_death.cpp $(OUT)/librampart.a
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< $(OUT)/librampart.a
+$(TEST_OUT)/death/cxx_kind_death_static: test/cxx/cxx_kind_death.cpp $(OUT)/librampart.a
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -static-libstdc++ -o $@ $< $(OUT)/librampart.a
 $(TEST_OUT)/death/cxx_kind_death_so: test/cxx/cxx_kind_death.cpp $(OUT)/librampart.so
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CXX_TEST_FLAGS) -o $@ $< -L$(OUT) -lrampart $(RPATH_OUT)

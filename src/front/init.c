@@ -93,13 +93,15 @@ static void say_choices(void)
 	out_str(&o, "; stats ");
 	out_str(&o, option_value_text(OPTION_STATS, &roots.opt.stats, num));
 	/* Where the report will go. On stderr it is lost when the program closes stderr
-	 * before it exits, which nothing can tell at exit any more: said now, once. */
+	 * before it exits, and anywhere when it ends with _exit, which runs no destructor:
+	 * nothing can tell either at exit any more, so it is said now, once. */
 	if (roots.opt.stats && roots.opt.stats_file[0] && !getauxval(AT_SECURE)) {
 		out_str(&o, " to ");
 		out_str(&o, roots.opt.stats_file);
+		out_str(&o, " at exit (none if the program ends with _exit, as dash does)");
 	} else if (roots.opt.stats) {
 		out_str(&o, " on stderr at exit (none if the program closes stderr first, as ls and sort do: "
-			    "stats_file=PATH)");
+			    "stats_file=PATH; nor if it ends with _exit, as dash does)");
 	}
 	/* Every other option, as the table spells it; these are said above in words of their
 	 * own (arenas: the count chosen, not the option's 0 for "one per core"), or say

@@ -206,15 +206,18 @@ void policy_apply_file(struct options *o, const char *path, const struct policy_
 	st->matched = POLICY_MATCHED_NONE;
 	st->truncated = false;
 	st->why = NULL;
+	st->err = 0;
 	/* Non-blocking: a FIFO put in its place must not hang every program at start-up. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		st->file = errno == ENOENT || errno == ENOTDIR ? POLICY_ABSENT : POLICY_IGNORED;
+		st->err = errno;
+		st->file = st->err == ENOENT || st->err == ENOTDIR ? POLICY_ABSENT : POLICY_IGNORED;
 		st->why = "cannot be opened";
 		return;
 	}
 	struct stat sb;
 	if (fstat(fd, &sb)) {
+		st->err = errno;
 		st->file = POLICY_IGNORED;
 		st->why = "cannot be examined (fstat)";
 	} else if ((st->why = policy_unsafe(&sb))) {
@@ -275,7 +278,13 @@ void policy_say(const struct policy_status *st)
 		out_str(&w, st->path);
 		out_str(&w, ": ignored, ");
 		out_str(&w, st->why);
-		out_str(&w, " (it must be a regular file owned by root, writable by nobody else)\n");
+		if (st->err) {
+			out_str(&w, ": ");
+			report_put_errno(&w, st->err);
+			out_str(&w, "\n");
+		} else { /* the file was examined: what a trusted one looks like */
+			out_str(&w, " (it must be a regular file owned by root, writable by nobody else)\n");
+		}
 	} else {
 		out_str(&w, "rampart: policy file ");
 		out_str(&w, st->path);

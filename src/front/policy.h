@@ -69,6 +69,8 @@ struct policy_status {
 	enum { POLICY_NO_FILE, POLICY_ABSENT, POLICY_IGNORED, POLICY_READ } file;
 	const char *path;  /* the policy file, "" when the build has none */
 	const char *why;   /* POLICY_IGNORED: the reason */
+	int err;           /* POLICY_ABSENT, POLICY_IGNORED: the errno of the open or fstat that
+			    * failed; 0 when the file was opened and found unsafe */
 	struct policy_exe exe;        /* POLICY_READ: the names the rules were matched against */
 	unsigned line;                /* POLICY_READ: the last line that applied, 0 for none */
 	enum policy_matched matched;  /* POLICY_READ: the name that line matched */

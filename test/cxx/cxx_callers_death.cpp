@@ -4,7 +4,9 @@
 // own called from another. The first frame listed must be the delete's line in the
 // first function, the second the call's line in the other (the calls are the last
 // statements of their functions: a return address lies on the next line), and no frame
-// rampart's own.
+// rampart's own. Where the C library is a shared object, its frame of
+// __libc_start_main carries that name and its offset (callers_libc_names says why not
+// elsewhere).
 //
 // Built -O2 -fno-optimize-sibling-calls (test.mk) twice: with the shared libstdc++ and
 // librampart.so (cxx_callers), and with -static-libstdc++ and librampart.a
@@ -108,8 +110,17 @@ int main()
 			  !own;
 		ok = n >= 1 && frame_is(f[0], exe, k.fn, k.line) && ok;
 		ok = n >= 2 && frame_is(f[1], exe, k.caller, k.call_line) && ok;
-		std::printf("%s  %s: %d frames, #0 at line %d, #1 at line %d, %d of rampart's\n", ok ? "ok  " : "FAIL",
+		const char *why = nullptr;
+		int named = -1;
+		if (callers_libc_names(&why)) {
+			named = callers_named(f, n < 16 ? n : 16, "__libc_start_main");
+			ok = named >= 0 && ok;
+		}
+		std::printf("%s  %s: %d frames, #0 at line %d, #1 at line %d, %d of rampart's; ", ok ? "ok  " : "FAIL",
 			    k.name, n, k.line, k.call_line, own);
+		if (named >= 0) std::printf("#%d named (__libc_start_main+0x%lx)\n", named, f[named].symbol_off);
+		else if (why) std::printf("no name asked for: %s\n", why);
+		else std::printf("no frame named __libc_start_main at its address\n");
 		if (!ok) std::printf("      child stderr:\n%s", out);
 		failed += !ok;
 	}

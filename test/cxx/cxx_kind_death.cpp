@@ -4,8 +4,10 @@
 // names both the deallocation and the allocation. Controls: every matched pair goes
 // through, in small and large blocks, from the allocating thread and from another one
 // (a batched free); under dealloc_kind=off the mismatches go through silently, and under
-// on_error=report they are reported and go through. Built twice: linked with
-// librampart.a (death/cxx_kind_death) and with librampart.so (death/cxx_kind_death_so).
+// on_error=report they are reported and go through. Built three times: linked with
+// librampart.a (death/cxx_kind_death) and with librampart.so (death/cxx_kind_death_so),
+// both with the shared libstdc++, and with librampart.a and -static-libstdc++
+// (death/cxx_kind_death_static).
 //
 // Each case runs in a forked child; one that needs other options runs in a child that
 // executes this program again with them added to RAMPART_OPTIONS (read at load).

@@ -4,7 +4,9 @@
  * call of free, then its caller's call of it, each as the address of the call, so that
  * addr2line -e gives the line of the call. (Both calls are the last statements of
  * their functions: the return address lies on the next line, the closing brace's.)
- * No frame of the list may be rampart's own.
+ * No frame of the list may be rampart's own. From the main thread, the C library's frame
+ * of __libc_start_main carries that name and its offset, where the C library is a shared
+ * object (callers_libc_names says why not elsewhere).
  *
  * Built -O2 -fno-optimize-sibling-calls (test.mk, check.mk): an optimised build whose
  * calls stay calls (with sibling calls a free at the end of a function is a jump, and
@@ -85,8 +87,20 @@ static int check(int threaded)
 		  n >= 2 && n <= 16 && !own;
 	ok = n >= 1 && frame_is(&f[0], exe, "call_line_bad_site", FREE_LINE) && ok;
 	ok = n >= 2 && frame_is(&f[1], exe, "call_line_caller", CALL_LINE) && ok;
-	printf("%s  %s: %d frames, #0 the second free's line (%d), #1 its caller's (%d), %d of rampart's\n",
+	/* A thread starts in glibc's start_thread, which is static: no name. */
+	const char *why = NULL;
+	int named = -1;
+	if (threaded) {
+		why = "a thread's first frames are the C library's own, not exported (glibc's start_thread)";
+	} else if (callers_libc_names(&why)) {
+		named = callers_named(f, n < 16 ? n : 16, "__libc_start_main");
+		ok = named >= 0 && ok;
+	}
+	printf("%s  %s: %d frames, #0 the second free's line (%d), #1 its caller's (%d), %d of rampart's; ",
 	       ok ? "ok  " : "FAIL", name, n, FREE_LINE, CALL_LINE, own);
+	if (named >= 0) printf("#%d named (__libc_start_main+0x%lx)\n", named, f[named].symbol_off);
+	else if (why) printf("no name asked for: %s\n", why);
+	else printf("no frame named __libc_start_main at its address\n");
 	if (!ok) printf("      child stderr:\n%s", out);
 	return !ok;
 }

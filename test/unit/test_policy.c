@@ -527,6 +527,34 @@ START_TEST(test_file_rules)
 	policy_apply_file(&o, dir, named("/bin/x"), &st);
 	ck_assert_int_eq(st.file, POLICY_IGNORED);
 	ck_assert_str_eq(st.why, "not a regular file"); /* checked before the owner */
+	ck_assert_int_eq(st.err, 0);
+	char out[1024], want[512];
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	snprintf(want, sizeof want,
+		 "rampart: policy file %s: ignored, not a regular file (it must be a regular file owned by root, "
+		 "writable by nobody else)\n",
+		 dir);
+	ck_assert_str_eq(out, want);
+
+	/* A file that cannot be opened: the reason is the error, not the ownership rules. A
+	 * symbolic link to itself fails with ELOOP even for root. */
+	snprintf(path, sizeof path, "%s/loop", dir);
+	ck_assert_int_eq(symlink("loop", path), 0);
+	options_default(&o);
+	st = (struct policy_status){0};
+	policy_apply_file(&o, path, named("/bin/x"), &st);
+	ck_assert_int_eq(st.file, POLICY_IGNORED);
+	ck_assert_int_eq(st.err, ELOOP);
+	ck_assert_str_eq(st.why, "cannot be opened");
+	capture_begin();
+	policy_say(&st);
+	capture_end(out, sizeof out);
+	snprintf(want, sizeof want,
+		 "rampart: policy file %s: ignored, cannot be opened: ELOOP (Too many levels of symbolic links)\n", path);
+	ck_assert_str_eq(out, want);
+	unlink(path);
 	rmdir(dir);
 }
 END_TEST
