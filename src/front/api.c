@@ -328,8 +328,10 @@ API size_t malloc_object_size(const void *p)
 }
 
 /* Gives back what rampart holds without weakening any protection: the empty slabs kept
- * open for reuse are closed, and the large-region reuse cache is unmapped. The slot and
- * region quarantines are never flushed early. 1 if anything was released. */
+ * open for reuse are closed, the pages of free slots in open slabs go back to the
+ * kernel, and the large-region reuse cache is unmapped. The slot and region quarantines
+ * are never flushed early. 1 if anything was released, as glibc's answers: pages of free
+ * slots count as much as closed slabs, since a program's RSS falls by them alike. */
 API int malloc_trim(size_t pad)
 {
 	if (!rampart_ready()) return rampart_passthrough() ? passthrough_trim(pad) : 0;

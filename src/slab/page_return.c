@@ -116,8 +116,8 @@ static void mark_returned(struct slab_class *k, uint32_t pos, struct slab *s, co
 }
 
 /* Give back the whole pages of slab pos that only free slots overlap and that a slot used
- * since its last return, a run of such pages per system call. */
-static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
+ * since its last return, a run of such pages per system call; how many went. */
+static size_t return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 {
 	size_t npages = k->slab_bytes / os_page, returned = 0, run = 0;
 	invariant(npages <= SLAB_PAGES_MAX);
@@ -156,30 +156,33 @@ static void return_slab(struct slab_class *k, uint32_t pos, struct slab *s)
 		run = 0;
 		memset(run_slots, 0, sizeof run_slots);
 	}
-	if (!returned) return;
+	if (!returned) return 0;
 	mark_returned(k, pos, s, dropped_pages, dropped_slots);
 	stat_add(STAT_SLAB_PAGES_RETURNED, (long)returned);
+	return returned;
 }
 
-/* A slab freed into since the last sweep ages; one that aged gives its pages back. */
-static void sweep_slab(struct slab_class *k, uint32_t pos, bool force)
+/* A slab freed into since the last sweep ages; one that aged gives its pages back (how
+ * many went). */
+static size_t sweep_slab(struct slab_class *k, uint32_t pos, bool force)
 {
 	struct slab *s = desc(k, pos);
 	invariant(s->pages != PAGES_KEPT && (s->state == SLAB_ACTIVE || s->state == SLAB_EMPTY));
 	if (s->pages == PAGES_FREED && !force) {
 		s->pages = PAGES_AGED;
-		return;
+		return 0;
 	}
-	return_slab(k, pos, s);
+	size_t returned = return_slab(k, pos, s);
 	s->pages = PAGES_KEPT;
 	set_remove(k, SET_DIRTY, pos);
+	return returned;
 }
 
-void slab_return_pages(struct slab_class *k, uint64_t now, bool force)
+size_t slab_return_pages(struct slab_class *k, uint64_t now, bool force)
 {
-	if (!k->nset[SET_DIRTY]) return;
+	if (!k->nset[SET_DIRTY]) return 0;
 	/* 32 bits of milliseconds wrap every 49 days: compared as a signed difference. */
-	if (!force && (int32_t)((uint32_t)now - k->return_at) < 0) return;
+	if (!force && (int32_t)((uint32_t)now - k->return_at) < 0) return 0;
 	k->return_at = (uint32_t)(now + roots.opt.slab_return_ms);
 	/* A class that handed out nothing for a period (sweeps are at least one apart) is
 	 * draining, not churning: no allocation is coming to take its free slots, so the
@@ -188,6 +191,8 @@ void slab_return_pages(struct slab_class *k, uint64_t now, bool force)
 	uint32_t allocs = (uint32_t)tally_of(k)->allocs;
 	bool draining = allocs == k->return_allocs;
 	k->return_allocs = allocs;
+	size_t returned = 0;
 	for (uint32_t p = set_next(k, SET_DIRTY, 0); p != UINT32_MAX; p = set_next(k, SET_DIRTY, p + 1))
-		sweep_slab(k, p, force || draining);
+		returned += sweep_slab(k, p, force || draining);
+	return returned;
 }

@@ -25,8 +25,9 @@
 
 /* Give back what is due: the free pages of slabs freed into before the last sweep (all of
  * them when force: malloc_trim, and when the class handed out nothing since its last
- * sweep), at most once per slab_return_ms unless forced. */
-void slab_return_pages(struct slab_class *k, uint64_t now, bool force);
+ * sweep), at most once per slab_return_ms unless forced. The pages that went back
+ * (malloc_trim's answer counts them). */
+size_t slab_return_pages(struct slab_class *k, uint64_t now, bool force);
 
 /* A slot went back to slab pos: its pages go back after a sweep or two. In churn the slab
  * is marked already: one load. */

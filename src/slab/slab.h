@@ -145,7 +145,8 @@ void slab_class_figures(unsigned c, struct slab_class_figures *f, struct slab_pa
  * them for VmRSS, into resident[SC_COUNT]; false when /proc/self/smaps cannot be read.
  * One pass over the process's mappings: for the reports, not for mallinfo2. */
 bool slab_resident(size_t *resident);
-/* Close every empty slab kept open (malloc_trim); the bytes closed. */
+/* Close every empty slab kept open and give back every free slot's pages in the open
+ * ones (malloc_trim); the bytes released, both counted. */
 size_t slab_trim(void);
 /* Arenas opened so far: the first at start-up, each other one by the first thread sent
  * there. */

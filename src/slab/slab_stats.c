@@ -121,32 +121,34 @@ bool slab_resident(size_t *resident)
 }
 
 /* Close the empty slabs a class keeps open (highest first, as slab_emptied does when
- * over its budget), and drop the budget back to its floor; the bytes closed. Stops at
- * the first slab the kernel cannot close. */
+ * over its budget), drop the budget back to its floor, and give back the pages of free
+ * slots in its open slabs; the bytes released. Stops closing at the first slab the
+ * kernel cannot close. */
 static size_t trim_class(struct slab_class *k)
 {
-	size_t closed = 0;
+	size_t released = 0;
 	class_lock(k);
 	slot_quarantine_let_go(k); /* it may be the last slot of an empty slab */
 	k->empty_max = k->empty_floor;
 	k->peak_now = k->peak_prev = k->nactive;
-	while (k->nset[SET_EMPTY] && slab_close_highest_empty(k)) closed += k->slab_bytes;
+	while (k->nset[SET_EMPTY] && slab_close_highest_empty(k)) released += k->slab_bytes;
 	/* The free slots' pages of its open slabs (and of any empty slab the kernel would
-	 * not close now). */
-	slab_return_pages(k, os_now_ms(), true);
+	 * not close now): memory given back as much as a closed slab's, so counted too
+	 * (malloc_trim answers 1 when anything went, as glibc's does). */
+	released += slab_return_pages(k, os_now_ms(), true) * os_page;
 	class_unlock(k);
-	return closed;
+	return released;
 }
 
 size_t slab_trim(void)
 {
-	size_t closed = 0;
+	size_t released = 0;
 #if SLAB_FREE_BATCHES
 	slab_batch_flush_mine(); /* before the classes let their held slots go */
 #endif
 	unsigned n = roots.slab.arenas * SC_COUNT;
 	for (unsigned r = 0; r < n; r++)
-		if (class_is_set_up(r) && r % SC_COUNT) closed += trim_class(&roots.slab.classes[r]);
-	return closed;
+		if (class_is_set_up(r) && r % SC_COUNT) released += trim_class(&roots.slab.classes[r]);
+	return released;
 }
 

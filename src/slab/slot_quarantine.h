@@ -53,8 +53,10 @@ static inline bool slot_quarantine_take_released(struct slab_class *k, uint32_t 
 	return true;
 }
 /* The same for an allocation of partition p (parted classes): the held slot is p's, or
- * it waits for one of p's (it is still quarantined, and goes back to its partition when
- * the next slot leaves the quarantine or at malloc_trim). */
+ * it waits for an allocation of its own partition (still quarantined in its slab's bits;
+ * the slots that leave the quarantine meanwhile go to their slabs, since one is held),
+ * or for malloc_trim or its own partition's allocation in a fragmented class to put it
+ * in its slab as its partition's (slot_quarantine_let_go). */
 static inline bool slot_quarantine_take_released_by(struct slab_class *k, unsigned p, uint32_t *pos, uint32_t *i)
 {
 	qentry_t e = k->released;

@@ -12,6 +12,15 @@
  *           third site stay live among A's, so that no slab of A's empties (a slab
  *           wholly free may close and its slots start afresh, anyone's: that is not
  *           the reuse measured here).
+ *   unpinned  issue 49's scenario exactly: sites A and B as above, 64-byte blocks,
+ *           and no third site, so A's slabs empty wholly once its slots leave the
+ *           quarantine (at once under light). The same share of processes is
+ *           expected: an emptied slab kept open keeps its slots their partition's
+ *           (docs/slab.md, "When a slab empties"), and here A's stay open (measured:
+ *           about 40 empty, none closed, at exit), since the class's recent peak keeps
+ *           them within its budget and B's churn, recycling its own slots, needs no
+ *           slab reset. A slab of A's closed and reopened for B would hand B A's
+ *           slots whatever the partitions: more processes, or a few hits, fail.
  *   named   the same with malloc_partition: ids 0 and 1 (distinct partitions by
  *           construction) never share a slot; ids 0 and 0 always do.
  *   same    one site's blocks reuse one another's slots: under strong only after
@@ -99,12 +108,14 @@ static bool among(const uintptr_t *sorted, size_t n, const void *p)
 
 static uintptr_t freed[N];
 static void *pins[N / PIN_EVERY + 1];
+static bool pinned = true; /* false: no third site's blocks among A's (unpinned) */
 
-/* A's N blocks (among live pins), their addresses kept sorted; not freed here. */
+/* A's N blocks (among live pins, unless unpinned), their addresses kept sorted; not
+ * freed here. */
 static void allocate_a(const struct side *a, size_t n, void **out)
 {
 	for (int i = 0, p = 0; i < N; i++) {
-		if (i % PIN_EVERY == 0) pins[p++] = site_pin(n);
+		if (pinned && i % PIN_EVERY == 0) pins[p++] = site_pin(n);
 		out[i] = make(a, n);
 		freed[i] = (uintptr_t)out[i];
 	}
@@ -247,6 +258,10 @@ static int child(char **argv)
 	const struct side a = {site_a, -1}, b = {site_b, -1};
 	if (!strcmp(argv[1], "sites") || !strcmp(argv[1], "off")) return experiment(&a, &b, n);
 	if (!strcmp(argv[1], "same")) return experiment(&a, &a, n);
+	if (!strcmp(argv[1], "unpinned")) {
+		pinned = false;
+		return experiment(&a, &b, 64);
+	}
 	if (!strcmp(argv[1], "named")) {
 		const struct side x = {NULL, atoi(argv[3])}, y = {NULL, atoi(argv[4])};
 		return experiment(&x, &y, n);
@@ -259,16 +274,17 @@ static int child(char **argv)
 /* --- the parent ----------------------------------------------------------------- */
 
 
-/* sites over `procs` processes: how many saw B on A's slots, and that each saw none or
- * many (a process with a few would be reuse across partitions). */
-static void sites(const char *profile, int procs, int lo, int hi)
+/* An experiment of sites A and B (sites, unpinned) over `procs` processes: how many saw
+ * B on A's slots, and that each saw none or many (a process with a few would be reuse
+ * across partitions). */
+static void sites(const char *profile, char *name, int procs, int lo, int hi)
 {
-	char opts[64], what[200];
+	char opts[64], what[240];
 	int shared = 0, mixed = 0, broken = 0;
 	for (int i = 0; i < procs; i++) {
 		char idx[16];
 		snprintf(idx, sizeof idx, "%d", i);
-		char *args[] = {"partitions", "sites", idx, NULL};
+		char *args[] = {"partitions", name, idx, NULL};
 		snprintf(opts, sizeof opts, "%s", profile);
 		struct outcome o = run(opts, args);
 		if (o.status || o.lines != 1) broken++;
@@ -276,9 +292,9 @@ static void sites(const char *profile, int procs, int lo, int hi)
 		else if (o.hits[0]) mixed++;
 	}
 	snprintf(what, sizeof what,
-		 "%s: site B took site A's freed slots in %d of %d processes (expected %d to %d), "
+		 "%s: %s: site B took site A's freed slots in %d of %d processes (expected %d to %d), "
 		 "%d with only a few, %d broken",
-		 profile, shared, procs, lo, hi, mixed, broken);
+		 profile, name, shared, procs, lo, hi, mixed, broken);
 	verdict(!broken && !mixed && shared >= lo && shared <= hi, what);
 }
 
@@ -311,7 +327,9 @@ int main(int argc, char **argv)
 	};
 	for (size_t p = 0; p < sizeof profiles / sizeof *profiles; p++) {
 		const char *opt = profiles[p].options;
-		sites(opt, profiles[p].procs, profiles[p].lo, profiles[p].hi);
+		sites(opt, "sites", profiles[p].procs, profiles[p].lo, profiles[p].hi);
+		/* The same bounds: the odds are the partitions', whatever the pins do. */
+		sites(opt, "unpinned", profiles[p].procs, profiles[p].lo, profiles[p].hi);
 		char *named_apart[] = {"named", "0", "1", NULL}, *named_same[] = {"named", "0", "0", NULL};
 		each(opt, "malloc_partition ids 0 and 1 never share a slot", 12, named_apart, never);
 		each(opt, "malloc_partition ids 0 and 0 share their slots", 6, named_same, always);

@@ -1,7 +1,8 @@
 /* test_page_return — the pages of free slots in open slabs go back to the kernel
- * (slab/page_return.c): at malloc_trim at once, otherwise one to two periods of
- * slab_return_ms after the last free into their slab, or at the first sweep a period
- * after the frees in a class that hands out nothing since; in every class (slots of a page
+ * (slab/page_return.c): at malloc_trim at once (which answers 1 for them alone),
+ * otherwise one to two periods of slab_return_ms after the last free into their slab, or
+ * at the first sweep a period after the frees in a class that hands out nothing since;
+ * in every class (slots of a page
  * and more, runs of small slots that fill a page, a slab of one page whose slots are all
  * free) and in empty slabs kept open; slots still in the slot quarantine keep theirs;
  * blocks that reuse such slots read zero and free cleanly (their canaries stamped
@@ -9,6 +10,7 @@
  * check-configs. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -45,10 +47,17 @@ static size_t quarantined_in_class_of(const struct rampart_heap_stats *h, size_t
 	return 0;
 }
 
-static unsigned long returned_pages(void)
+/* The counter's value; ULONG_MAX if it cannot be read. No assertion: Check's allocate. */
+static unsigned long returned_pages_quietly(void)
 {
 	unsigned long v = 0;
-	ck_assert_int_eq(rampart_get_counter("slab_pages_returned", &v), 0);
+	return rampart_get_counter("slab_pages_returned", &v) ? ULONG_MAX : v;
+}
+
+static unsigned long returned_pages(void)
+{
+	unsigned long v = returned_pages_quietly();
+	ck_assert_uint_ne(v, ULONG_MAX);
 	return v;
 }
 
@@ -142,6 +151,44 @@ START_TEST(trim_gives_free_slots_pages_back)
 	ck_assert_uint_ge(returned_pages() - before, (unsigned long)nfreed);
 	reuse_all(8000);
 	for (int i = 0; i < COUNT; i += 8) free(blocks[i]);
+}
+END_TEST
+
+/* malloc_trim answers 1 when all it gave back was pages of free slots (glibc's answers 1
+ * when it released any memory, and these pages leave the process's RSS as a closed
+ * slab's do): every other 8,000-byte block by address is freed, so each slab (slots of
+ * two pages) keeps a live one and none empties, and the trims before the frees left no
+ * empty slab and no cached region to give. Nothing is asserted between the trims: Check's
+ * assertions allocate and free blocks of their own. */
+START_TEST(trim_answers_one_for_pages_alone)
+{
+	for (int i = 0; i < COUNT; i++) {
+		ck_assert_ptr_nonnull(blocks[i] = malloc(8000));
+		memset(blocks[i], 'x', 8000);
+	}
+	qsort(blocks, COUNT, sizeof *blocks, cmp_ptr);
+	malloc_trim(0);
+	int idle = malloc_trim(0);
+	struct rampart_heap_stats h;
+	rampart_get_heap_stats(&h);
+	size_t empty = h.slabs_empty, closed = h.slabs_closed;
+	unsigned long before = returned_pages_quietly();
+	for (int i = 1; i < COUNT; i += 2) free(blocks[i]);
+	int r = malloc_trim(0);
+	unsigned long after = returned_pages_quietly(), returned = after - before;
+	int again = malloc_trim(0);
+	rampart_get_heap_stats(&h);
+	printf("8,000-byte blocks, every other freed: trims answered %d before the frees, %d after (%lu pages returned, "
+	       "slabs closed %zu -> %zu), %d again\n", idle, r, returned, closed, h.slabs_closed, again);
+	ck_assert_uint_ne(before, ULONG_MAX);
+	ck_assert_uint_ne(after, ULONG_MAX);
+	ck_assert_int_eq(idle, 0);
+	ck_assert_uint_eq(empty, 0);
+	ck_assert_uint_eq(h.slabs_closed, closed); /* no slab closed: the 1 is the pages' */
+	ck_assert_uint_gt(returned, 0);
+	ck_assert_int_eq(r, 1);
+	ck_assert_int_eq(again, 0);
+	for (int i = 0; i < COUNT; i += 2) free(blocks[i]);
 }
 END_TEST
 
@@ -323,6 +370,7 @@ int main(void)
 	TCase *t = tcase_create("core");
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, trim_gives_free_slots_pages_back);
+	tcase_add_test(t, trim_answers_one_for_pages_alone);
 	tcase_add_test(t, pages_go_back_after_the_period);
 	tcase_add_test(t, draining_class_gives_back_at_one_sweep);
 	tcase_add_test(t, allocating_class_waits_a_sweep_more);

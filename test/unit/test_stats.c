@@ -1,8 +1,10 @@
 /* test_stats — the cumulative and peak figures (issue 51): allocations and frees per size
  * class and in all, their bytes, the most blocks and bytes live at once; by name through
- * rampart_get_counter, and in the text, JSON and malloc_info reports; the JSON report's
- * blocks by call-site partition (issue 49), and its shape with partitions=1. Each check
- * is a difference over what the test itself did, or a count, in classes it alone uses. */
+ * rampart_get_counter, and in the text, JSON and malloc_info reports; a class's resident
+ * memory beside its open memory, and the pages of free slots given back (issue 52), in
+ * the text and JSON reports and by the counter; the JSON report's blocks by call-site
+ * partition (issue 49), and its shape with partitions=1. Each check is a difference over
+ * what the test itself did, or a count, in classes it alone uses. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -25,11 +27,13 @@
 #include "slab/slab_class.h"
 
 /* Sizes no other code of this process asks for: 3,000 bytes (the 3,072-byte class),
- * 20,000 bytes (a class of 20,480), 6,000 bytes (the 6,144-byte class, by partition)
- * and 1 MiB blocks (large). */
+ * 20,000 bytes (a class of 20,480), 6,000 bytes (the 6,144-byte class, by partition),
+ * 12,000 bytes (the 12,288-byte class, three pages a slot: resident memory) and 1 MiB
+ * blocks (large). */
 #define SMALL 3000
 #define MID 20000
 #define PARTED 6000
+#define PAGED 12000
 #define LARGE ((size_t)1 << 20)
 
 static struct rampart_heap_stats h;
@@ -312,7 +316,7 @@ START_TEST(test_reports)
 }
 END_TEST
 
-/* --- blocks by call-site partition in the JSON report ------------------------------ */
+/* --- reading a JSON report --------------------------------------------------------- */
 
 /* The row of class c in a JSON report (text_out), up to its closing brace. */
 static char row_out[4096];
@@ -337,6 +341,123 @@ static long json_num(const char *json, const char *key)
 	const char *at = strstr(json, want);
 	return at ? strtol(at + strlen(want), NULL, 10) : -1;
 }
+
+/* --- resident memory and pages given back ------------------------------------------ */
+
+/* A text report's byte figure ("12.5 MiB") at *at, in bytes, and the most its rounding
+ * (tenths of its unit, cut) may have taken off; *at moves past it. */
+static double text_bytes(const char **at, double *cut)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+	char *end;
+	double v = strtod(*at, &end);
+	while (*end == ' ') end++;
+	double scale = 1;
+	for (size_t u = 0; u < sizeof units / sizeof *units; u++, scale *= 1024) {
+		size_t n = strlen(units[u]);
+		if (!strncmp(end, units[u], n) && (end[n] == ' ' || end[n] == '\n' || end[n] == ')')) {
+			*at = end + n;
+			*cut = u ? scale / 10 : 0;
+			return v * scale;
+		}
+	}
+	ck_abort_msg("no byte figure at '%.40s'", *at);
+	return 0;
+}
+
+/* Sorted by address without qsort, which may allocate its buffer: a block of another class
+ * freed then would add its own pages to those counted. */
+static void sort_blocks(void **p, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && (uintptr_t)p[j - 1] > (uintptr_t)p[j]; j--) {
+			void *x = p[j];
+			p[j] = p[j - 1];
+			p[j - 1] = x;
+		}
+}
+
+/* ALLOC blocks of 12,000 bytes written whole, every other one by address freed (each slab
+ * keeps a live block, so none empties or closes), and malloc_trim, which gives back the
+ * pages of the freed slots that left the slot quarantine at once. Then, in the JSON and
+ * text reports: the class's live slots are the kept ones; its resident memory holds
+ * them, at most the slots still quarantined besides, and lies below its open memory,
+ * which still counts the freed slots; the pages given back are the counter's, and grew by
+ * exactly the freed slots' pages less the quarantined ones' (all of them under light,
+ * which has no slot quarantine). Between the first trim and the reports: no assertion
+ * (Check's allocate, and their blocks' pages could go back too). */
+START_TEST(test_resident_and_returned)
+{
+	enum { ALLOC = 512, FREED = ALLOC / 2 };
+	static void *p[ALLOC];
+	static char text[sizeof text_out];
+	unsigned c = sc_of(PAGED);
+	size_t slot = sc_size(c), page = (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < ALLOC; i++) {
+		QUIET_CHECK(p[i] = malloc(PAGED));
+		if (p[i]) memset(p[i], 'x', PAGED);
+	}
+	QUIET_DONE();
+	sort_blocks(p, ALLOC);
+	malloc_trim(0); /* what other classes have to give goes now, before the count */
+	unsigned long before = 0, after = 0;
+	QUIET_CHECK(!rampart_get_counter("slab_pages_returned", &before));
+	for (int i = 1; i < ALLOC; i += 2) free(p[i]);
+	malloc_trim(0);
+	QUIET_CHECK(!rampart_get_counter("slab_pages_returned", &after));
+	text_report(0);
+	memcpy(text, text_out, sizeof text);
+	text_report(1);
+	QUIET_DONE();
+
+	/* JSON: exact figures. */
+	const char *row = class_row(c);
+	long live = json_num(row, "live"), quarantined = json_num(row, "quarantined");
+	long open = json_num(row, "bytes_open"), resident = json_num(row, "bytes_resident");
+	long returned = json_num(text_out, "pages_returned");
+	printf("%zu-byte slots, %d of %d freed, trimmed: %ld live, %ld quarantined, %ld bytes open, %ld resident; "
+	       "%lu pages given back (%ld in the report)\n",
+	       slot, FREED, ALLOC, live, quarantined, open, resident, after - before, returned);
+	ck_assert_int_eq(live, ALLOC - FREED);
+	ck_assert_int_ge(quarantined, 0);
+	ck_assert_int_ge(resident, live * (long)slot);
+	ck_assert_int_le(resident, (live + quarantined) * (long)slot);
+	ck_assert_int_lt(resident, open);
+	ck_assert_int_eq(returned, (long)after);
+	if (slot % page == 0) /* the freed slots' own pages, no neighbour's */
+		ck_assert_uint_eq(after - before, (FREED - (unsigned long)quarantined) * (slot / page));
+	ck_assert_uint_gt(after - before, 0);
+
+	/* Text: the same figures, bytes to their tenth of a unit. */
+	char want[96];
+	snprintf(want, sizeof want, ", %lu pages of free slots given back;", after);
+	ck_assert_msg(strstr(text, want), "'%s' not in '%s'", want, text);
+	const char *line = NULL;
+	for (const char *at = text; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL) {
+		unsigned cls;
+		size_t size;
+		if (sscanf(at, "%u %zu", &cls, &size) == 2 && cls == c && size == slot) line = at;
+	}
+	ck_assert_msg(line != NULL, "no row of class %u in '%s'", c, text);
+	long cols[8];
+	int used = 0;
+	ck_assert_int_eq(sscanf(line, "%*u %*u %ld %ld %ld %ld %ld %ld %ld %ld%n", &cols[0], &cols[1], &cols[2],
+				&cols[3], &cols[4], &cols[5], &cols[6], &cols[7], &used),
+			 8);
+	ck_assert_int_eq(cols[0], live);
+	ck_assert_int_eq(cols[1], quarantined);
+	const char *at = line + used;
+	double open_cut, resident_cut;
+	double text_open = text_bytes(&at, &open_cut), text_resident = text_bytes(&at, &resident_cut);
+	ck_assert_msg(text_open <= open && text_open + open_cut >= open, "open %ld, the text's %.1f", open, text_open);
+	ck_assert_msg(text_resident <= resident && text_resident + resident_cut >= resident,
+		      "resident %ld, the text's %.1f", resident, text_resident);
+	ck_assert_msg(text_resident < text_open, "'%.200s'", line);
+	for (int i = 0; i < ALLOC; i += 2) free(p[i]);
+}
+END_TEST
+
+/* --- blocks by call-site partition in the JSON report ------------------------------ */
 
 /* The array of numbers after "key": in row, into v (at most `most`); its length, -1 when
  * the key is not there. */
@@ -480,6 +601,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_cross_thread_frees);
 	tcase_add_test(tc, test_by_name);
 	tcase_add_test(tc, test_reports);
+	tcase_add_test(tc, test_resident_and_returned);
 	tcase_add_test(tc, test_partition_counts);
 	tcase_add_test(tc, test_partitions_off_report);
 	suite_add_tcase(s, tc);
