@@ -164,7 +164,9 @@ CONFIG_INVARIANTS ?= 0
 # Slot choice in order, no write-after-free check, no slot or slab quarantine, a
 # guard slab every 8 (madvise) or 32 (mprotect) slabs, no large-region quarantine
 # (freed blocks kept with their pages instead, up to CONFIG_CACHE_RESIDENT_BYTES),
-# large guards of at most 4 random pages, 4 call-site partitions.
+# large guards of at most 4 random pages, 16 call-site partitions (as many as strong:
+# under light they cost the same instructions and peak RSS as 4,
+# bench/results/2026-11-29-light-partitions.md).
 CONFIG_LIGHT_SLOT_RANDOM ?= 0
 CONFIG_LIGHT_WRITE_AFTER_FREE_CHECK ?= 0
 CONFIG_LIGHT_SLOT_QUARANTINE_BYTES ?= 0
@@ -173,7 +175,7 @@ CONFIG_LIGHT_GUARD_SLAB_INTERVAL ?= 8
 CONFIG_LIGHT_GUARD_SLAB_INTERVAL_MPROTECT ?= 32
 CONFIG_LIGHT_REGION_QUARANTINE ?= 0
 CONFIG_LIGHT_GUARD_MAX_PAGES ?= 4
-CONFIG_LIGHT_PARTITIONS ?= 4
+CONFIG_LIGHT_PARTITIONS ?= 16
 # The profile a process gets when nothing chooses one: 0 strong, 1 light. VARIANT=light
 # builds the same library with light as that default, into out/light.
 CONFIG_PROFILE_LIGHT ?= 0
