@@ -27,18 +27,31 @@ static int cmp_long(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One call site for the victim and the churn: an allocator with call-site partitions
+ * (rampart's partitions, on by default) hands a freed slot only to allocations of its
+ * own partition, chosen from the address malloc returns to, so a churn at another site
+ * than the victim's would measure how long a slot waits for a site of another partition
+ * (under rampart: forever, but 1 time in 16). The empty asm keeps the call from being
+ * a tail call, whose return address would be the caller's. */
+static __attribute__((noinline)) void *site_malloc(size_t n)
+{
+	void *p = malloc(n);
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
 /* The block is written so that an allocator that hands out untouched memory and one
  * that does not are asked the same thing; volatile keeps the compiler from pairing the
  * malloc and free away. */
 static long frees_until_back(size_t n, long limit)
 {
-	char *volatile p = malloc(n);
+	char *volatile p = site_malloc(n);
 	if (!p) return -1;
 	p[0] = 1;
 	void *victim = p;
 	free(p);
 	for (long k = 1; k <= limit; k++) {
-		char *volatile q = malloc(n);
+		char *volatile q = site_malloc(n);
 		if (!q) return -1;
 		q[0] = 1;
 		free(q);

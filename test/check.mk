@@ -56,7 +56,7 @@ CHECK_RUN = OUT=$(1) $(CHECK_INVARIANTS) sh test/run.sh
 
 # test/portable/api_check.c: the public interface without a test framework. In
 # test/tests.list (system/api_check) and in every static build.
-$(TEST_OUT)/system/api_check: test/portable/api_check.c $(OUT)/librampart.a test/harness.h include/rampart.h
+$(TEST_OUT)/system/api_check: test/portable/api_check.c $(OUT)/librampart.a test/harness.h test/site.h include/rampart.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(TEST_CFLAGS) -o $@ $< $(OUT)/librampart.a
 

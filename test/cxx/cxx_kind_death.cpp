@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -100,9 +101,56 @@ static void *delete_array_in_thread(void *p)
 	return nullptr;
 }
 
+// The churn's one call site for malloc and operator new[] alike: a call through a
+// pointer returns to the same address whichever function it reaches, and that address
+// is the allocation's call site for both (src/front/cxx.c takes an operator's caller as
+// malloc takes its own), so their blocks share a call-site partition, and a slot one of
+// them freed can go to the other. Called directly, they would be two sites, in two
+// partitions but 1 time in 16 (4 under light), and no slot would change hands: the
+// check would pass on fresh slots alone. The pointer is read from a volatile, so the
+// call stays one indirect call whichever function it reaches.
+static void *(*volatile churn_alloc)(std::size_t);
+static __attribute__((noinline)) void *churn_site(std::size_t n)
+{
+	void *p = churn_alloc(n);
+	asm volatile("" : "+r"(p)); // no tail call: the return address must be this one's
+	return p;
+}
+
+// Which allocation function had each slot the churn was handed last, by address: an
+// open-addressing table, so the churn can count slots that came back to the other kind.
+enum { SLOTS_SEEN = 1 << 17 };
+static struct {
+	std::uintptr_t at;
+	bool by_new;
+} slots_seen[SLOTS_SEEN];
+static std::size_t nseen;
+
+// Records that p was handed out by operator new[] (by_new) or malloc; whether the other
+// one had it before.
+static bool changed_kind(void *p, bool by_new)
+{
+	std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p) & ((std::uintptr_t(1) << 56) - 1); // no MTE tag
+	std::size_t i = std::size_t((a >> 4) * 0x9e3779b97f4a7c15ull >> 40) & (SLOTS_SEEN - 1);
+	for (; slots_seen[i].at; i = (i + 1) & (SLOTS_SEEN - 1))
+		if (slots_seen[i].at == a) {
+			bool changed = slots_seen[i].by_new != by_new;
+			slots_seen[i].by_new = by_new;
+			return changed;
+		}
+	if (nseen < SLOTS_SEEN / 2) {
+		slots_seen[i].at = a;
+		slots_seen[i].by_new = by_new;
+		nseen++;
+	}
+	return false;
+}
+
 // Every pair matched, small and large, plain, sized, aligned and nothrow; C++ slots
 // beside C functions' slots in the same slabs; frees from another thread; and then
-// churn, so that slots the C++ operators used come back to malloc and free.
+// churn at one call site (churn_site), so that slots the C++ operators used come back to
+// malloc and free, and slots malloc used to operator new[] and delete[]: at least one
+// of each is asserted.
 static void matched_pairs()
 {
 	for (int round = 0; round < 4; round++) {
@@ -127,14 +175,26 @@ static void matched_pairs()
 			if (pthread_create(&th, nullptr, delete_array_in_thread, new char[SMALL])) _exit(3);
 		for (pthread_t &th : t) pthread_join(th, nullptr);
 	}
+	void *(*const new_array)(std::size_t) = &::operator new[];
+	long to_malloc = 0, to_new = 0;
 	for (int i = 0; i < 200000; i++) {
-		void *p = malloc(SMALL);
+		churn_alloc = malloc;
+		void *p = churn_site(SMALL);
+		if (!p) _exit(3);
 		escape(p);
+		to_malloc += changed_kind(p, false);
 		void *q = realloc(p, SMALL + 1);
 		free(q);
-		char *r = new char[SMALL];
+		churn_alloc = new_array;
+		char *r = static_cast<char *>(churn_site(SMALL));
 		escape(r);
+		to_new += changed_kind(r, true);
 		delete[] r;
+	}
+	if (!to_malloc || !to_new) {
+		std::fprintf(stderr, "matched pairs: %ld slots of operator new[] came back to malloc, %ld of malloc to "
+				     "operator new[]: a slot must change hands each way\n", to_malloc, to_new);
+		_exit(6);
 	}
 }
 

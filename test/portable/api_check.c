@@ -5,7 +5,8 @@
  *
  * Covers: every size-class boundary (walked through malloc_usable_size), the switch
  * to large blocks, contents kept by realloc (in place, moved, slab <-> large), calloc
- * zeros and overflow, the aligned functions and their errors, valloc/pvalloc,
+ * zeros (also in slots and regions dirtied before, which must come back) and overflow,
+ * the aligned functions and their errors, valloc/pvalloc,
  * malloc(0), free_sized / free_aligned_sized, malloc_object_size, malloc_trim, errno
  * left alone by successful calls, guards that really block access (asked of the
  * kernel without a signal), a freed large block, fork, threads, and the guard backend
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "../site.h"
 #include "rampart.h"
 
 /* Not declared by musl's headers. */
@@ -68,10 +70,12 @@ static bool same(const unsigned char *p, size_t n, unsigned seed)
 		if (p[i] != (unsigned char)(seed + i * 7 + (i >> 8))) return false;
 	return true;
 }
+/* A page of zeros at a time: calloc_zeroes reads some 600 blocks of 3 MiB. */
 static bool zero(const unsigned char *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (p[i]) return false;
+	static const unsigned char zeros[4096];
+	for (size_t i = 0; i < n; i += sizeof zeros)
+		if (memcmp(p + i, zeros, n - i < sizeof zeros ? n - i : sizeof zeros)) return false;
 	return true;
 }
 
@@ -137,19 +141,103 @@ static void edge_cases(void)
 	CHECK(realloc(p, 0) == NULL);
 }
 
+/* Where a block lies, without an arm64 memory tag in its top byte (a slot handed out
+ * again may carry another tag). */
+static uintptr_t untagged(const void *p) { return (uintptr_t)p & (((uintptr_t)1 << 56) - 1); }
+
+/* The slots calloc_zeroes dirtied, by address: an open-addressing set, cleared for each
+ * size. */
+enum { DIRTIED_SLOTS = 1 << 18 };
+static uintptr_t dirtied[DIRTIED_SLOTS];
+static size_t ndirtied;
+
+/* Adds a to the set; whether it was there already. */
+static bool dirtied_before(uintptr_t a)
+{
+	size_t i = (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 46) & (DIRTIED_SLOTS - 1);
+	for (; dirtied[i]; i = (i + 1) & (DIRTIED_SLOTS - 1))
+		if (dirtied[i] == a) return true;
+	if (ndirtied < DIRTIED_SLOTS / 2) {
+		dirtied[i] = a;
+		ndirtied++;
+	}
+	return false;
+}
+
+static unsigned long option_or(const char *name, unsigned long otherwise)
+{
+	unsigned long v;
+	return rampart_get_option(name, &v) == 0 ? v : otherwise;
+}
+
+/* What calloc_zeroes writes into a block before its free: a small block whole; a large
+ * one a line at the start of each page and its last line (a page left dirty is what a
+ * forgotten zeroing would hand out), so that some 600 blocks of 3 MiB cost their page
+ * faults and little more (written and read whole, they took 7 s more under qemu-user). */
+static void dirty(unsigned char *c, size_t n, bool large, size_t page)
+{
+	if (!large) {
+		memset(c, 0xee, n);
+		return;
+	}
+	for (size_t o = 0; o < n; o += page) memset(c + o, 0xee, 64);
+	memset(c + n - 64, 0xee, 64);
+}
+static bool dirt_gone(const unsigned char *c, size_t n, bool large, size_t page)
+{
+	if (!large) return zero(c, n);
+	for (size_t o = 0; o < n; o += page)
+		if (!zero(c + o, 64)) return false;
+	return zero(c + n - 64, 64);
+}
+
+/* calloc hands out zeros, also where an earlier block was dirtied: each size is asked
+ * for at one call site, site_calloc (with call-site partitions a freed slot or region
+ * goes back only to allocations of its own partition, chosen from the call site: a
+ * block dirtied at another site would almost never be taken back here), and every
+ * block is dirtied before its free, until calloc hands out a slot or region one of them
+ * had, which is asserted to happen. A small block's slot comes back once it leaves the
+ * slot quarantine (some 25,000 frees for the 16-byte class under strong, at once
+ * without one); a large block's region once it leaves the region quarantine and is
+ * taken from the reuse cache (at least 16 large frees: some 1,030 for 200 KiB, 600 for
+ * 3 MiB, which fill the quarantine's byte bound first; at once under light). The first
+ * block and the one that got a dirtied slot or region back are read whole. */
 static void calloc_zeroes(void)
 {
-	/* Dirty some slots, free them, then calloc the same sizes. */
 	static const size_t sizes[] = {1, 24, 100, 1000, 5000, 40000, 131000, 200 * KiB, 3 * MiB};
+	enum { LARGE_ROUNDS = 8192 };
+	static uintptr_t large_at[LARGE_ROUNDS];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	/* The slot quarantine holds slot_quarantine_bytes of slots in its random array and
+	 * twice as much in its FIFO: 24,576 of the 16-byte class by default, a bound of
+	 * 66,560 calls. */
+	size_t slot_rounds = option_or("slot_quarantine_bytes", 128 * KiB) / 16 * 8 + 1024;
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-		for (int k = 0; k < 4; k++) {
-			unsigned char *d = malloc(sizes[i]);
-			memset(d, 0xee, sizes[i]);
-			free(d);
+		size_t n = sizes[i], round;
+		bool large = n > 128 * KiB, back = false, zeros = true; /* large: rampart's, past 128 KiB */
+		memset(dirtied, 0, sizeof dirtied);
+		ndirtied = 0;
+		for (round = 0; !back && round < (large ? LARGE_ROUNDS : slot_rounds); round++) {
+			unsigned char *c = site_calloc(1, n);
+			if (!c) {
+				CHECK(c != NULL);
+				return;
+			}
+			uintptr_t a = untagged(c);
+			if (!large) {
+				back = dirtied_before(a);
+			} else {
+				/* A region may come back cut otherwise: any overlap counts. */
+				for (size_t k = 0; k < round && !back; k++) back = a < large_at[k] + n && large_at[k] < a + n;
+				large_at[round] = a;
+			}
+			zeros = zeros && (round == 0 || back ? zero(c, n) : dirt_gone(c, n, large, page));
+			dirty(c, n, large, page);
+			free(c);
 		}
-		unsigned char *c = calloc(1, sizes[i]);
-		CHECK(c && zero(c, sizes[i]));
-		free(c);
+		printf("calloc(1, %zu): a dirtied %s handed out again at call %zu\n", n, large ? "region" : "slot", round);
+		CHECK(zeros);
+		CHECK(back);
 	}
 }
 

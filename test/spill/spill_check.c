@@ -9,7 +9,8 @@
  *  - 16-byte blocks, several regions' worth: every allocation succeeds, the blocks past
  *    the class's own region are in spill regions that decode to the class and to no
  *    other, contents survive, all are freed (half of them by another thread, whose
- *    frees go through its batches) and allocated again as zeros (calloc);
+ *    frees go through its batches) and allocated again as zeros (calloc, at the call site
+ *    of the first round: test/site.h);
  *  - in those spill regions a double free (also of a block another thread freed), a
  *    free of a pointer inside a block, a free into a spill region no class took, and a
  *    use of a freed spill slot's size all die as they would in a class's own region;
@@ -21,6 +22,7 @@
  * starts from a process that took none.
  */
 #include "../harness.h"
+#include "../site.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -93,7 +95,7 @@ static int small_blocks(void)
 	long last_region = -1;
 	unsigned regions = 0;
 	for (size_t i = 0; i < nsmall; i++) {
-		uint64_t *p = malloc(8);
+		uint64_t *p = site_calloc(1, 8); /* the second round's site (below) */
 		CHECK(p != NULL);
 		*p = i ^ 0x5a5a5a5a5a5aull;
 		small[i] = p;
@@ -140,10 +142,13 @@ static int small_blocks(void)
 	if (death_run_all(cases, sizeof cases / sizeof *cases)) return 1;
 
 	for (size_t i = 0; i < nsmall; i++) free(small[i]);
-	/* The same again, as zeros: reopened slabs, reused slots, and spill regions kept. */
+	/* The same again, as zeros: reopened slabs, reused slots, and spill regions kept.
+	 * At the first round's call site (site_calloc): with call-site partitions the slots
+	 * it freed go back only to allocations of its own partition, and the blocks of
+	 * another site would take none of them while their slabs stay open. */
 	spilled = 0;
 	for (size_t i = 0; i < nsmall; i++) {
-		uint64_t *p = calloc(1, 8);
+		uint64_t *p = site_calloc(1, 8);
 		CHECK(p != NULL);
 		CHECK(*p == 0);
 		*p = ~i;

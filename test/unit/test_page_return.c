@@ -19,6 +19,7 @@
 #include "../check_main.h"
 #include "../harness.h"
 #include "../profile.h"
+#include "../site.h"
 #include "rampart.h"
 #include "slab/sizeclass.h"
 #include "slab/slab.h"
@@ -75,12 +76,16 @@ static char *blocks[SMALL_COUNT];
 static char *freed[SMALL_COUNT];
 static int nfreed, nblocks;
 
-/* count blocks of size written whole; all but every keep-th (by address) freed. */
+/* count blocks of size written whole; all but every keep-th (by address) freed. Made
+ * at reuse_all's call site (site_malloc), as are the blocks of every test that ends in
+ * reuse_all: with call-site partitions a freed slot goes back only to allocations of
+ * its own partition, so blocks of another site would take fresh slots and leave the
+ * returned ones alone. */
 static void build_and_keep(int count, size_t size, int keep)
 {
 	nblocks = count;
 	for (int i = 0; i < count; i++) {
-		ck_assert_ptr_nonnull(blocks[i] = malloc(size));
+		ck_assert_ptr_nonnull(blocks[i] = site_malloc(size));
 		memset(blocks[i], 'x', size);
 	}
 	qsort(blocks, count, sizeof *blocks, cmp_ptr);
@@ -125,16 +130,25 @@ static void apart_from_kept(size_t size, int keep, int *apart, int *kept_residen
 	}
 }
 
-static void reuse_all(size_t size)
+/* Blocks of size at the freeing site (site_malloc) take the nfreed slots was[] had (and
+ * fresh ones): each reads zero and frees cleanly. That at least one of them got a slot
+ * of was[] back is asserted, so that the check cannot go on passing on fresh slots alone
+ * (as it did while these blocks came from another call site than the freed ones). */
+static void reuse_all(size_t size, char **was, int nwas)
 {
 	static char *again[4 * COUNT];
+	qsort(was, (size_t)nwas, sizeof *was, cmp_ptr);
+	int back = 0;
 	for (int i = 0; i < 4 * COUNT; i++) {
-		ck_assert_ptr_nonnull(again[i] = malloc(size));
+		ck_assert_ptr_nonnull(again[i] = site_malloc(size));
+		back += bsearch(&again[i], was, (size_t)nwas, sizeof *was, cmp_ptr) != NULL;
 		/* Without zero-on-free a slot never returned keeps its last owner's bytes. */
 		for (size_t j = 0; CONFIG_ZERO_ON_FREE && j < size; j += 64) ck_assert_int_eq(again[i][j], 0);
 		memset(again[i], 'y', size);
 	}
 	for (int i = 0; i < 4 * COUNT; i++) free(again[i]);
+	printf("%zu-byte blocks again: %d of %d in slots freed before\n", size, back, 4 * COUNT);
+	ck_assert_int_gt(back, 0);
 }
 
 START_TEST(trim_gives_free_slots_pages_back)
@@ -149,7 +163,7 @@ START_TEST(trim_gives_free_slots_pages_back)
 	/* The last ones freed may wait in the slot quarantine, still in use. */
 	ck_assert_int_le(after, nfreed / 10);
 	ck_assert_uint_ge(returned_pages() - before, (unsigned long)nfreed);
-	reuse_all(8000);
+	reuse_all(8000, freed, nfreed);
 	for (int i = 0; i < COUNT; i += 8) free(blocks[i]);
 }
 END_TEST
@@ -208,7 +222,7 @@ START_TEST(pages_go_back_after_the_period)
 	int after = still_resident();
 	printf("20,000-byte blocks: %d freed, first pages resident %d, %d after 3.3 s\n", nfreed, kept, after);
 	ck_assert_int_le(after, nfreed / 10);
-	reuse_all(20000);
+	reuse_all(20000, freed, nfreed);
 	for (int i = 0; i < COUNT; i += 8) free(blocks[i]);
 }
 END_TEST
@@ -263,7 +277,7 @@ START_TEST(small_slots_pages_go_back)
 	       "after the trim; %lu pages returned\n", nfreed, apart, left, returned_pages() - before);
 	ck_assert_int_gt(apart, nfreed / 4);
 	ck_assert_int_le(left, may_stay(apart));
-	reuse_all(300);
+	reuse_all(300, freed, nfreed);
 	free_kept(64);
 }
 END_TEST
@@ -280,7 +294,7 @@ START_TEST(one_page_slabs_go_back)
 	       "after the trim\n", nfreed, apart, left);
 	ck_assert_int_gt(apart, nfreed / 4);
 	ck_assert_int_le(left, may_stay(apart));
-	reuse_all(100);
+	reuse_all(100, freed, nfreed);
 	free_kept(256);
 }
 END_TEST
@@ -297,7 +311,7 @@ START_TEST(quarantined_slots_keep_pages)
 		return;
 	}
 	for (int i = 0; i < 8000; i++) {
-		ck_assert_ptr_nonnull(blocks[i] = malloc(300));
+		ck_assert_ptr_nonnull(blocks[i] = site_malloc(300));
 		memset(blocks[i], 'x', 300);
 	}
 	qsort(blocks, 8000, sizeof *blocks, cmp_ptr);
@@ -328,7 +342,7 @@ START_TEST(quarantined_slots_keep_pages)
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "a second free of a quarantined block was not fatal");
 	for (int i = 0; i < 8000 - 200; i++) free(blocks[i]);
-	reuse_all(300);
+	reuse_all(300, blocks, 8000);
 }
 END_TEST
 
@@ -337,7 +351,7 @@ END_TEST
 START_TEST(empty_slabs_give_pages_back)
 {
 	for (int i = 0; i < COUNT / 4; i++) {
-		ck_assert_ptr_nonnull(blocks[i] = malloc(16000));
+		ck_assert_ptr_nonnull(blocks[i] = site_malloc(16000));
 		memset(blocks[i], 'x', 16000);
 	}
 	for (int i = 0; i < COUNT / 4; i++) free(blocks[i]);
@@ -360,7 +374,7 @@ START_TEST(empty_slabs_give_pages_back)
 	/* Nothing live: the empty slabs hold no page, the quarantined slots their own. */
 	ck_assert_int_le(after, (int)h.size_class[c].quarantined);
 	ck_assert_uint_le(r[c], h.size_class[c].quarantined * h.size_class[c].slot_size);
-	reuse_all(16000);
+	reuse_all(16000, blocks, COUNT / 4);
 }
 END_TEST
 

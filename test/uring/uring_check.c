@@ -46,6 +46,8 @@
 static struct io_uring ring;
 static int tfd = -1;
 static size_t page;
+/* The parts now run in children that call mlockall(MCL_CURRENT|MCL_FUTURE) first. */
+static bool locked;
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {
@@ -202,10 +204,14 @@ static void round_trips(void)
 
 /* --- 2. a large block freed while registered --- */
 
+/* Every large block here comes from one call site, site_malloc: with call-site
+ * partitions a freed region goes back only to a large block of its own partition, so
+ * blocks of another site would be elsewhere whether the quarantine held L or not, and
+ * would never get its range back to show that the kernel's write stays out of it. */
 static void freed_large(void)
 {
 	const size_t n = 512 * KiB;
-	unsigned char *L = malloc(n);
+	unsigned char *L = site_malloc(n);
 	CHECK(L != NULL);
 	fill(L, n, 21);
 	struct iovec iov = {L, n};
@@ -228,7 +234,7 @@ static void freed_large(void)
 	enum { N = 64 };
 	unsigned char *o[N];
 	for (int i = 0; i < N; i++) {
-		o[i] = malloc(n);
+		o[i] = site_malloc(n);
 		CHECK(o[i] != NULL);
 		CHECK(o[i] + n <= L || o[i] >= L + n || !test_region_quarantine());
 		fill(o[i], n, 30 + (unsigned)i);
@@ -243,13 +249,18 @@ static void freed_large(void)
 	/* Churn until part of the range is handed out again (after the quarantine, from
 	 * the reuse cache, where regions that touch are joined and cut anew), if it is (a
 	 * region closed by mprotect on locked memory is unmapped instead). That part must
-	 * be fresh and stay out of the kernel's reach. */
+	 * be fresh and stay out of the kernel's reach. Where nothing can keep the region from
+	 * coming back, it must come back, or this branch would go untested (it did, while
+	 * the churn was another call site than L's): with a region quarantine, and not
+	 * locked. Without one (light) the malloc_trim after L's free unmapped it (from the
+	 * reuse cache or the blocks kept with their pages), and the kernel's next mappings
+	 * go elsewhere. */
 	unsigned char *again = NULL;
 	int round;
 	for (round = 0; round < 2000 && !again; round++) {
 		unsigned char *c[4];
 		for (int i = 0; i < 4; i++) {
-			c[i] = malloc(n);
+			c[i] = site_malloc(n);
 			CHECK(c[i] != NULL);
 			if (!again && c[i] < L + n && c[i] + n > L) again = c[i];
 		}
@@ -267,6 +278,7 @@ static void freed_large(void)
 		free(again);
 	} else {
 		printf("      freed large block: no byte of it handed out again within %d allocations\n", 4 * round);
+		CHECK(!test_region_quarantine() || locked);
 	}
 	CHECK(io_uring_unregister_buffers(&ring) == 0);
 }
@@ -311,7 +323,7 @@ static void freed_slab(void)
 	enum { N = 256 };
 	unsigned char *o[N];
 	for (int i = 0; i < N; i++) {
-		o[i] = malloc(SLAB_N);
+		o[i] = site_malloc(SLAB_N); /* S's site: only it could take S's slot back */
 		CHECK(o[i] != NULL);
 		CHECK(o[i] + SLAB_N <= S || o[i] >= S + SLAB_N);
 		fill(o[i], SLAB_N, 50 + (unsigned)i);
@@ -389,8 +401,6 @@ static void guard_ranges(void)
 }
 
 /* --- driver --- */
-
-static bool locked;
 
 /* Runs fn in a child; 0 passed, 1 failed, 2 skipped (the child exited with SKIPPED). */
 static int run(const char *name, void (*fn)(void))
