@@ -106,7 +106,7 @@ static void *delete_array_in_thread(void *p)
 // is the allocation's call site for both (src/front/cxx.c takes an operator's caller as
 // malloc takes its own), so their blocks share a call-site partition, and a slot one of
 // them freed can go to the other. Called directly, they would be two sites, in two
-// partitions but 1 time in 16 (4 under light), and no slot would change hands: the
+// partitions but 1 time in 16, and no slot would change hands: the
 // check would pass on fresh slots alone. The pointer is read from a volatile, so the
 // call stays one indirect call whichever function it reaches.
 static void *(*volatile churn_alloc)(std::size_t);
