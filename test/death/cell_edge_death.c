@@ -21,6 +21,10 @@
 #define SIZE 100
 #define MANY 200
 
+/* An address without its memory tag (arm64 MTE keeps it in the top byte): what
+ * /proc/self/maps and comparisons between blocks go by. */
+static uintptr_t untagged(const void *p) { return (uintptr_t)p & (((uintptr_t)1 << 56) - 1); }
+
 /* The end of the run of back-to-back mappings holding a: the first address past it,
  * where /proc/self/maps shows a gap. 0 when a is not mapped. */
 static uintptr_t run_end(uintptr_t a)
@@ -39,15 +43,15 @@ static uintptr_t run_end(uintptr_t a)
 	return end;
 }
 
-/* MANY blocks of SIZE, each written whole; the highest. */
-static char *highest_of_many(void)
+/* MANY blocks of SIZE, each written whole; the highest's address, untagged. */
+static uintptr_t highest_of_many(void)
 {
 	static char *v[MANY];
-	char *top = NULL;
+	uintptr_t top = 0;
 	for (int i = 0; i < MANY; i++) {
 		if (!(v[i] = malloc(SIZE))) _exit(3);
 		memset(v[i], 'x', SIZE);
-		if (v[i] > top) top = v[i];
+		if (untagged(v[i]) > top) top = untagged(v[i]);
 	}
 	return top;
 }
@@ -63,23 +67,23 @@ static void past_first_slab(void)
 
 static void last_mapped_byte(void)
 {
-	uintptr_t end = run_end((uintptr_t)highest_of_many());
+	uintptr_t end = run_end(highest_of_many());
 	if (!end) _exit(4);
 	*(volatile char *)(end - 1) = 1;
 }
 
 static void past_mapped(void)
 {
-	uintptr_t end = run_end((uintptr_t)highest_of_many());
+	uintptr_t end = run_end(highest_of_many());
 	if (!end) _exit(4);
 	(void)*(volatile char *)end;
 }
 
 static void control(void)
 {
-	char *top = highest_of_many();
-	uintptr_t end = run_end((uintptr_t)top);
-	if (!end || end <= (uintptr_t)top + SIZE) _exit(5);
+	uintptr_t top = highest_of_many();
+	uintptr_t end = run_end(top);
+	if (!end || end <= top + SIZE) _exit(5);
 	if (run_end(end)) _exit(6); /* a gap follows: nothing of anyone's there */
 }
 
