@@ -14,6 +14,7 @@
  * Control: the same blocks written whole, and the run checked to end in a gap: exit 0.
  */
 #include "../harness.h"
+#include "../maps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,24 +25,6 @@
 /* An address without its memory tag (arm64 MTE keeps it in the top byte): what
  * /proc/self/maps and comparisons between blocks go by. */
 static uintptr_t untagged(const void *p) { return (uintptr_t)p & (((uintptr_t)1 << 56) - 1); }
-
-/* The end of the run of back-to-back mappings holding a: the first address past it,
- * where /proc/self/maps shows a gap. 0 when a is not mapped. */
-static uintptr_t run_end(uintptr_t a)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	if (!f) _exit(4);
-	char line[512];
-	uintptr_t end = 0;
-	while (fgets(line, sizeof line, f)) {
-		char *dash;
-		uintptr_t lo = strtoul(line, &dash, 16), hi = strtoul(dash + 1, NULL, 16);
-		if ((lo <= a && a < hi) || (end && lo == end)) end = hi;
-		else if (end) break;
-	}
-	fclose(f);
-	return end;
-}
 
 /* MANY blocks of SIZE, each written whole; the highest's address, untagged. */
 static uintptr_t highest_of_many(void)
@@ -67,14 +50,14 @@ static void past_first_slab(void)
 
 static void last_mapped_byte(void)
 {
-	uintptr_t end = run_end(highest_of_many());
+	uintptr_t end = maps_run_end(highest_of_many());
 	if (!end) _exit(4);
 	*(volatile char *)(end - 1) = 1;
 }
 
 static void past_mapped(void)
 {
-	uintptr_t end = run_end(highest_of_many());
+	uintptr_t end = maps_run_end(highest_of_many());
 	if (!end) _exit(4);
 	(void)*(volatile char *)end;
 }
@@ -82,9 +65,9 @@ static void past_mapped(void)
 static void control(void)
 {
 	uintptr_t top = highest_of_many();
-	uintptr_t end = run_end(top);
+	uintptr_t end = maps_run_end(top);
 	if (!end || end <= top + SIZE) _exit(5);
-	if (run_end(end)) _exit(6); /* a gap follows: nothing of anyone's there */
+	if (maps_run_end(end)) _exit(6); /* a gap follows: nothing of anyone's there */
 }
 
 static struct death_case cases[] = {

@@ -25,6 +25,8 @@
 #include "guard/meta.h"
 #include "slab/slot_check.h"
 
+#include "../maps.h"
+
 /* op(p) is fatal: asked in a child, whose report is discarded. */
 static bool fatal_in_child(void (*op)(void *), void *p)
 {
@@ -514,23 +516,6 @@ START_TEST(extent_grows)
 }
 END_TEST
 
-/* The end of the run of mappings that holds a, from /proc/self/maps (in address order). */
-static uintptr_t mapped_end(uintptr_t a)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	ck_assert(f != NULL);
-	char line[512];
-	uintptr_t end = 0;
-	while (fgets(line, sizeof line, f)) {
-		char *dash;
-		uintptr_t lo = strtoul(line, &dash, 16), hi = strtoul(dash + 1, NULL, 16);
-		if ((lo <= a && a < hi) || (end && lo == end)) end = hi;
-		else if (end) break;
-	}
-	fclose(f);
-	return end;
-}
-
 /* Is p in the nursery (not in a class's region)? */
 static bool in_nursery(const void *p)
 {
@@ -593,7 +578,7 @@ START_TEST(foreign_mapping_in_window)
 		got[count++] = first;
 	}
 	uintptr_t r0 = roots.slab.base + ((uintptr_t)first - roots.slab.base) / region * region;
-	char *wall = (char *)mapped_end((uintptr_t)first);
+	char *wall = (char *)maps_run_end((uintptr_t)first);
 	ck_assert((uintptr_t)wall < r0 + region);
 	ck_assert(mmap(wall, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == wall);
 	wall[0] = 9;
@@ -685,7 +670,7 @@ START_TEST(nursery_holds_first_slabs)
 
 	/* Around the cell's slabs: a closed page below, a closed page above. */
 	unsigned char *nb = v[0], *rb = v[in_region - 1];
-	uintptr_t cell_lo = mapped_start((uintptr_t)nb), cell_hi = mapped_end((uintptr_t)nb);
+	uintptr_t cell_lo = mapped_start((uintptr_t)nb), cell_hi = maps_run_end((uintptr_t)nb);
 	ck_assert(object_size_is_fatal((void *)cell_lo));
 	ck_assert(free_is_fatal((void *)cell_lo));
 	ck_assert(object_size_is_fatal((void *)(cell_hi - pg)));
@@ -768,7 +753,7 @@ START_TEST(nursery_cell_grows_with_use)
 	ck_assert_ptr_nonnull(k);
 	ck_assert_uint_eq(k->nursery.size, CONFIG_SLAB_GROW_MIN);
 	ck_assert_uint_lt(k->nursery.size, k->nursery_bytes);
-	uintptr_t lo = mapped_start((uintptr_t)p), hi = mapped_end((uintptr_t)p);
+	uintptr_t lo = mapped_start((uintptr_t)p), hi = maps_run_end((uintptr_t)p);
 	ck_assert_uint_eq(hi - lo, CONFIG_SLAB_GROW_MIN + pg); /* with the closed page below */
 	ck_assert_uint_eq(malloc_object_size((void *)hi), 0); /* not rampart's */
 	static char *v[1 << 14];
@@ -785,7 +770,7 @@ START_TEST(nursery_cell_grows_with_use)
 		mapped = k->nursery.size;
 	}
 	ck_assert_uint_eq(k->nursery.size, k->nursery_bytes + pg); /* whole, before the region */
-	ck_assert_uint_eq(mapped_end((uintptr_t)p) - mapped_start((uintptr_t)p), k->nursery_bytes + 2 * pg);
+	ck_assert_uint_eq(maps_run_end((uintptr_t)p) - mapped_start((uintptr_t)p), k->nursery_bytes + 2 * pg);
 	for (size_t i = 0; i < count; i++) free(v[i]);
 	free(p);
 }
@@ -805,7 +790,7 @@ START_TEST(nursery_cell_ends_at_a_mapping)
 	unsigned char *p = malloc(n);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq(nursery_class(p), c);
-	char *wall = (char *)mapped_end((uintptr_t)p);
+	char *wall = (char *)maps_run_end((uintptr_t)p);
 	ck_assert(mmap(wall, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == wall);
 	wall[0] = 9;
 	memset(p, tag_of(p), n);
